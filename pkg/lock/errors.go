@@ -1,0 +1,84 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrNotObtained: the lock is held by someone else (non-blocking
+	// acquire), or the wait deadline passed. Errors carrying the holder are
+	// *HeldError values that match ErrNotObtained with errors.Is.
+	ErrNotObtained = errors.New("lock: not obtained")
+	// ErrNotHeld: renew or release found no lock at all (expired or never taken).
+	ErrNotHeld = errors.New("lock: not held")
+	// ErrNotOwner: the lock exists but another token holds it (*HeldError).
+	ErrNotOwner = errors.New("lock: held by another owner")
+	// ErrWrongType: the key at the lock's name is not a lock (*WrongTypeError).
+	ErrWrongType = errors.New("lock: key is not a lock")
+	// ErrStaleFence: fence check refused a fence not newer than the highest seen (*StaleFenceError).
+	ErrStaleFence = errors.New("lock: stale fence")
+	// ErrInvalid: a caller passed an unusable argument (empty name, ttl < 1ms, ...).
+	ErrInvalid = errors.New("lock: invalid argument")
+)
+
+// Holder describes whoever holds a lock, as far as its stored value tells.
+type Holder struct {
+	Key        string
+	Token      string        // lockctl token, or the raw value of a foreign string lock
+	Fence      int64         // 0 when unknown (foreign lock)
+	Owner      string        // user@host:pid, the raw value of a foreign string lock, or uuid:threadId for Redisson
+	Note       string
+	AcquiredAt time.Time     // zero when unknown
+	TTL        time.Duration // remaining; -1 when the key has no TTL
+	Kind       string        // "lockctl", "string" (foreign SET NX), "redisson" (hash lock)
+	Reentry    int64         // Redisson reentry count
+}
+
+// HeldError reports the current holder. It matches ErrNotObtained when
+// returned by Acquire and ErrNotOwner when returned by Renew or Release.
+type HeldError struct {
+	Holder Holder
+	kind   error
+}
+
+// NewHeldError builds a HeldError of the given kind (ErrNotObtained or ErrNotOwner).
+func NewHeldError(kind error, h Holder) *HeldError { return &HeldError{Holder: h, kind: kind} }
+
+func (e *HeldError) Error() string {
+	msg := fmt.Sprintf("%s held by %s", e.Holder.Key, e.Holder.Owner)
+	if e.Holder.TTL >= 0 {
+		msg += fmt.Sprintf(" (ttl %s)", e.Holder.TTL.Round(time.Millisecond))
+	} else {
+		msg += " (no ttl: never expires)"
+	}
+	return msg
+}
+
+func (e *HeldError) Is(target error) bool { return target == e.kind }
+
+// WrongTypeError: the key exists with a Redis type no lock has.
+type WrongTypeError struct {
+	Key  string
+	Type string // "list", "set", "zset", "stream", or "hash" for a hash that is not a Redisson lock
+}
+
+func (e *WrongTypeError) Error() string {
+	return fmt.Sprintf("%s is a %s, not a lock", e.Key, e.Type)
+}
+
+func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
+
+// StaleFenceError: Check was given a fence not newer than Highest.
+type StaleFenceError struct {
+	Resource string
+	Fence    int64
+	Highest  int64
+}
+
+func (e *StaleFenceError) Error() string {
+	return fmt.Sprintf("fence %d for %s is stale: %d is newer", e.Fence, e.Resource, e.Highest)
+}
+
+func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }

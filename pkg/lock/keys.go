@@ -1,0 +1,84 @@
+package lock
+
+import "strings"
+
+// AuxPrefix starts every auxiliary key lockctl writes (fence counters, wait
+// queues, semaphores, fence-check records, the audit stream). It lies outside
+// the default lock pattern "lock:*", so listings and orphan scans never see
+// these keys; inspect also skips it explicitly for custom prefixes.
+const AuxPrefix = "lockctl:"
+
+// Kinds of auxiliary keys.
+const (
+	KindFence   = "fence"   // INCR counter, never expires
+	KindQueue   = "queue"   // FIFO wait queue
+	KindSem     = "sem"     // counting semaphore holders
+	KindChannel = "chan"    // pub/sub channel a release publishes on
+	KindChecked = "checked" // highest fence accepted by Check, per resource
+)
+
+// AuxKey names the auxiliary key of the given kind for lock key key. It lives
+// in key's Redis Cluster slot: the braces hold exactly the string Redis hashes
+// for key, or, when that string contains '}', another string that hashes to
+// the same slot. The full key follows the braces whenever the braces alone
+// would not identify it.
+func AuxKey(kind, key string) string {
+	h := HashString(key)
+	if h == key && h != "" && !strings.Contains(h, "}") {
+		return AuxPrefix + kind + ":{" + key + "}"
+	}
+	tag := h
+	if tag == "" || strings.Contains(tag, "}") {
+		tag = slotTag(Slot(key))
+	}
+	return AuxPrefix + kind + ":{" + tag + "}" + key
+}
+
+// HashString returns the part of key that Redis Cluster hashes: the content
+// of the first non-empty {...} hash tag, or the whole key.
+func HashString(key string) string {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			return key[s+1 : s+1+e]
+		}
+	}
+	return key
+}
+
+// Slot is key's Redis Cluster hash slot.
+func Slot(key string) int {
+	return int(crc16([]byte(HashString(key))) % 16384)
+}
+
+// slotTag finds a short string without braces that hashes to slot.
+func slotTag(slot int) string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+	for n := 0; ; n++ {
+		var b []byte
+		for m := n; ; m /= len(alphabet) {
+			b = append(b, alphabet[m%len(alphabet)])
+			if m < len(alphabet) {
+				break
+			}
+		}
+		if int(crc16(b)%16384) == slot {
+			return string(b)
+		}
+	}
+}
+
+// crc16 is the CRC16-CCITT (XMODEM) checksum Redis Cluster uses for slots.
+func crc16(b []byte) uint16 {
+	var crc uint16
+	for _, c := range b {
+		crc ^= uint16(c) << 8
+		for i := 0; i < 8; i++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
