@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -247,4 +248,23 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// RunMain starts one server for a test package, exports its URL in
+// LOCKCTL_TEST_REDIS_URL, runs the tests and stops the server. A missing
+// redis-server fails the run with InstallHint; it never skips.
+//
+//	func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+func RunMain(m *testing.M, opts *Options, out **Server) int {
+	s, err := Start(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer s.Stop()
+	os.Setenv("LOCKCTL_TEST_REDIS_URL", s.URL)
+	if out != nil {
+		*out = s
+	}
+	return m.Run()
 }

@@ -1,0 +1,86 @@
+package lock
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A lockctl lock key holds one JSON object whose first member is the token,
+// so that scripts compare tokens with a prefix match and never decode JSON:
+//
+//	{"token":"<32 hex>","fence":7,"owner":"ci@build-3:4242","note":"deploy #81","acquired_ms":1767225600000}
+//
+// The acquire script writes it (fence and acquired_ms come from INCR and the
+// server's TIME inside the script); listing locks needs no second key.
+// valuePrefix(token) is what scripts compare against.
+func valuePrefix(token string) string { return `{"token":"` + token + `"` }
+
+// ownsValue reports whether the stored value belongs to token: a lockctl
+// value with that token, or a foreign plain string lock whose whole value is
+// the token (SET key <uuid> NX PX by another client).
+func ownsValue(value, token string) bool {
+	return value == token || strings.HasPrefix(value, valuePrefix(token))
+}
+
+type storedValue struct {
+	Token      string `json:"token"`
+	Fence      int64  `json:"fence"`
+	Owner      string `json:"owner"`
+	Note       string `json:"note,omitempty"`
+	AcquiredMS int64  `json:"acquired_ms"`
+	Holders    int64  `json:"holders,omitempty"`
+}
+
+// ParseValue decodes the string stored at a lock key. A value lockctl did not
+// write is a foreign lock: its whole value is both token and owner. ttl is the
+// key's remaining time (-1 for none).
+func ParseValue(key, value string, ttl time.Duration) Holder {
+	h := Holder{Key: key, TTL: ttl}
+	var v storedValue
+	if strings.HasPrefix(value, `{"token":"`) && json.Unmarshal([]byte(value), &v) == nil && v.Token != "" {
+		h.Kind = "lockctl"
+		h.Token, h.Fence, h.Owner, h.Note = v.Token, v.Fence, v.Owner, v.Note
+		if v.AcquiredMS > 0 {
+			h.AcquiredAt = time.UnixMilli(v.AcquiredMS).UTC()
+		}
+		return h
+	}
+	h.Kind = "string"
+	h.Token, h.Owner = value, value
+	return h
+}
+
+// ParseRedisson decodes a Redisson-style hash lock: one field per holder
+// ("<uuid>:<threadId>") whose value is the reentry count. ok is false when
+// the hash does not look like one.
+func ParseRedisson(key string, fields map[string]string, ttl time.Duration) (h Holder, ok bool) {
+	if len(fields) == 0 {
+		return Holder{}, false
+	}
+	names := make([]string, 0, len(fields))
+	for f, v := range fields {
+		n, err := strconv.ParseInt(v, 10, 64)
+		i := strings.LastIndexByte(f, ':')
+		if err != nil || n < 1 || i <= 0 || i == len(f)-1 {
+			return Holder{}, false
+		}
+		if _, err := strconv.ParseInt(f[i+1:], 10, 64); err != nil {
+			return Holder{}, false
+		}
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	h = Holder{Key: key, TTL: ttl, Kind: "redisson", Owner: strings.Join(names, ","), Token: names[0]}
+	h.Reentry, _ = strconv.ParseInt(fields[names[0]], 10, 64)
+	return h, true
+}
+
+// encodeJSONString returns s as a JSON string literal, for scripts that
+// splice owner and note into the stored value.
+func encodeJSONString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
