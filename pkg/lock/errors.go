@@ -26,9 +26,9 @@ var (
 // Holder describes whoever holds a lock, as far as its stored value tells.
 type Holder struct {
 	Key        string
-	Token      string        // lockctl token, or the raw value of a foreign string lock
-	Fence      int64         // 0 when unknown (foreign lock)
-	Owner      string        // user@host:pid, the raw value of a foreign string lock, or uuid:threadId for Redisson
+	Token      string // lockctl token, or the raw value of a foreign string lock
+	Fence      int64  // 0 when unknown (foreign lock)
+	Owner      string // user@host:pid, the raw value of a foreign string lock, or uuid:threadId for Redisson
 	Note       string
 	AcquiredAt time.Time     // zero when unknown
 	TTL        time.Duration // remaining; -1 when the key has no TTL
