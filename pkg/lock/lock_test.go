@@ -102,12 +102,15 @@ func TestInvalidArguments(t *testing.T) {
 		"empty name": func() error { _, err := l.Acquire(ctx, "", time.Second, nil); return err }(),
 		"zero ttl":   func() error { _, err := l.Acquire(ctx, name, 0, nil); return err }(),
 		"sub-ms ttl": func() error { _, err := l.Acquire(ctx, name, time.Microsecond, nil); return err }(),
-		"bad token":  func() error { _, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Token: `a"b`}); return err }(),
-		"renew ttl":  func() error { _, err := l.Renew(ctx, name, "t", 0); return err }(),
-		"renew tok":  func() error { _, err := l.Renew(ctx, name, "", time.Second); return err }(),
-		"release":    l.Release(ctx, name, ""),
-		"check 0":    l.Fences().Check(ctx, name, 0),
-		"check res":  l.Fences().Check(ctx, "", 1),
+		"bad token": func() error {
+			_, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Token: `a"b`})
+			return err
+		}(),
+		"renew ttl": func() error { _, err := l.Renew(ctx, name, "t", 0); return err }(),
+		"renew tok": func() error { _, err := l.Renew(ctx, name, "", time.Second); return err }(),
+		"release":   l.Release(ctx, name, ""),
+		"check 0":   l.Fences().Check(ctx, name, 0),
+		"check res": l.Fences().Check(ctx, "", 1),
 	} {
 		if !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", what, err)
