@@ -297,3 +297,17 @@ func TestNotifyCatchesForwardedSignals(t *testing.T) {
 		t.Fatal("SIGUSR2 not delivered to the channel")
 	}
 }
+
+// BenchmarkStartWait is the cost lockctl adds around a trivial command:
+// fork/exec in a new group, reap, and the first group-empty check.
+func BenchmarkStartWait(b *testing.B) {
+	for b.Loop() {
+		c, err := child.Start(child.Spec{Argv: []string{"/bin/true"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st := c.Wait(); st.ExitCode() != 0 {
+			b.Fatal(st)
+		}
+	}
+}
