@@ -209,7 +209,7 @@ func TestSignalReachesGrandchild(t *testing.T) {
 func TestDoneWaitsForTheWholeGroup(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	c := start(t, child.Spec{Argv: []string{"sh", "-c",
-		`trap "" TERM; sleep 60 & echo $! > ` + pidfile + `; trap - TERM; wait`}})
+		`trap "" TERM; sleep 60 & pid=$!; trap - TERM; echo $pid > ` + pidfile + `; wait`}})
 	grandchild, _ := strconv.Atoi(waitFile(t, pidfile))
 	if err := c.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -185,9 +185,10 @@ func TestMaxRuntimeExits124(t *testing.T) {
 	groupGone(t, c)
 }
 
+// The limit leaves the shell ample time to set its trap before SIGTERM.
 func TestMaxRuntimeEscalatesToKill(t *testing.T) {
 	_, ch := supervise(t, context.Background(), `trap "" TERM; echo > "$READY"; sleep 60`,
-		&runner.Config{MaxRuntime: 100 * time.Millisecond, KillAfter: 200 * time.Millisecond})
+		&runner.Config{MaxRuntime: time.Second, KillAfter: 200 * time.Millisecond})
 	o := result(t, ch)
 	if o.res.Status.Signal != syscall.SIGKILL || o.res.Exit != runner.ExitTimeout {
 		t.Errorf("result %+v, want SIGKILL and 124", o.res)
@@ -199,9 +200,9 @@ func TestSignalsForwardedToGroup(t *testing.T) {
 	dir := t.TempDir()
 	got := filepath.Join(dir, "got")
 	// The grandchild reports the signal; the leader exits 7 once it has.
-	script := `(trap "echo USR1 > ` + got + `; exit 0" USR1; while :; do sleep 0.05; done) &
-trap "" USR1
-echo > "$READY"
+	// The grandchild says it is ready only once its trap is set.
+	script := `trap ":" USR1
+(trap "echo USR1 > ` + got + `; exit 0" USR1; echo > "$READY"; while :; do sleep 0.05; done) &
 wait
 while [ ! -e ` + got + ` ]; do sleep 0.05; done
 exit 7`
