@@ -82,3 +82,22 @@ func (e *StaleFenceError) Error() string {
 }
 
 func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
+
+// ErrNotReplicated: Options.WaitReplicas was set and fewer replicas than
+// asked acknowledged a lock write in time (*ReplicationError).
+var ErrNotReplicated = errors.New("lock: not replicated")
+
+// ReplicationError: WAIT after a lock write counted fewer replicas than Want.
+// After Acquire the lock has been released again (best effort); after Renew
+// the master holds the renewed lease but a failover could lose it.
+type ReplicationError struct {
+	Key   string
+	Want  int
+	Acked int
+}
+
+func (e *ReplicationError) Error() string {
+	return fmt.Sprintf("%s: %d of %d replicas acknowledged the lock write", e.Key, e.Acked, e.Want)
+}
+
+func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplicated }

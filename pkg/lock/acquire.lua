@@ -1,0 +1,30 @@
+-- KEYS[1] lock key; KEYS[2] its fence counter (same cluster slot, no TTL).
+-- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] value prefix {"token":"<token>";
+-- ARGV[4] the value's members after the fence: ,"owner":...[,"note":...]
+--
+-- Replies: {1, fence, server ms} acquired; {2, stored value, server ms} the
+-- same token already held it (a retry after a lost reply), ttl refreshed;
+-- {0, type, ...} refused, as held() describes.
+local key = KEYS[1]
+local t = redis.call('TYPE', key)['ok']
+if t == 'none' then
+  -- INCR only once the SET is certain, so refused attempts burn no fence
+  -- numbers and the counter stays gap-free and monotonic.
+  local fence = redis.call('INCR', KEYS[2])
+  local now = redis.call('TIME')
+  local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  local v = ARGV[3] .. ',"fence":' .. string.format('%d', fence) .. ARGV[4] ..
+    ',"acquired_ms":' .. string.format('%d', ms) .. '}'
+  redis.call('SET', key, v, 'NX', 'PX', ARGV[2])
+  return {1, fence, ms}
+end
+if t == 'string' then
+  local v = redis.call('GET', key)
+  if owns(v, ARGV[1], ARGV[3]) then
+    redis.call('PEXPIRE', key, ARGV[2])
+    local now = redis.call('TIME')
+    return {2, v, tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)}
+  end
+  return held(0, key, t, v)
+end
+return held(0, key, t)

@@ -1,0 +1,280 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// backend is everything a Locker asks of the servers that keep its locks.
+// Callers never see it: today one server (or a Sentinel-managed master, or
+// a Redis Cluster, where every key a script touches shares the lock key's
+// slot through AuxKey); a Redlock backend over a majority of independent
+// masters can implement the same calls without changing Locker's API.
+type backend interface {
+	acquire(ctx context.Context, key string, a acquireArgs) (reply, error)
+	renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error)
+	release(ctx context.Context, key, token string) (reply, error)
+	inspect(ctx context.Context, key string) (reply, error)
+	incr(ctx context.Context, key string) (int64, error)
+	peek(ctx context.Context, key string) (int64, error)
+	check(ctx context.Context, key string, n int64) (accepted bool, highest int64, err error)
+	publish(ctx context.Context, channel string) error
+	// subscribe returns once the server has confirmed the subscription, so
+	// that no release published after it returns can be missed.
+	subscribe(ctx context.Context, channel string) (subscription, error)
+}
+
+type subscription interface {
+	// C delivers one value per message; it is closed when the connection
+	// is closed.
+	C() <-chan *redis.Message
+	Close() error
+}
+
+type acquireArgs struct {
+	token string
+	ttl   time.Duration
+	rest  string // the stored value's members after the fence
+}
+
+// reply is a decoded script reply. code means what each script's header
+// says; typ, value, fields and pttl describe a holder when one refused us.
+type reply struct {
+	code   int64
+	typ    string
+	value  string
+	fields map[string]string
+	pttl   time.Duration
+	fence  int64
+	nowMS  int64
+	acked  int // replicas that acknowledged the write; -1 when not asked
+}
+
+// holder turns a refusal into the Holder it describes, or a *WrongTypeError
+// when the key is not a lock of any kind we know.
+func (r reply) holder(key string) (Holder, error) {
+	switch r.typ {
+	case "string":
+		return ParseValue(key, r.value, r.pttl), nil
+	case "hash":
+		if h, ok := ParseRedisson(key, r.fields, r.pttl); ok {
+			return h, nil
+		}
+	}
+	return Holder{}, &WrongTypeError{Key: key, Type: r.typ}
+}
+
+var (
+	//go:embed holder.lua
+	holderLua string
+	//go:embed acquire.lua
+	acquireLua string
+	//go:embed renew.lua
+	renewLua string
+	//go:embed release.lua
+	releaseLua string
+	//go:embed inspect.lua
+	inspectLua string
+	//go:embed check.lua
+	checkLua string
+
+	// The SHA-1 of each script is computed once here; EVALSHA falls back to
+	// EVAL on NOSCRIPT, which also reloads the script into the server's
+	// cache, so SCRIPT FLUSH or a restart costs one extra round trip.
+	acquireScript = redis.NewScript(holderLua + acquireLua)
+	renewScript   = redis.NewScript(holderLua + renewLua)
+	releaseScript = redis.NewScript(holderLua + releaseLua)
+	inspectScript = redis.NewScript(holderLua + inspectLua)
+	checkScript   = redis.NewScript(checkLua)
+)
+
+// single is a backend on one logical Redis: a server, a Sentinel-managed
+// master or a Cluster (through a redis.UniversalClient).
+type single struct {
+	c               redis.UniversalClient
+	replicas        int
+	replicasTimeout time.Duration
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
+	return s.write(ctx, acquireScript, []string{key, AuxKey(KindFence, key)},
+		a.token, ms(a.ttl), valuePrefix(a.token), a.rest)
+}
+
+func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
+	return s.write(ctx, renewScript, []string{key}, token, ms(ttl), valuePrefix(token))
+}
+
+func (s *single) release(ctx context.Context, key, token string) (reply, error) {
+	v, err := releaseScript.Run(ctx, s.c, []string{key}, token, valuePrefix(token), AuxKey(KindChannel, key)).Result()
+	if err != nil {
+		return reply{}, err
+	}
+	return decode(v)
+}
+
+func (s *single) inspect(ctx context.Context, key string) (reply, error) {
+	v, err := inspectScript.Run(ctx, s.c, []string{key}).Result()
+	if err != nil {
+		return reply{}, err
+	}
+	return decode(v)
+}
+
+// write runs a script that writes a lease. With WaitReplicas set, WAIT goes
+// in the same pipeline: WAIT counts replicas that caught up with writes made
+// on its own connection, so on any other pooled connection it would report
+// success for writes it never waited for.
+func (s *single) write(ctx context.Context, sc *redis.Script, keys []string, args ...any) (reply, error) {
+	if s.replicas <= 0 {
+		v, err := sc.Run(ctx, s.c, keys, args...).Result()
+		if err != nil {
+			return reply{}, err
+		}
+		r, err := decode(v)
+		r.acked = -1
+		return r, err
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := s.c.Pipeline()
+		var ev *redis.Cmd
+		if attempt == 0 {
+			ev = sc.EvalSha(ctx, pipe, keys, args...)
+		} else {
+			ev = sc.Eval(ctx, pipe, keys, args...)
+		}
+		// The client's read timeout must exceed replicasTimeout.
+		wait := pipe.Do(ctx, "WAIT", s.replicas, s.replicasTimeout.Milliseconds())
+		_, _ = pipe.Exec(ctx)
+		if attempt == 0 && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
+			continue
+		}
+		v, err := ev.Result()
+		if err != nil {
+			return reply{}, err
+		}
+		r, err := decode(v)
+		if err != nil {
+			return r, err
+		}
+		n, err := wait.Int64()
+		if err != nil {
+			return r, fmt.Errorf("wait for replicas: %w", err)
+		}
+		r.acked = int(n)
+		return r, nil
+	}
+}
+
+func (s *single) incr(ctx context.Context, key string) (int64, error) {
+	return s.c.Incr(ctx, key).Result()
+}
+
+func (s *single) peek(ctx context.Context, key string) (int64, error) {
+	n, err := s.c.Get(ctx, key).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+func (s *single) check(ctx context.Context, key string, n int64) (bool, int64, error) {
+	v, err := checkScript.Run(ctx, s.c, []string{key}, strconv.FormatInt(n, 10)).Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(v) != 2 {
+		return false, 0, fmt.Errorf("unexpected fence check reply %v", v)
+	}
+	code, _ := v[0].(int64)
+	h, err := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
+	if err != nil {
+		return false, 0, fmt.Errorf("fence check: recorded fence %v: %w", v[1], err)
+	}
+	return code == 1, h, nil
+}
+
+func (s *single) publish(ctx context.Context, channel string) error {
+	return s.c.Publish(ctx, channel, "released").Err()
+}
+
+func (s *single) subscribe(ctx context.Context, channel string) (subscription, error) {
+	ps := s.c.Subscribe(ctx, channel)
+	if _, err := ps.Receive(ctx); err != nil {
+		ps.Close()
+		return nil, err
+	}
+	return pubsub{ps, ps.Channel()}, nil
+}
+
+type pubsub struct {
+	ps *redis.PubSub
+	ch <-chan *redis.Message
+}
+
+func (p pubsub) C() <-chan *redis.Message { return p.ch }
+func (p pubsub) Close() error             { return p.ps.Close() }
+
+// decode reads the reply shapes the lock scripts document.
+func decode(v any) (reply, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) == 0 {
+		return reply{}, fmt.Errorf("unexpected script reply %v", v)
+	}
+	r := reply{acked: -1}
+	r.code, ok = a[0].(int64)
+	if !ok {
+		return reply{}, fmt.Errorf("unexpected script reply %v", v)
+	}
+	bad := func() (reply, error) { return reply{}, fmt.Errorf("unexpected script reply %v", v) }
+	switch {
+	case len(a) == 3 && r.code == 1: // acquired: fence, ms
+		if r.fence, ok = a[1].(int64); !ok {
+			return bad()
+		}
+		if r.nowMS, ok = a[2].(int64); !ok {
+			return bad()
+		}
+	case len(a) == 3 && r.code == 2: // same token: value, ms
+		if r.value, ok = a[1].(string); !ok {
+			return bad()
+		}
+		if r.nowMS, ok = a[2].(int64); !ok {
+			return bad()
+		}
+	case len(a) >= 2: // held: type[, value|fields, pttl]
+		if r.typ, ok = a[1].(string); !ok {
+			return bad()
+		}
+		if len(a) == 4 {
+			switch p := a[2].(type) {
+			case string:
+				r.value = p
+			case []any:
+				r.fields = make(map[string]string, len(p)/2)
+				for i := 0; i+1 < len(p); i += 2 {
+					r.fields[fmt.Sprint(p[i])] = fmt.Sprint(p[i+1])
+				}
+			default:
+				return bad()
+			}
+			pttl, ok := a[3].(int64)
+			if !ok {
+				return bad()
+			}
+			r.pttl = time.Duration(pttl) * time.Millisecond
+			if pttl < 0 {
+				r.pttl = -1 // no TTL: the lock never frees itself
+			}
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,53 @@
+// Package lock implements leases on named Redis locks, with fencing tokens.
+//
+// # Safety model
+//
+// A Redis lock is a lease, not a mutex. It ends when its TTL runs out,
+// whether or not its holder has finished: a holder paused by a garbage
+// collector, a stopped VM, a swapped-out process or a slow network can wake
+// up believing it still holds a lock that another client took in the
+// meantime. A failover to a replica that had not yet received the lock
+// write, or a restart without persistence, also hands the lock to a second
+// client. Nothing the holder does can rule these out, because it cannot
+// act in the instant between checking its lease and touching the resource.
+//
+// Used alone, such a lock is therefore an efficiency lock: it keeps
+// duplicate work rare (two cron jobs, two deploys), and occasional overlap
+// must be harmless. When overlap would corrupt data, the resource itself
+// must refuse stale holders. Every Acquire returns a fencing token
+// (Lease.Fence), a number that increases with every acquisition of the lock
+// and is never reused: the counter lives in its own key without a TTL, and
+// refused acquisitions do not consume numbers. Pass the fence with every
+// write; the resource keeps the highest fence it has accepted and refuses
+// anything older (a database column compared in the UPDATE's WHERE clause,
+// or Fences.Check for resources that have no such place). Then a stale
+// holder's writes fail instead of overwriting its successor's.
+//
+// What this package guarantees on its side:
+//
+//   - Acquire, Renew and Release each run one Lua script, one round trip,
+//     atomically on the server.
+//   - Renew and Release act only when the caller's token still holds the
+//     lock: a lease that expired and was taken by someone else is never
+//     extended or deleted (the "stale DEL" that lets a third client in).
+//     Renew never re-creates an expired lock.
+//   - Release distinguishes released, not held (ErrNotHeld) and held by
+//     someone else (*HeldError matching ErrNotOwner, with that holder's
+//     owner and remaining TTL).
+//   - A key of another type at the lock's name is reported as such
+//     (*WrongTypeError), never as a lock that is busy forever. Plain string
+//     locks written by other clients and Redisson hash locks are recognised.
+//   - Waiters wake on a release message and also poll by the holder's TTL,
+//     so a release costs them about one round trip and an expiry is noticed
+//     when it happens. All local deadlines use the monotonic clock.
+//   - Options.WaitReplicas makes lock writes wait for replica
+//     acknowledgement (WAIT), which narrows the failover window; WAIT is not
+//     a consensus protocol, so fencing is still what makes a lock safe.
+//
+// # Keys
+//
+// A lock called NAME lives at Options.Prefix+NAME ("lock:NAME" by default).
+// Its fence counter, wake-up channel and fence-check records are AuxKey
+// names in the same Redis Cluster slot and outside the lock pattern. The
+// stored value is JSON whose first member is the token (see ParseValue).
+package lock

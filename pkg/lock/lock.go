@@ -1,0 +1,350 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix starts every lock key unless Options say otherwise.
+const DefaultPrefix = "lock:"
+
+// Options configure a Locker. A nil *Options means all defaults.
+type Options struct {
+	// Prefix goes before every lock name; "" means DefaultPrefix unless
+	// RawKeys is set.
+	Prefix string
+	// RawKeys makes lock names the Redis keys themselves (no prefix), for
+	// locks shared with applications that name their own keys. A bool
+	// rather than a *string so that the zero Options stay the safe default.
+	RawKeys bool
+	// Clock drives waiting (deadlines and polling timers); nil is the real
+	// monotonic clock.
+	Clock Clock
+	// WaitReplicas > 0 makes every lock write (acquire, renew) wait until
+	// that many replicas acknowledged it, or fail with *ReplicationError.
+	// This narrows, but does not close, the window in which a failover
+	// loses a lock. Supported on single-server and Sentinel clients.
+	WaitReplicas int
+	// WaitReplicasTimeout bounds that wait; 0 means 1s.
+	WaitReplicasTimeout time.Duration
+	// PollInterval is the longest a waiter sleeps between attempts when no
+	// release message arrives (a lock freed by expiry, or deleted by a
+	// client that does not publish). A waiter also retries as soon as the
+	// holder's TTL runs out. 0 means 1s.
+	PollInterval time.Duration
+}
+
+// Locker takes, renews and releases leases on named locks.
+type Locker struct {
+	b        backend
+	prefix   string
+	clock    Clock
+	replicas int
+	poll     time.Duration
+}
+
+// New returns a Locker on c. opts may be nil.
+func New(c redis.UniversalClient, opts *Options) *Locker {
+	if opts == nil {
+		opts = &Options{}
+	}
+	l := &Locker{prefix: opts.Prefix, clock: opts.Clock, replicas: opts.WaitReplicas, poll: opts.PollInterval}
+	if l.prefix == "" && !opts.RawKeys {
+		l.prefix = DefaultPrefix
+	}
+	if l.clock == nil {
+		l.clock = SystemClock()
+	}
+	if l.poll <= 0 {
+		l.poll = time.Second
+	}
+	wt := opts.WaitReplicasTimeout
+	if wt <= 0 {
+		wt = time.Second
+	}
+	l.b = &single{c: c, replicas: opts.WaitReplicas, replicasTimeout: wt}
+	return l
+}
+
+// Key is the Redis key of the lock called name.
+func (l *Locker) Key(name string) string { return l.prefix + name }
+
+func (l *Locker) key(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: empty lock name", ErrInvalid)
+	}
+	return l.prefix + name, nil
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: ttl %s is under 1ms", ErrInvalid, ttl)
+	}
+	return nil
+}
+
+// AcquireOptions tune one Acquire. A nil *AcquireOptions means all defaults.
+type AcquireOptions struct {
+	// Token identifies this lease; "" means NewToken(). A given token must
+	// be printable ASCII without '"' or '\' (it is stored verbatim in JSON).
+	// Acquiring again with the token that already holds the lock succeeds
+	// and refreshes its TTL, so a retry after a lost reply is safe.
+	Token string
+	// Owner is shown to other users; "" means DefaultOwner().
+	Owner string
+	Note  string
+	// Wait: 0 fails at once when the lock is held; > 0 waits up to that
+	// long; < 0 waits until ctx is done.
+	Wait time.Duration
+	// OnBusy, if set, is called each time an attempt finds the lock held.
+	// Callers rate-limit any status output themselves.
+	OnBusy func(Holder)
+}
+
+// Lease is a held lock.
+type Lease struct {
+	Name, Key, Token, Owner, Note string
+	// Fence increases by one with every acquisition of Key (and every
+	// Fences.Next): hand it to the protected resource, which refuses any
+	// fence older than one it has seen (Fences.Check).
+	Fence      int64
+	TTL        time.Duration
+	AcquiredAt time.Time // server time
+	ExpiresAt  time.Time // server time when this acquire took effect plus TTL
+	Waited     time.Duration
+}
+
+// Acquire takes the lock called name for ttl, waiting as o.Wait says.
+//
+// Errors: *HeldError (errors.Is ErrNotObtained) when the lock is held and no
+// wait remains; *WrongTypeError when the key is not a lock; ErrInvalid;
+// the context's error (with its cause) when ctx ends first;
+// *ReplicationError; Redis errors, wrapped.
+func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o *AcquireOptions) (*Lease, error) {
+	if o == nil {
+		o = &AcquireOptions{}
+	}
+	key, err := l.key(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	token := o.Token
+	if token == "" {
+		if token, err = NewToken(); err != nil {
+			return nil, err
+		}
+	} else if !validToken(token) {
+		return nil, fmt.Errorf("%w: token must be 1-256 printable ASCII characters without '\"' or '\\'", ErrInvalid)
+	}
+	owner := o.Owner
+	if owner == "" {
+		owner = DefaultOwner()
+	}
+	rest := `,"owner":` + encodeJSONString(owner)
+	if o.Note != "" {
+		rest += `,"note":` + encodeJSONString(o.Note)
+	}
+	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note,
+		args: acquireArgs{token: token, ttl: ttl, rest: rest}, start: l.clock.Now()}
+	lease, held, err := a.try(ctx)
+	if lease != nil || err != nil {
+		return lease, err
+	}
+	if o.OnBusy != nil {
+		o.OnBusy(held)
+	}
+	if o.Wait == 0 {
+		return nil, NewHeldError(ErrNotObtained, held)
+	}
+	return a.wait(ctx, o, held)
+}
+
+// attempt is one Acquire call: its arguments and start on the waiter's clock.
+type attempt struct {
+	l     *Locker
+	name  string
+	key   string
+	owner string
+	note  string
+	args  acquireArgs
+	start time.Time
+}
+
+// try runs the acquire script once. It returns a lease, or the holder that
+// refused it, or an error.
+func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
+	r, err := a.l.b.acquire(ctx, a.key, a.args)
+	if err != nil {
+		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", a.key, err)
+	}
+	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl}
+	now := time.UnixMilli(r.nowMS).UTC()
+	switch r.code {
+	case 1:
+		lease.Owner, lease.Note, lease.Fence, lease.AcquiredAt = a.owner, a.note, r.fence, now
+	case 2:
+		v := ParseValue(a.key, r.value, a.args.ttl)
+		lease.Owner, lease.Note, lease.Fence, lease.AcquiredAt = v.Owner, v.Note, v.Fence, v.AcquiredAt
+		if lease.AcquiredAt.IsZero() {
+			lease.AcquiredAt = now
+		}
+	default:
+		h, err := r.holder(a.key)
+		return nil, h, err
+	}
+	lease.ExpiresAt = now.Add(a.args.ttl)
+	lease.Waited = a.l.clock.Now().Sub(a.start)
+	if err := a.l.replicated(a.key, r); err != nil {
+		// A lease the replicas may not have is not worth holding: free it
+		// for others now rather than at its TTL.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = a.l.ReleaseKey(rctx, a.key, a.args.token)
+		return nil, Holder{}, err
+	}
+	return lease, Holder{}, nil
+}
+
+func (l *Locker) replicated(key string, r reply) error {
+	if l.replicas > 0 && r.acked < l.replicas {
+		return &ReplicationError{Key: key, Want: l.replicas, Acked: max(r.acked, 0)}
+	}
+	return nil
+}
+
+// Renew sets the TTL of the lock called name to ttl if token holds it, and
+// returns the new TTL. It never re-creates an expired lock.
+//
+// Errors: ErrNotHeld when there is no lock; *HeldError (errors.Is
+// ErrNotOwner) when another token holds it; *WrongTypeError; ErrInvalid;
+// *ReplicationError (the lease was renewed on the master); Redis errors.
+func (l *Locker) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
+	key, err := l.key(name)
+	if err != nil {
+		return 0, err
+	}
+	return l.RenewKey(ctx, key, token, ttl)
+}
+
+// RenewKey is Renew on a raw Redis key.
+func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
+	if key == "" || token == "" {
+		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)
+	}
+	if err := checkTTL(ttl); err != nil {
+		return 0, err
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	r, err := l.b.renew(ctx, key, token, ttl)
+	if err != nil {
+		return 0, fmt.Errorf("lock: renew %s: %w", key, err)
+	}
+	switch r.code {
+	case 0:
+		return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
+	case 1:
+		return ttl, l.replicated(key, r)
+	}
+	return 0, refused(key, r)
+}
+
+// Release deletes the lock called name if token holds it, and wakes its
+// waiters.
+//
+// Errors: ErrNotHeld when there is no lock; *HeldError (errors.Is
+// ErrNotOwner) carrying the holder's owner and TTL when another token holds
+// it (nothing is deleted); *WrongTypeError; ErrInvalid; Redis errors.
+func (l *Locker) Release(ctx context.Context, name, token string) error {
+	key, err := l.key(name)
+	if err != nil {
+		return err
+	}
+	return l.ReleaseKey(ctx, key, token)
+}
+
+// ReleaseKey is Release on a raw Redis key: the same compare-and-delete, for
+// callers (such as a forced release by token) that start from a key.
+func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
+	if key == "" || token == "" {
+		return fmt.Errorf("%w: empty key or token", ErrInvalid)
+	}
+	r, err := l.b.release(ctx, key, token)
+	if err != nil {
+		return fmt.Errorf("lock: release %s: %w", key, err)
+	}
+	switch r.code {
+	case 0:
+		return fmt.Errorf("%w: %s", ErrNotHeld, key)
+	case 1:
+		return nil
+	}
+	return refused(key, r)
+}
+
+func refused(key string, r reply) error {
+	h, err := r.holder(key)
+	if err != nil {
+		return err
+	}
+	return NewHeldError(ErrNotOwner, h)
+}
+
+// Get describes the holder of the lock called name: a lockctl lock, a
+// foreign plain string lock or a Redisson hash lock.
+//
+// Errors: ErrNotHeld when the lock is free; *WrongTypeError; Redis errors.
+func (l *Locker) Get(ctx context.Context, name string) (*Holder, error) {
+	key, err := l.key(name)
+	if err != nil {
+		return nil, err
+	}
+	return l.GetKey(ctx, key)
+}
+
+// GetKey is Get on a raw Redis key.
+func (l *Locker) GetKey(ctx context.Context, key string) (*Holder, error) {
+	r, err := l.b.inspect(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("lock: get %s: %w", key, err)
+	}
+	if r.code == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNotHeld, key)
+	}
+	h, err := r.holder(key)
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// Channel is the pub/sub channel a release of key publishes on.
+func Channel(key string) string { return AuxKey(KindChannel, key) }
+
+// Wake tells everyone waiting for key to try again now, as a release does.
+// Code that frees a lock key by other means (a semaphore slot, a forced
+// delete) calls it so waiters need not wait for their polling timer.
+func (l *Locker) Wake(ctx context.Context, key string) error {
+	if err := l.b.publish(ctx, Channel(key)); err != nil {
+		return fmt.Errorf("lock: wake %s: %w", key, err)
+	}
+	return nil
+}
+
+// ctxErr reports why waiting stopped: the context's error (so errors.Is
+// context.Canceled or DeadlineExceeded holds) and, if different, its cause
+// (a signal, say).
+func ctxErr(ctx context.Context, key string) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause != nil && !errors.Is(cause, err) {
+		return fmt.Errorf("lock: waiting for %s: %w (%w)", key, err, cause)
+	}
+	return fmt.Errorf("lock: waiting for %s: %w", key, err)
+}

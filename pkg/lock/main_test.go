@@ -1,0 +1,67 @@
+package lock_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+var srv *redistest.Server
+
+func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+
+func newClient(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// uniqueName is a lock name no other test (or earlier run with -count) uses.
+func uniqueName(t testing.TB) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return strings.NewReplacer("/", ".", " ", "_").Replace(t.Name()) + "." + hex.EncodeToString(b[:])
+}
+
+func newLocker(t testing.TB, opts *lock.Options) (*lock.Locker, *redis.Client) {
+	c := newClient(t)
+	return lock.New(c, opts), c
+}
+
+// redisDo runs a raw command for setup and assertions.
+func redisDo(t testing.TB, c *redis.Client, args ...any) any {
+	t.Helper()
+	v, err := c.Do(context.Background(), args...).Result()
+	if err != nil && err != redis.Nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return v
+}
+
+// countingHook counts the commands a client sends, pipelined or not.
+type countingHook struct{ n atomic.Int64 }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}

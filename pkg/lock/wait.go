@@ -1,0 +1,72 @@
+package lock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// wait keeps trying until the lock is ours, the wait's deadline passes or
+// ctx ends. It must not sleep through a release: it subscribes to the
+// lock's channel first (and waits for the server's confirmation), then
+// tries again, so a release between the failed attempt and the
+// subscription is seen by that retry and a release after it arrives as a
+// message. Between messages it polls no later than the holder's TTL runs
+// out (an expiry publishes nothing) and no less often than PollInterval.
+func (a *attempt) wait(ctx context.Context, o *AcquireOptions, held Holder) (*Lease, error) {
+	var deadline time.Time
+	if o.Wait > 0 {
+		deadline = a.start.Add(o.Wait)
+	}
+	sub, err := a.l.b.subscribe(ctx, Channel(a.key))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxErr(ctx, a.key)
+		}
+		// No pub/sub (an ACL without it, say): polling still works, only
+		// hand-offs are slower.
+		sub = nil
+	}
+	var wake <-chan *redis.Message // nil (never ready) without pub/sub
+	if sub != nil {
+		defer sub.Close()
+		wake = sub.C()
+	}
+	for {
+		lease, h, err := a.try(ctx)
+		if lease != nil || err != nil {
+			return lease, err
+		}
+		held = h
+		if o.OnBusy != nil {
+			o.OnBusy(held)
+		}
+		now := a.l.clock.Now()
+		delay := a.l.poll
+		if held.TTL >= 0 {
+			// Retry as the key expires; the extra millisecond covers
+			// PTTL's rounding down.
+			delay = min(delay, held.TTL+time.Millisecond)
+		}
+		if !deadline.IsZero() {
+			left := deadline.Sub(now)
+			if left <= 0 {
+				return nil, NewHeldError(ErrNotObtained, held)
+			}
+			delay = min(delay, left)
+		}
+		t := a.l.clock.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctxErr(ctx, a.key)
+		case _, ok := <-wake:
+			if !ok {
+				wake = nil
+			}
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
