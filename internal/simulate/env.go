@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -67,12 +68,15 @@ type env struct {
 	nodes  map[string]*node
 	emit   func(Event) error
 
-	now     time.Duration
-	start   time.Time // wall time of t=0 on a real server
+	lockOn  string // node locks are taken on
+	lockers map[string]*lock.Locker
+
+	now       time.Duration
+	start     time.Time // wall time of t=0 on a real server
 	action    string
 	stepCount *int
 	pending   *Event
-	err     error
+	err       error
 
 	partitioned map[string]bool
 	leases      map[string]*lease
@@ -184,6 +188,10 @@ func (e *env) fail(err error) {
 }
 
 func (e *env) play(ctx context.Context, run func(context.Context, *env) Verdict) (Verdict, error) {
+	// Start the servers and load the scripts before t=0, so that on a
+	// real server no setup time eats into the timeline.
+	e.locker(e.node("redis"))
+	e.locker(e.node("store"))
 	v := run(ctx, e)
 	e.flush()
 	if e.err == nil {
@@ -448,8 +456,8 @@ func (r *recorder) DialHook(next redis.DialHook) redis.DialHook {
 func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		actor, _ := ctx.Value(actorKey{}).(string)
-		if actor == "" {
-			return next(ctx, cmd) // setup and cleanup: not part of the story
+		if actor == "" || handshake[cmd.Name()] {
+			return next(ctx, cmd) // setup, cleanup, connection handshakes: not part of the story
 		}
 		var err error
 		switch {
@@ -507,6 +515,9 @@ func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		return err
 	}
 }
+
+// handshake commands go-redis sends on each new connection.
+var handshake = map[string]bool{"hello": true, "auth": true, "select": true, "client": true, "readonly": true}
 
 func isServerError(err error) bool {
 	var re redis.Error

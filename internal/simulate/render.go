@@ -74,7 +74,7 @@ func (p *TextPrinter) Begin(r *Result) {
 		p.printf("%s\n", line)
 	}
 	if r.Mode == "real" {
-		p.printf("%s\n", apply(st.Dim, "real Redis server, real time ("+r.Scale+" of timeline; TTLs scaled the same); run prefixes removed from key names"))
+		p.printf("%s\n", apply(st.Dim, "real Redis server, real time: "+r.Scale+" (TTLs scaled the same); key names shown without the run prefix"))
 	} else {
 		p.printf("%s\n", apply(st.Dim, "embedded Redis, virtual time: the same output on every run"))
 	}

@@ -162,7 +162,7 @@ func Run(ctx context.Context, name string, opts *Options) (*Result, error) {
 	res := &Result{Scenario: s.info, Mode: "embedded", Lanes: s.lanes}
 	if base != nil {
 		res.Mode = "real"
-		res.Scale = fmt.Sprintf("1 s = %s", opts.second())
+		res.Scale = fmt.Sprintf("1s=%s", opts.second())
 	}
 	var obs Observer
 	if opts != nil {
