@@ -464,7 +464,7 @@ func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		case r.n.down:
 			err = errDown
 			cmd.SetErr(err)
-		case r.e.partitioned[actor]:
+		case r.e.partitioned[actor] && r.n.name != "store":
 			err = errPartition
 			cmd.SetErr(err)
 		default:
@@ -496,7 +496,7 @@ func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		switch {
 		case r.n.down:
 			err = errDown
-		case r.e.partitioned[actor]:
+		case r.e.partitioned[actor] && r.n.name != "store":
 			err = errPartition
 		}
 		if err != nil {

@@ -105,7 +105,7 @@ func (p *TextPrinter) Event(r *Result, v *VariantResult, e Event) error {
 				return s
 			}
 			return st.Actor(e.Actor, s)
-		}, fmt.Sprintf("%-6s", e.Actor))+" "+e.Action)
+		}, fmt.Sprintf("%-8s", e.Actor))+" "+e.Action)
 	}
 	if e.Command != "" {
 		p.printf("%s%s %s\n", indent, apply(st.Dim, ">"), apply(st.Command, e.Command))
