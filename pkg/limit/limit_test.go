@@ -317,7 +317,8 @@ func TestWindowsSlide(t *testing.T) {
 		if !r.Allowed {
 			t.Fatalf("cost 5 refused %s after the refusal: %+v", last.ResetAfter, r)
 		}
-		if n, _ := burst(); n != 0 {
+		// At most one more, if the machine stalled for an emission interval.
+		if n, _ := burst(); n > 1 {
 			t.Fatalf("%d admitted right after a full burst", n)
 		}
 		// Left alone, the key expires by itself.
