@@ -82,6 +82,7 @@ type env struct {
 	leases      map[string]*lease
 	intervals   []interval
 	writes      []write
+	admitted    []time.Duration // calls a rate limiter let through
 }
 
 func newEnv(ctx context.Context, base *redis.Options, second time.Duration, emit func(Event) error) (*env, error) {
