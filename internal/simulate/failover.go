@@ -14,8 +14,8 @@ func init() {
 			Name:  "failover",
 			Title: "the master dies before its replica has the lock",
 			Summary: "Redis replicates asynchronously: the master acknowledges A's lock, then dies before the replica has it. " +
-				"The replica is promoted and grants the same lock to B. Two servers play master and replica here; " +
-				"replication is modelled explicitly: it simply never happens before the crash.",
+				"The replica is promoted and grants the same lock to B. Master and replica are two separate servers here " +
+				"(two key prefixes on a real server), and replication is modelled: it simply never happens before the crash.",
 		},
 		lanes: []string{"A", "B", "store"},
 		variants: []variant{
