@@ -1,0 +1,23 @@
+# lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
+GO ?= go
+
+.PHONY: test build completions bench lint
+
+build:
+	$(GO) build -o bin/lockctl .
+
+test:
+	./scripts/ensure-redis.sh
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+# Regenerates the committed completion scripts; TestCompletionsUpToDate fails when they drift.
+completions:
+	$(GO) run . completion bash > completions/lockctl.bash
+	$(GO) run . completion zsh > completions/_lockctl
+	$(GO) run . completion fish > completions/lockctl.fish
+	$(GO) run . completion powershell > completions/lockctl.ps1
+
+bench:
+	./scripts/ensure-redis.sh
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/...

@@ -1,0 +1,276 @@
+package cmd
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/viper"
+)
+
+// Globals are the resolved global flags (flag > LOCKCTL_* env > config file > default).
+type Globals struct {
+	URL            string
+	Cluster        []string
+	Sentinel       []string
+	SentinelMaster string
+	Redlock        []string
+	WaitReplicas   int
+	WaitTimeout    time.Duration
+	PasswordFile   string
+	TLSCA          string
+	TLSCert        string
+	TLSKey         string
+	TLSInsecure    bool
+	Prefix         string
+	Config         string
+	Output         string
+	Color          string
+	Timeout        time.Duration
+	Verbose        bool
+
+	urlOnArgv bool // the URL came from the command line (a password there leaks to ps)
+}
+
+// Factory hands commands what they need, lazily: nothing dials Redis until a
+// command asks for a client, so --help, version and completion never do.
+type Factory struct {
+	IO     *ui.IOStreams
+	Getenv func(string) string
+	Viper  *viper.Viper
+	G      Globals
+
+	clientOnce sync.Once
+	client     redis.UniversalClient
+	clientErr  error
+
+	sigMu      sync.Mutex
+	sigHandler func(os.Signal)
+}
+
+// NewFactory builds a factory over the given streams.
+func NewFactory(io *ui.IOStreams) *Factory {
+	return &Factory{IO: io, Getenv: os.Getenv, Viper: viper.New()}
+}
+
+// Client returns the Redis client, creating it on first use.
+func (f *Factory) Client() (redis.UniversalClient, error) {
+	f.clientOnce.Do(func() { f.client, f.clientErr = f.newClient() })
+	return f.client, f.clientErr
+}
+
+// Locker returns a lock.Locker on the configured client and prefix.
+func (f *Factory) Locker() (*lock.Locker, error) {
+	c, err := f.Client()
+	if err != nil {
+		return nil, err
+	}
+	return lock.New(c, &lock.Options{
+		Prefix:              f.G.Prefix,
+		RawKeys:             f.G.Prefix == "",
+		WaitReplicas:        f.G.WaitReplicas,
+		WaitReplicasTimeout: f.G.WaitTimeout,
+	}), nil
+}
+
+// Close releases the client's connections.
+func (f *Factory) Close() {
+	if f.client != nil {
+		f.client.Close()
+	}
+}
+
+// OnSignal routes SIGINT, SIGTERM and SIGHUP to h instead of cancelling the
+// command's context (run forwards them to its child). It returns a function
+// restoring the default.
+func (f *Factory) OnSignal(h func(os.Signal)) (restore func()) {
+	f.sigMu.Lock()
+	prev := f.sigHandler
+	f.sigHandler = h
+	f.sigMu.Unlock()
+	return func() {
+		f.sigMu.Lock()
+		f.sigHandler = prev
+		f.sigMu.Unlock()
+	}
+}
+
+func (f *Factory) signalHandler() func(os.Signal) {
+	f.sigMu.Lock()
+	defer f.sigMu.Unlock()
+	return f.sigHandler
+}
+
+// Verbosef writes a diagnostic line when -v is on.
+func (f *Factory) Verbosef(format string, args ...any) {
+	if f.G.Verbose {
+		f.IO.Errorf(format, args...)
+	}
+}
+
+// redisLogger routes go-redis's own log lines to -v diagnostics.
+type redisLogger struct{ f *Factory }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.f.Verbosef("redis: "+format, v...)
+}
+
+func (f *Factory) newClient() (redis.UniversalClient, error) {
+	g := &f.G
+	redis.SetLogger(redisLogger{f})
+	password, err := f.password()
+	if err != nil {
+		return nil, err
+	}
+	// One attempt per call (MaxRetries -1): a lock command retried blindly
+	// can report "not held" for a release that did happen; callers that
+	// loop (waiting, renewal) retry on their own schedule.
+	common := func(o *redis.UniversalOptions) {
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = g.Timeout, g.Timeout, g.Timeout
+		o.ContextTimeoutEnabled = true
+		o.MaxRetries = -1
+		o.PoolSize = 16
+		o.DisableIdentity = true
+		o.Protocol = 2
+		o.DialerRetries, o.DialerRetryTimeout = 1, 50*time.Millisecond
+	}
+	switch {
+	case len(g.Redlock) > 0:
+		return nil, &UsageError{Err: errors.New("--redlock is not supported by this build"),
+			Hints: []string{"use --url with one master, --sentinel, or --cluster"}}
+	case len(g.Cluster) > 0:
+		o := &redis.UniversalOptions{Addrs: g.Cluster, IsClusterMode: true, Password: password}
+		common(o)
+		if o.TLSConfig, err = f.tlsConfig(false, ""); err != nil {
+			return nil, err
+		}
+		return redis.NewUniversalClient(o), nil
+	case len(g.Sentinel) > 0:
+		if g.SentinelMaster == "" {
+			return nil, usageErrorf("--sentinel needs --sentinel-master NAME")
+		}
+		o := &redis.UniversalOptions{Addrs: g.Sentinel, MasterName: g.SentinelMaster, Password: password}
+		common(o)
+		if o.TLSConfig, err = f.tlsConfig(false, ""); err != nil {
+			return nil, err
+		}
+		return redis.NewUniversalClient(o), nil
+	}
+	u, err := url.Parse(g.URL)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+		return nil, &UsageError{Err: fmt.Errorf("bad --url %q", redactURL(g.URL)),
+			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock"}}
+	}
+	if _, has := u.User.Password(); has && g.urlOnArgv {
+		f.IO.Errorf("warning: a password on the command line is visible to other users in ps; use LOCKCTL_PASSWORD or --password-file")
+	}
+	opt, err := redis.ParseURL(g.URL)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("bad --url %q: %v", redactURL(g.URL), err)}
+	}
+	if password != "" {
+		opt.Password = password
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = g.Timeout, g.Timeout, g.Timeout
+	opt.ContextTimeoutEnabled = true
+	opt.MaxRetries = -1
+	opt.PoolSize = 16
+	opt.DisableIdentity = true
+	opt.Protocol = 2
+	// A refused connection must fail fast (exit 69), not back off for seconds.
+	opt.DialerRetries, opt.DialerRetryTimeout = 1, 50*time.Millisecond
+	if u.Scheme == "rediss" {
+		if opt.TLSConfig, err = f.tlsConfig(true, u.Hostname()); err != nil {
+			return nil, err
+		}
+	}
+	return redis.NewClient(opt), nil
+}
+
+// password: LOCKCTL_PASSWORD, else --password-file, else the URL's.
+func (f *Factory) password() (string, error) {
+	if p := f.Getenv("LOCKCTL_PASSWORD"); p != "" {
+		return p, nil
+	}
+	if f.G.PasswordFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(f.G.PasswordFile)
+	if err != nil {
+		return "", &UsageError{Err: fmt.Errorf("--password-file: %v", err)}
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+func (f *Factory) tlsConfig(force bool, serverName string) (*tls.Config, error) {
+	g := &f.G
+	if !force && g.TLSCA == "" && g.TLSCert == "" && !g.TLSInsecure {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, InsecureSkipVerify: g.TLSInsecure}
+	if g.TLSCA != "" {
+		pem, err := os.ReadFile(g.TLSCA)
+		if err != nil {
+			return nil, &UsageError{Err: fmt.Errorf("--tls-ca: %v", err)}
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usageErrorf("--tls-ca %s: no PEM certificate found", g.TLSCA)
+		}
+		cfg.RootCAs = pool
+	}
+	if g.TLSCert != "" || g.TLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(g.TLSCert, g.TLSKey)
+		if err != nil {
+			return nil, &UsageError{Err: fmt.Errorf("--tls-cert/--tls-key: %v", err)}
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// redactURL hides a password for messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// notifySignals delivers SIGINT, SIGTERM and SIGHUP to the current handler,
+// or cancels the command through cancel when there is none.
+func (f *Factory) notifySignals(cancel func(error)) (stop func()) {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, sigInterrupts...)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-ch:
+				if h := f.signalHandler(); h != nil {
+					h(s)
+				} else {
+					cancel(&SignalError{Signal: toSyscall(s)})
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
+}

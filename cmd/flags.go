@@ -1,0 +1,132 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// durationValue is a pflag.Value for durations with lockctl's rules: Go
+// syntax (300ms, 30s, 5m, 1h30m), a bare number meaning seconds where
+// bareSeconds is set, nothing below the millisecond Redis resolves, and zero
+// only where it means something (-w 0 = -n).
+type durationValue struct {
+	d           *time.Duration
+	allowZero   bool
+	bareSeconds bool
+}
+
+func newDuration(p *time.Duration, def time.Duration, allowZero, bareSeconds bool) *durationValue {
+	*p = def
+	return &durationValue{d: p, allowZero: allowZero, bareSeconds: bareSeconds}
+}
+
+func (v *durationValue) String() string {
+	if *v.d == 0 {
+		return "0s"
+	}
+	return v.d.String()
+}
+func (v *durationValue) Type() string { return "duration" }
+
+func (v *durationValue) Set(s string) error {
+	d, err := parseDuration(s, v.allowZero, v.bareSeconds)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+var errDurationHint = "use a number with a unit: 500ms, 30s, 5m, 2h (days: 24h)"
+
+func parseDuration(s string, allowZero, bareSeconds bool) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty duration; " + errDurationHint)
+	}
+	var d time.Duration
+	if n, err := strconv.ParseFloat(s, 64); err == nil && bareSeconds {
+		d = time.Duration(n * float64(time.Second))
+	} else if err == nil && n == 0 {
+		d = 0
+	} else {
+		d, err = time.ParseDuration(s)
+		if err != nil {
+			if strings.HasSuffix(s, "d") {
+				return 0, fmt.Errorf("%q: days are not a unit; %s", s, errDurationHint)
+			}
+			return 0, fmt.Errorf("%q is not a duration; %s", s, errDurationHint)
+		}
+	}
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("%q is negative; %s", s, errDurationHint)
+	case d == 0 && !allowZero:
+		return 0, fmt.Errorf("%q: must be more than zero; %s", s, errDurationHint)
+	case d > 0 && d < time.Millisecond:
+		return 0, fmt.Errorf("%q is below Redis's resolution of 1ms", s)
+	}
+	return d, nil
+}
+
+// replicasValue is --wait-replicas N[:D].
+type replicasValue struct {
+	n       *int
+	timeout *time.Duration
+}
+
+func (v *replicasValue) Type() string { return "N[:D]" }
+func (v *replicasValue) String() string {
+	if *v.n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d:%s", *v.n, *v.timeout)
+}
+
+func (v *replicasValue) Set(s string) error {
+	if s == "" || s == "off" || s == "0" {
+		*v.n = 0
+		return nil
+	}
+	num, dur, hasDur := strings.Cut(s, ":")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q: want N or N:D, e.g. 1 or 1:500ms", s)
+	}
+	*v.n = n
+	*v.timeout = time.Second
+	if hasDur {
+		d, err := parseDuration(dur, false, false)
+		if err != nil {
+			return err
+		}
+		*v.timeout = d
+	}
+	return nil
+}
+
+// enumValue accepts one of a fixed set of words.
+type enumValue struct {
+	p       *string
+	allowed []string
+}
+
+func newEnum(p *string, def string, allowed ...string) *enumValue {
+	*p = def
+	return &enumValue{p: p, allowed: allowed}
+}
+
+func (v *enumValue) String() string { return *v.p }
+func (v *enumValue) Type() string   { return strings.Join(v.allowed, "|") }
+func (v *enumValue) Set(s string) error {
+	for _, a := range v.allowed {
+		if s == a {
+			*v.p = s
+			return nil
+		}
+	}
+	return fmt.Errorf("%q: want one of %s", s, strings.Join(v.allowed, ", "))
+}

@@ -1,0 +1,311 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/spf13/cobra"
+)
+
+// waitFlags are the acquisition flags shared by lock and run.
+type waitFlags struct {
+	nonblock     bool
+	wait         time.Duration
+	conflictExit int
+	ttl          time.Duration
+	owner        string
+	note         string
+}
+
+func (w *waitFlags) register(c *cobra.Command) {
+	fs := c.Flags()
+	fs.BoolVarP(&w.nonblock, "nonblock", "n", false, "fail at once (exit 75) when the lock is held")
+	fs.VarP(newDuration(&w.wait, 0, true, true), "wait", "w", "wait at most D for the lock (a bare number is seconds; 0 = -n)")
+	fs.IntVarP(&w.conflictExit, "conflict-exit-code", "E", ExitNotAcquired, "exit code when the lock is not acquired")
+	fs.Var(newDuration(&w.ttl, 30*time.Second, false, false), "ttl", "lease length")
+	fs.StringVar(&w.owner, "owner", "", "owner recorded with the lock (default user@host:pid)")
+	fs.StringVar(&w.note, "note", "", "free text recorded with the lock")
+}
+
+// waitDuration turns -n and -w into lock.AcquireOptions.Wait: 0 is
+// non-blocking, negative waits until the context ends (the default).
+func (w *waitFlags) waitDuration(c *cobra.Command) time.Duration {
+	switch {
+	case w.nonblock:
+		return 0
+	case c.Flags().Changed("wait"):
+		return w.wait
+	}
+	return -1
+}
+
+// notAcquired applies -E to a "not obtained" error.
+func (w *waitFlags) notAcquired(err error) error {
+	if errors.Is(err, lock.ErrNotObtained) && w.conflictExit != ExitNotAcquired {
+		return &ExitError{Code: w.conflictExit, Err: err}
+	}
+	return err
+}
+
+func validName(args []string, what string) (string, error) {
+	if len(args) == 0 || args[0] == "" {
+		return "", usageErrorf("missing %s", what)
+	}
+	return args[0], nil
+}
+
+type lockOptions struct {
+	waitFlags
+	test bool
+}
+
+func newLockCmd(f *Factory) *cobra.Command {
+	o := &lockOptions{}
+	c := &cobra.Command{
+		Use:     "lock NAME",
+		Aliases: []string{"acquire"},
+		Short:   "Acquire a lock and print its token",
+		Long: `Acquire NAME and return; the lock then lives until its TTL unless renewed
+with 'lockctl renew' or freed with 'lockctl release'. Waits for the lock by
+default; -n fails at once and -w bounds the wait.
+
+  TOKEN=$(lockctl lock deploy --ttl 10m) || exit
+  eval "$(lockctl lock deploy -o env)"   # LOCKCTL_KEY, LOCKCTL_TOKEN, LOCKCTL_FENCE`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name, err := validName(args, "lock NAME")
+			if err != nil {
+				return err
+			}
+			return runLock(c, f, o, name)
+		},
+	}
+	o.register(c)
+	c.Flags().BoolVar(&o.test, "test", false, "only report: exit 0 when free, 1 when held")
+	return c
+}
+
+func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
+	l, err := f.Locker()
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	if o.test {
+		h, err := l.Get(ctx, name)
+		if errors.Is(err, lock.ErrNotHeld) {
+			if f.G.Output == "json" {
+				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "held": false})
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if f.G.Output == "json" {
+			if err := f.IO.PrintJSON(holderJSON(name, h, true)); err != nil {
+				return err
+			}
+		} else {
+			f.IO.Errorf("%s is held by %s%s", name, h.Owner, ttlText(h.TTL))
+		}
+		return &ExitError{Code: ExitFound, Silent: true}
+	}
+	status := newWaitStatus(f, name)
+	lease, err := l.Acquire(ctx, name, o.ttl, &lock.AcquireOptions{
+		Owner:  o.owner,
+		Note:   o.note,
+		Wait:   o.waitDuration(c),
+		OnBusy: status.busy,
+	})
+	if err != nil {
+		return o.notAcquired(err)
+	}
+	return printLease(f, lease)
+}
+
+func printLease(f *Factory, lease *lock.Lease) error {
+	switch f.G.Output {
+	case "json":
+		return f.IO.PrintJSON(map[string]any{
+			"name":       lease.Name,
+			"key":        lease.Key,
+			"token":      lease.Token,
+			"fence":      lease.Fence,
+			"ttl_ms":     lease.TTL.Milliseconds(),
+			"expires_at": lease.ExpiresAt.UTC().Format(time.RFC3339Nano),
+			"owner":      lease.Owner,
+			"waited_ms":  lease.Waited.Milliseconds(),
+		})
+	case "env":
+		return f.IO.PrintEnv(map[string]string{
+			"LOCKCTL_KEY":   lease.Key,
+			"LOCKCTL_TOKEN": lease.Token,
+			"LOCKCTL_FENCE": strconv.FormatInt(lease.Fence, 10),
+		})
+	}
+	_, err := fmt.Fprintln(f.IO.Out, lease.Token)
+	return err
+}
+
+func holderJSON(name string, h *lock.Holder, held bool) map[string]any {
+	m := map[string]any{
+		"name":   name,
+		"key":    h.Key,
+		"held":   held,
+		"owner":  h.Owner,
+		"kind":   h.Kind,
+		"fence":  h.Fence,
+		"ttl_ms": h.TTL.Milliseconds(),
+		"note":   h.Note,
+	}
+	if h.TTL < 0 {
+		m["ttl_ms"] = -1
+	}
+	if !h.AcquiredAt.IsZero() {
+		m["acquired_at"] = h.AcquiredAt.UTC().Format(time.RFC3339Nano)
+	}
+	return m
+}
+
+func ttlText(ttl time.Duration) string {
+	if ttl < 0 {
+		return " (no TTL: it never expires by itself; see `lockctl inspect orphans`)"
+	}
+	return fmt.Sprintf(" (ttl %s)", ttl.Round(time.Millisecond))
+}
+
+// waitStatus prints, while a command waits, at most one stderr line every
+// few seconds naming the holder. Quick hand-offs print nothing.
+type waitStatus struct {
+	f       *Factory
+	name    string
+	started time.Time
+	last    time.Time
+}
+
+const (
+	statusFirstAfter = 2 * time.Second
+	statusEvery      = 5 * time.Second
+)
+
+func newWaitStatus(f *Factory, name string) *waitStatus {
+	return &waitStatus{f: f, name: name, started: time.Now()}
+}
+
+func (s *waitStatus) busy(h lock.Holder) {
+	now := time.Now()
+	if now.Sub(s.started) < statusFirstAfter || (!s.last.IsZero() && now.Sub(s.last) < statusEvery) {
+		return
+	}
+	s.last = now
+	since := ""
+	if !h.AcquiredAt.IsZero() {
+		since = fmt.Sprintf(" since %s (%s ago)", h.AcquiredAt.Local().Format("15:04:05"), time.Since(h.AcquiredAt).Round(time.Second))
+	}
+	s.f.IO.Errorf("waiting for %s: held by %s%s%s; waited %s", s.name, h.Owner, since, ttlText(h.TTL), now.Sub(s.started).Round(time.Second))
+}
+
+// tokenFor resolves --token, falling back to LOCKCTL_TOKEN only when
+// LOCKCTL_KEY names the same key (a nested call inside `lockctl run`).
+func tokenFor(f *Factory, c *cobra.Command, token, key string) (string, error) {
+	if c.Flags().Changed("token") {
+		if token == "" {
+			return "", usageErrorf("--token is empty")
+		}
+		return token, nil
+	}
+	if t := f.Getenv("LOCKCTL_TOKEN"); t != "" && f.Getenv("LOCKCTL_KEY") == key {
+		return t, nil
+	}
+	return "", &UsageError{Err: errors.New("missing --token"),
+		Hints: []string{"pass the token `lockctl lock` printed, or run inside `lockctl run` where LOCKCTL_TOKEN and LOCKCTL_KEY are set"}}
+}
+
+type tokenOptions struct {
+	token string
+	ttl   time.Duration
+}
+
+func newRenewCmd(f *Factory) *cobra.Command {
+	o := &tokenOptions{}
+	c := &cobra.Command{
+		Use:   "renew NAME --token T",
+		Short: "Extend a held lock's TTL, only if the token still holds it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name, err := validName(args, "lock NAME")
+			if err != nil {
+				return err
+			}
+			l, err := f.Locker()
+			if err != nil {
+				return err
+			}
+			token, err := tokenFor(f, c, o.token, l.Key(name))
+			if err != nil {
+				return err
+			}
+			ttl, err := l.Renew(c.Context(), name, token, o.ttl)
+			if err != nil {
+				return explainRefusal(name, err)
+			}
+			if f.G.Output == "json" {
+				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "renewed": true, "ttl_ms": ttl.Milliseconds()})
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&o.token, "token", "", "the token `lockctl lock` printed (default LOCKCTL_TOKEN when LOCKCTL_KEY matches)")
+	c.Flags().Var(newDuration(&o.ttl, 30*time.Second, false, false), "ttl", "new lease length from now")
+	return c
+}
+
+func newReleaseCmd(f *Factory) *cobra.Command {
+	o := &tokenOptions{}
+	c := &cobra.Command{
+		Use:   "release NAME --token T",
+		Short: "Release a lock, only if the token still holds it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name, err := validName(args, "lock NAME")
+			if err != nil {
+				return err
+			}
+			l, err := f.Locker()
+			if err != nil {
+				return err
+			}
+			token, err := tokenFor(f, c, o.token, l.Key(name))
+			if err != nil {
+				return err
+			}
+			if err := l.Release(c.Context(), name, token); err != nil {
+				return explainRefusal(name, err)
+			}
+			if f.G.Output == "json" {
+				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "released": true})
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&o.token, "token", "", "the token `lockctl lock` printed (default LOCKCTL_TOKEN when LOCKCTL_KEY matches)")
+	return c
+}
+
+// explainRefusal words renew and release refusals for people.
+func explainRefusal(name string, err error) error {
+	var held *lock.HeldError
+	switch {
+	case errors.As(err, &held):
+		return withHint(reword(err, "%s is held by %s%s, not by this token; nothing changed", name, held.Holder.Owner, ttlText(held.Holder.TTL)),
+			"your lease expired and someone else took the lock: stop writing to the protected resource")
+	case errors.Is(err, lock.ErrNotHeld):
+		return withHint(reword(err, "%s is not held (expired or never acquired); nothing changed", name),
+			"if you were still working under this lock, your lease ran out: use a longer --ttl or renew more often")
+	}
+	return err
+}

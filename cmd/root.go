@@ -1,0 +1,281 @@
+// Package cmd is lockctl's command line: flag parsing, configuration,
+// output and exit codes. The work itself is done by pkg/.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+var sigInterrupts = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+func toSyscall(s os.Signal) syscall.Signal {
+	if ss, ok := s.(syscall.Signal); ok {
+		return ss
+	}
+	return syscall.SIGTERM
+}
+
+// Main runs lockctl with the process's arguments and returns its exit code.
+func Main() int {
+	return MainArgs(os.Args[1:], ui.System())
+}
+
+// MainArgs runs lockctl with args on the given streams.
+func MainArgs(args []string, io *ui.IOStreams) int {
+	f := NewFactory(io)
+	defer f.Close()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	stop := f.notifySignals(cancel)
+	defer stop()
+
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		err = &UsageError{Err: err, Hints: []string{"see `lockctl --help` for the commands"}}
+	}
+	if err != nil && errors.Is(err, context.Canceled) {
+		if cause := context.Cause(ctx); cause != nil {
+			err = cause
+		}
+	}
+	code := ExitCode(err)
+	printError(io, err, code)
+	return code
+}
+
+func printError(io *ui.IOStreams, err error, code int) {
+	if err == nil {
+		return
+	}
+	var exit *ExitError
+	if errors.As(err, &exit) && (exit.Silent || exit.Err == nil) {
+		return
+	}
+	io.Errorf("%s", err.Error())
+	hints := hintsOf(err)
+	if len(hints) == 0 {
+		hints = defaultHints(err, code)
+	}
+	for _, h := range hints {
+		io.Errorf("hint: %s", h)
+	}
+}
+
+func defaultHints(err error, code int) []string {
+	switch code {
+	case ExitUnavailable:
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"), strings.Contains(msg, "AUTH"):
+			return []string{"set the password with LOCKCTL_PASSWORD or --password-file, or the user in --url redis://user@host"}
+		case strings.Contains(msg, "NOPERM"):
+			return []string{"the Redis user lacks a command lockctl needs; `lockctl doctor` lists them"}
+		case strings.Contains(msg, "READONLY"):
+			return []string{"this server is a replica; point --url at the master or use --sentinel"}
+		default:
+			return []string{"is redis-server running there? set --url or LOCKCTL_URL (default redis://127.0.0.1:6379/0)"}
+		}
+	case ExitUsage:
+		return []string{"see `lockctl --help`"}
+	}
+	return nil
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lockctl",
+		Short: "Safe Redis locks, fencing tokens, rate limits and idempotent runs from the shell",
+		Long: `lockctl makes Redis coordination safe from shells, cron and CI.
+
+A Redis lock is a lease: it can expire while its holder is paused. Release and
+renew compare the holder's token atomically, and every acquisition gets a
+monotonic fencing token that the protected resource can check.`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		DisableAutoGenTag: true,
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			return f.resolve(c)
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &UsageError{Err: err, Hints: []string{fmt.Sprintf("see `%s --help`", c.CommandPath())}}
+	})
+	addGlobalFlags(root.PersistentFlags(), &f.G)
+
+	root.AddCommand(
+		newVersionCmd(f),
+		newCompletionCmd(f),
+		newLockCmd(f),
+		newRenewCmd(f),
+		newReleaseCmd(f),
+		newFenceCmd(f),
+	)
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	return root
+}
+
+// wrapArgs makes positional-argument errors usage errors, recursively.
+func wrapArgs(c *cobra.Command) {
+	if v := c.Args; v != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := v(cmd, args); err != nil {
+				return &UsageError{Err: err, Hints: []string{fmt.Sprintf("usage: %s", cmd.UseLine())}}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}
+
+func addGlobalFlags(fs *pflag.FlagSet, g *Globals) {
+	fs.StringVar(&g.URL, "url", "redis://127.0.0.1:6379/0", "Redis URL: redis://, rediss:// (TLS) or unix://; env LOCKCTL_URL, then REDIS_URL")
+	fs.StringSliceVar(&g.Cluster, "cluster", nil, "Redis Cluster seed nodes H:P,... (instead of --url)")
+	fs.StringSliceVar(&g.Sentinel, "sentinel", nil, "Sentinel addresses H:P,...")
+	fs.StringVar(&g.SentinelMaster, "sentinel-master", "", "master name for --sentinel")
+	fs.StringSliceVar(&g.Redlock, "redlock", nil, "Redlock: URLs of independent masters")
+	fs.Var(&replicasValue{n: &g.WaitReplicas, timeout: &g.WaitTimeout}, "wait-replicas", "after a lock write, WAIT for N replicas (N[:D]) or fail")
+	fs.StringVar(&g.PasswordFile, "password-file", "", "read the Redis password from this file (or set LOCKCTL_PASSWORD)")
+	fs.StringVar(&g.TLSCA, "tls-ca", "", "CA certificate (PEM) for rediss://")
+	fs.StringVar(&g.TLSCert, "tls-cert", "", "client certificate (PEM)")
+	fs.StringVar(&g.TLSKey, "tls-key", "", "client key (PEM)")
+	fs.BoolVar(&g.TLSInsecure, "tls-insecure", false, "do not verify the server certificate")
+	fs.StringVar(&g.Prefix, "prefix", "lock:", "lock key prefix ('' for raw keys)")
+	fs.StringVar(&g.Config, "config", "", "YAML config file (default $XDG_CONFIG_HOME/lockctl/config.yaml, then /etc/lockctl/config.yaml)")
+	fs.VarP(newEnum(&g.Output, "text", "text", "json", "env"), "output", "o", "output format: text, json, env (lock only)")
+	fs.Var(newEnum(&g.Color, "auto", "auto", "always", "never"), "color", "colour: auto, always, never")
+	fs.Var(newDuration(&g.Timeout, 5*time.Second, false, false), "timeout", "bound on each Redis call")
+	fs.BoolVarP(&g.Verbose, "verbose", "v", false, "diagnostics to stderr")
+}
+
+// globalEnv lists the environment variables of the global flags, in order of preference.
+var globalEnv = map[string][]string{
+	"url":             {"LOCKCTL_URL", "REDIS_URL"},
+	"cluster":         {"LOCKCTL_CLUSTER"},
+	"sentinel":        {"LOCKCTL_SENTINEL"},
+	"sentinel-master": {"LOCKCTL_SENTINEL_MASTER"},
+	"redlock":         {"LOCKCTL_REDLOCK"},
+	"wait-replicas":   {"LOCKCTL_WAIT_REPLICAS"},
+	"password-file":   {"LOCKCTL_PASSWORD_FILE"},
+	"tls-ca":          {"LOCKCTL_TLS_CA"},
+	"tls-cert":        {"LOCKCTL_TLS_CERT"},
+	"tls-key":         {"LOCKCTL_TLS_KEY"},
+	"tls-insecure":    {"LOCKCTL_TLS_INSECURE"},
+	"prefix":          {"LOCKCTL_PREFIX"},
+	"config":          {"LOCKCTL_CONFIG"},
+	"output":          {"LOCKCTL_OUTPUT"},
+	"timeout":         {"LOCKCTL_TIMEOUT"},
+}
+
+// resolve applies flag > LOCKCTL_* env > config file > default to every flag
+// of the command being run, through the factory's one viper instance, and
+// decides colour.
+func (f *Factory) resolve(c *cobra.Command) error {
+	v := f.Viper
+	flags := c.Flags()
+	if err := v.BindPFlags(flags); err != nil {
+		return err
+	}
+	for key, envs := range globalEnv {
+		if err := v.BindEnv(append([]string{key}, envs...)...); err != nil {
+			return err
+		}
+	}
+	cfg := f.G.Config
+	if !flags.Changed("config") {
+		if e := f.Getenv("LOCKCTL_CONFIG"); e != "" {
+			cfg = e
+		}
+	}
+	explicit := cfg != ""
+	if !explicit {
+		cfg = defaultConfigFile(f.Getenv)
+	}
+	if cfg != "" {
+		v.SetConfigFile(cfg)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			if !(errors.Is(err, os.ErrNotExist) && !explicit) {
+				return &UsageError{Err: fmt.Errorf("config file %s: %v", cfg, err),
+					Hints: []string{"the config file is YAML with the long flag names as keys, e.g. `url: redis://host:6379/0`"}}
+			}
+		}
+	}
+	var setErr error
+	flags.VisitAll(func(fl *pflag.Flag) {
+		if setErr != nil || fl.Changed || !v.IsSet(fl.Name) {
+			return
+		}
+		val := v.Get(fl.Name)
+		var s string
+		switch x := val.(type) {
+		case []any:
+			parts := make([]string, len(x))
+			for i, p := range x {
+				parts[i] = fmt.Sprint(p)
+			}
+			s = strings.Join(parts, ",")
+		case []string:
+			s = strings.Join(x, ",")
+		default:
+			s = fmt.Sprint(x)
+		}
+		if s == fl.DefValue || (s == "[]" && fl.DefValue == "[]") {
+			return
+		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			if err := sv.Replace(strings.Split(s, ",")); err != nil {
+				setErr = &UsageError{Err: fmt.Errorf("%s=%q: %v", fl.Name, s, err)}
+			}
+			return
+		}
+		if err := fl.Value.Set(s); err != nil {
+			setErr = &UsageError{Err: fmt.Errorf("%s=%q (from environment or config file): %v", fl.Name, s, err)}
+		}
+	})
+	if setErr != nil {
+		return setErr
+	}
+	f.G.urlOnArgv = flags.Changed("url")
+	f.IO.DecideColor(f.G.Color, f.Getenv)
+	return nil
+}
+
+func defaultConfigFile(getenv func(string) string) string {
+	dir := getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		if home := getenv("HOME"); home != "" {
+			dir = filepath.Join(home, ".config")
+		}
+	}
+	for _, p := range []string{filepath.Join(dir, "lockctl", "config.yaml"), "/etc/lockctl/config.yaml"} {
+		if dir == "" && !strings.HasPrefix(p, "/etc") {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}

@@ -1,0 +1,104 @@
+// Package ui is lockctl's presentation layer: terminal detection, colour,
+// tables, JSON and shell-env output. Every lipgloss and tablewriter call of
+// the program lives in this package.
+package ui
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"golang.org/x/term"
+)
+
+// IOStreams are the program's standard streams plus the terminal facts that
+// decide how output looks. They are decided once, at start-up.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+
+	stdinTTY  bool
+	stdoutTTY bool
+	stderrTTY bool
+	color     bool
+	width     int
+}
+
+// System returns streams bound to the process's stdin, stdout and stderr.
+func System() *IOStreams {
+	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	s.stdinTTY = term.IsTerminal(int(os.Stdin.Fd()))
+	s.stdoutTTY = term.IsTerminal(int(os.Stdout.Fd()))
+	s.stderrTTY = term.IsTerminal(int(os.Stderr.Fd()))
+	if s.stdoutTTY {
+		if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
+			s.width = w
+		}
+	}
+	s.color = s.stdoutTTY && os.Getenv("NO_COLOR") == ""
+	return s
+}
+
+// Test returns streams backed by buffers; no stream is a terminal.
+func Test() (s *IOStreams, in, out, errOut *bytes.Buffer) {
+	in, out, errOut = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	return &IOStreams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
+}
+
+// SetTTY overrides terminal detection (tests, and `--color always` does not use it).
+func (s *IOStreams) SetTTY(stdin, stdout, stderr bool) {
+	s.stdinTTY, s.stdoutTTY, s.stderrTTY = stdin, stdout, stderr
+}
+
+func (s *IOStreams) IsStdinTTY() bool  { return s.stdinTTY }
+func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
+func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
+func (s *IOStreams) ColorEnabled() bool {
+	return s.color
+}
+
+// DecideColor applies --color and the NO_COLOR / CLICOLOR / CLICOLOR_FORCE
+// conventions. when is "auto", "always" or "never"; getenv is os.Getenv in
+// production.
+func (s *IOStreams) DecideColor(when string, getenv func(string) string) {
+	switch when {
+	case "always":
+		s.color = true
+	case "never":
+		s.color = false
+	default:
+		switch {
+		case getenv("NO_COLOR") != "":
+			s.color = false
+		case getenv("CLICOLOR_FORCE") != "" && getenv("CLICOLOR_FORCE") != "0":
+			s.color = true
+		case getenv("CLICOLOR") == "0":
+			s.color = false
+		default:
+			s.color = s.stdoutTTY
+		}
+	}
+	if s.color {
+		// lipgloss inspects the process's stdout on its own; a forced
+		// colour must also reach it when stdout is a pipe.
+		lipgloss.SetColorProfile(termenv.ANSI256)
+	} else {
+		lipgloss.SetColorProfile(termenv.Ascii)
+	}
+}
+
+// ValidColor reports whether when is a --color value.
+func ValidColor(when string) bool {
+	switch strings.ToLower(when) {
+	case "auto", "always", "never":
+		return true
+	}
+	return false
+}
+
+// Width is the terminal width, or 0 when stdout is not a terminal.
+func (s *IOStreams) Width() int { return s.width }

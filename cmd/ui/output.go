@@ -1,0 +1,134 @@
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Table is data in rows under a header; one pure shape that every text
+// printer renders.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// PrintTable renders t: a styled table on a terminal, header-less
+// tab-separated rows otherwise (for cut, awk and while-read loops).
+func (s *IOStreams) PrintTable(t Table) error {
+	if !s.stdoutTTY {
+		return WriteTSV(s.Out, t.Rows)
+	}
+	opts := []tablewriter.Option{
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+			},
+		})),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+	}
+	tbl := tablewriter.NewTable(s.Out, opts...)
+	header := make([]any, len(t.Header))
+	for i, h := range t.Header {
+		header[i] = s.Bold(h)
+	}
+	tbl.Header(header...)
+	for _, r := range t.Rows {
+		row := make([]any, len(r))
+		for i, c := range r {
+			row[i] = c
+		}
+		if err := tbl.Append(row...); err != nil {
+			return err
+		}
+	}
+	return tbl.Render()
+}
+
+// WriteTSV writes rows as tab-separated lines; tabs and newlines inside a
+// cell become spaces so that every row stays one line.
+func WriteTSV(w io.Writer, rows [][]string) error {
+	clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
+	for _, r := range rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = clean.Replace(c)
+		}
+		if _, err := fmt.Fprintln(w, strings.Join(cells, "\t")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PrintJSON writes v as indented JSON followed by a newline.
+func (s *IOStreams) PrintJSON(v any) error {
+	return WriteJSON(s.Out, v)
+}
+
+// WriteJSON writes v as indented JSON, without HTML escaping.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// PrintEnv writes NAME='value' lines, shell-quoted so that `eval` is safe,
+// sorted by name.
+func (s *IOStreams) PrintEnv(vars map[string]string) error {
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if _, err := fmt.Fprintf(s.Out, "%s=%s\n", k, ShellQuote(vars[k])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ShellQuote quotes v for POSIX shells.
+func ShellQuote(v string) string {
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
+// Styles: used only when colour is enabled.
+var (
+	boldStyle  = lipgloss.NewStyle().Bold(true)
+	faintStyle = lipgloss.NewStyle().Faint(true)
+	okStyle    = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
+	warnStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
+	failStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true)
+)
+
+func (s *IOStreams) style(st lipgloss.Style, v string) string {
+	if !s.color {
+		return v
+	}
+	return st.Render(v)
+}
+
+func (s *IOStreams) Bold(v string) string  { return s.style(boldStyle, v) }
+func (s *IOStreams) Faint(v string) string { return s.style(faintStyle, v) }
+func (s *IOStreams) OK(v string) string    { return s.style(okStyle, v) }
+func (s *IOStreams) Warn(v string) string  { return s.style(warnStyle, v) }
+func (s *IOStreams) Fail(v string) string  { return s.style(failStyle, v) }
+
+// Errorf writes one diagnostic line to stderr, prefixed "lockctl: ".
+func (s *IOStreams) Errorf(format string, args ...any) {
+	fmt.Fprintf(s.ErrOut, "lockctl: "+format+"\n", args...)
+}

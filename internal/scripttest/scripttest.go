@@ -1,0 +1,196 @@
+// Package scripttest holds the testscript setup shared by lockctl's
+// black-box CLI scripts (testdata/script/*.txtar): a private redis-server per
+// script and a few commands that keep scripts short.
+package scripttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+const serverKey = "redistest.server"
+
+// Setup starts a redis-server for the script and exports:
+// LOCKCTL_URL, REDIS_ADDR, REDIS_PORT. HOME and XDG_CONFIG_HOME point into
+// the script's work directory so no user config leaks in.
+func Setup(env *testscript.Env) error {
+	s, err := redistest.Start(nil)
+	if err != nil {
+		return err
+	}
+	env.Values[serverKey] = s
+	env.Defer(s.Stop)
+	env.Setenv("LOCKCTL_URL", s.URL)
+	env.Setenv("REDIS_ADDR", s.Addr)
+	env.Setenv("REDIS_PORT", strconv.Itoa(s.Port))
+	env.Setenv("HOME", env.WorkDir)
+	env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
+	env.Setenv("NO_COLOR", "")
+	env.Setenv("REDIS_URL", "")
+	return nil
+}
+
+// Server returns the script's redis-server.
+func Server(ts *testscript.TestScript) *redistest.Server {
+	return ts.Value(serverKey).(*redistest.Server)
+}
+
+// Cmds are the custom script commands.
+var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"redis":     cmdRedis,
+	"waitfile":  cmdWaitFile,
+	"redis-sig": cmdRedisSig,
+	"exits":     cmdExits,
+	"sleep":     cmdSleep,
+}
+
+// sleep D: pause the script (lease expiry is the server's clock; scripts
+// wait with generous margins).
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
+}
+
+// exits N PROG ARGS...: run PROG like exec and require exit status N;
+// stdout and stderr are kept for the following stdout/stderr checks.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits N PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			got = 128 + int(ws.Signal())
+		}
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}
+
+// redis CMD ARGS...: run one command on the script's server and print the
+// reply to stdout: strings and integers as is, nil as (nil), arrays one
+// element per line (nested arrays flattened), errors fail the command.
+func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) == 0 {
+		ts.Fatalf("usage: redis CMD [ARGS...]")
+	}
+	opt, err := redis.ParseURL(Server(ts).URL)
+	ts.Check(err)
+	c := redis.NewClient(opt)
+	defer c.Close()
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := c.Do(ctx, a...).Result()
+	if err == redis.Nil {
+		v, err = "(nil)", nil
+	}
+	if err != nil {
+		if neg {
+			ts.Logf("redis error (expected): %v", err)
+			return
+		}
+		ts.Fatalf("redis %s: %v", strings.Join(args, " "), err)
+	}
+	if neg {
+		ts.Fatalf("redis %s: unexpected success", strings.Join(args, " "))
+	}
+	var b strings.Builder
+	writeReply(&b, v)
+	ts.Stdout().Write([]byte(b.String()))
+}
+
+func writeReply(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			writeReply(b, e)
+		}
+	case map[any]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, fmt.Sprint(k))
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintln(b, k)
+		}
+	case nil:
+		fmt.Fprintln(b, "(nil)")
+	default:
+		fmt.Fprintln(b, x)
+	}
+}
+
+// waitfile FILE [TIMEOUT]: wait until FILE exists and is not empty (for
+// synchronising with background commands). Default timeout 30s.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitfile FILE [TIMEOUT]")
+	}
+	limit := 30 * time.Second
+	if len(args) == 2 {
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		limit = d
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(limit)
+	for {
+		if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+			if neg {
+				ts.Fatalf("%s appeared", args[0])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			if neg {
+				return
+			}
+			ts.Fatalf("%s did not appear within %s", args[0], limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// redis-sig STOP|CONT|KILL: signal the script's redis-server (pause it,
+// resume it, or take it down).
+func cmdRedisSig(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: redis-sig STOP|CONT|KILL")
+	}
+	sig := map[string]syscall.Signal{"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT, "KILL": syscall.SIGKILL}[args[0]]
+	if sig == 0 {
+		ts.Fatalf("unknown signal %q", args[0])
+	}
+	ts.Check(Server(ts).Signal(sig))
+}
