@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -55,6 +56,10 @@ const maxIdleTopics = 64
 // that does not get one polls instead.
 const confirmTimeout = 5 * time.Second
 
+// healthInterval is how long the connection may stay silent before a PING
+// checks it.
+const healthInterval = 10 * time.Second
+
 var errNoConfirmation = errors.New("no subscription confirmation")
 
 func (s *hubSub) C() <-chan struct{} { return s.wake }
@@ -78,7 +83,7 @@ func (h *hub) subscribe(ctx context.Context, channel string) (subscription, erro
 	if hc == nil {
 		hc = &hubConn{ps: h.c.Subscribe(context.WithoutCancel(ctx)), topics: map[string]*topic{}}
 		h.cur = hc
-		go h.dispatch(hc, hc.ps.ChannelWithSubscriptions())
+		go h.dispatch(hc)
 	}
 	hc.refs++
 	s := &hubSub{h: h, hc: hc, channel: channel, wake: make(chan struct{}, 1)}
@@ -116,8 +121,27 @@ func (h *hub) subscribe(ctx context.Context, channel string) (subscription, erro
 	}
 }
 
-func (h *hub) dispatch(hc *hubConn, ch <-chan any) {
-	for m := range ch {
+// dispatch reads the connection itself rather than through
+// PubSub.Channel: one goroutine hop less between a release and the waiter
+// it wakes. Receive reconnects and resubscribes after a broken connection.
+func (h *hub) dispatch(hc *hubConn) {
+	ctx := context.Background()
+	for {
+		m, err := hc.ps.ReceiveTimeout(ctx, healthInterval)
+		if err != nil {
+			if errors.Is(err, redis.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Quiet for a while: a PING finds a dead connection
+				// (its write fails and the next Receive reconnects).
+				_ = hc.ps.Ping(ctx)
+			} else {
+				time.Sleep(100 * time.Millisecond)
+			}
+			continue
+		}
 		switch m := m.(type) {
 		case *redis.Subscription:
 			if m.Kind != "subscribe" {

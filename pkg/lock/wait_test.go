@@ -93,7 +93,7 @@ func TestWaiterRetriesWhenHolderExpires(t *testing.T) {
 }
 
 func TestWaiterGivesUpAtDeadline(t *testing.T) {
-	l, _ := newLocker(t, nil)
+	l, c := newLocker(t, nil)
 	name := uniqueName(t)
 	holder, err := l.Acquire(ctx, name, 20*time.Second, &lock.AcquireOptions{Owner: "holder"})
 	if err != nil {
@@ -111,6 +111,17 @@ func TestWaiterGivesUpAtDeadline(t *testing.T) {
 	}
 	if h, err := l.Get(ctx, name); err != nil || h.Token != holder.Token {
 		t.Errorf("holder changed: %+v %v", h, err)
+	}
+	// The waiter's subscription ended with it.
+	ch := lock.Channel(holder.Key)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n := redisDo(t, c, "PUBSUB", "NUMSUB", ch).([]any)[1].(int64)
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscribers left on %s", n, ch)
+		}
 	}
 }
 
@@ -142,10 +153,21 @@ func TestWaiterStopsOnContextCancel(t *testing.T) {
 }
 
 // Mutual exclusion under contention: workers take turns on one lock and
-// check that nobody else is inside.
+// check that nobody else is inside. With one Locker the workers queue in
+// process; with one Locker each they compete as separate processes would.
 func TestMutualExclusion(t *testing.T) {
+	t.Run("shared-locker", func(t *testing.T) { testMutualExclusion(t, 1) })
+	t.Run("locker-per-worker", func(t *testing.T) { testMutualExclusion(t, 8) })
+}
+
+func testMutualExclusion(t *testing.T, lockers int) {
 	const workers, rounds = 8, 25
-	l, _ := newLocker(t, nil)
+	ls := make([]*lock.Locker, lockers)
+	for i := range ls {
+		// Only release messages wake waiters in time: a lost wake-up
+		// would stall the test until the holder's TTL or the timeout.
+		ls[i], _ = newLocker(t, &lock.Options{PollInterval: time.Hour})
+	}
 	name := uniqueName(t)
 	var (
 		inside  atomic.Int32
@@ -153,13 +175,14 @@ func TestMutualExclusion(t *testing.T) {
 		fences  = make([]int64, 0, workers*rounds)
 		wg      sync.WaitGroup
 	)
-	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			l := ls[w%lockers]
 			for i := 0; i < rounds; i++ {
 				lease, err := l.Acquire(tctx, name, 10*time.Second, &lock.AcquireOptions{Wait: -1})
 				if err != nil {
