@@ -9,7 +9,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -99,14 +101,19 @@ func ExitCode(err error) int {
 		return exit.Code
 	case errors.As(err, &sig):
 		return 128 + int(sig.Signal)
-	case errors.As(err, &usage), errors.Is(err, lock.ErrInvalid):
+	case errors.As(err, &usage), errors.Is(err, lock.ErrInvalid),
+		errors.Is(err, limit.ErrInvalid), errors.Is(err, limit.ErrNeverAllowed),
+		errors.Is(err, once.ErrInvalid):
 		return ExitUsage
 	case errors.As(err, &unav):
 		return ExitUnavailable
-	case errors.Is(err, lock.ErrNotObtained):
+	case errors.Is(err, lock.ErrNotObtained), errors.Is(err, limit.ErrLimited),
+		errors.Is(err, once.ErrInProgress):
 		return ExitNotAcquired
 	case errors.Is(err, lock.ErrNotOwner), errors.Is(err, lock.ErrNotHeld),
-		errors.Is(err, lock.ErrStaleFence), errors.Is(err, lock.ErrWrongType):
+		errors.Is(err, lock.ErrStaleFence), errors.Is(err, lock.ErrWrongType),
+		errors.Is(err, limit.ErrWrongType), errors.Is(err, once.ErrWrongType),
+		errors.Is(err, once.ErrFingerprint), errors.Is(err, once.ErrNotOwner):
 		return ExitNotOwner
 	case isRedisUnavailable(err):
 		return ExitUnavailable

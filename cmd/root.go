@@ -128,6 +128,8 @@ monotonic fencing token that the protected resource can check.`,
 		newReleaseCmd(f),
 		newFenceCmd(f),
 		newSimulateCmd(f),
+		newLimitCmd(f),
+		newOnceCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

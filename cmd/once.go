@@ -1,0 +1,325 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/once"
+	"github.com/spf13/cobra"
+)
+
+type onceOptions struct {
+	ttl          time.Duration
+	resultTTL    time.Duration
+	fingerprint  string
+	rerunFailed  bool
+	conflictExit int
+	owner        string
+}
+
+func newOnceCmd(f *Factory) *cobra.Command {
+	o := &onceOptions{}
+	c := &cobra.Command{
+		Use:   "once KEY [flags] -- CMD [ARGS...]",
+		Short: "Run a command at most once per key, replaying the recorded outcome afterwards",
+		Long: `Run CMD at most once per KEY while its record lives (key once:KEY).
+
+The first call claims KEY, runs CMD (its own process group, signals
+forwarded, streams passed through), renews the claim every --ttl/3 while CMD
+runs, and records CMD's exit code for --result-ttl. Later calls:
+  - while CMD runs elsewhere: exit 75 (or -E N), naming the claimant;
+  - after it finished: do not run CMD, print the recorded outcome to stderr
+    and exit with the recorded exit code (--rerun-failed runs CMD again when
+    that code was not 0);
+  - with another --fingerprint than the record's: exit 65.
+A claimant that dies stops renewing; its claim expires after --ttl and the
+next call runs CMD. If the claim is lost while CMD runs, CMD's process group
+gets SIGTERM (SIGKILL 5s later) and lockctl exits 76.
+
+CMD sees LOCKCTL_ONCE_KEY (the Redis key) and LOCKCTL_ONCE_ATTEMPT (1, or
+more when rerunning a failure).
+
+  lockctl once "report:$(date +%F)" --result-ttl 48h -- ./report.sh
+  lockctl once "charge:$ORDER" --fingerprint "$(sha256sum < req.json)" -- ./charge.sh`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			key, argv, err := commandArgs(c, args, "once KEY")
+			if err != nil {
+				return err
+			}
+			if len(argv) == 0 {
+				return &UsageError{Err: errors.New("missing command"), Hints: []string{"usage: " + c.UseLine()}}
+			}
+			return runOnce(c, f, o, key, argv)
+		},
+	}
+	fs := c.Flags()
+	fs.Var(newDuration(&o.ttl, once.DefaultTTL, false, false), "ttl", "claim lease, renewed every ttl/3 while CMD runs; a dead claimant's claim expires after it")
+	fs.Var(newDuration(&o.resultTTL, once.DefaultResultTTL, false, false), "result-ttl", "how long the outcome is kept (and CMD not run again)")
+	fs.StringVar(&o.fingerprint, "fingerprint", "", "identifies the request; a call with the same KEY and another fingerprint exits 65")
+	fs.BoolVar(&o.rerunFailed, "rerun-failed", false, "run CMD again when the recorded exit code was not 0")
+	fs.IntVarP(&o.conflictExit, "conflict-exit-code", "E", ExitNotAcquired, "exit code when KEY is in progress elsewhere")
+	fs.StringVar(&o.owner, "owner", "", "claimant recorded with KEY (default user@host:pid)")
+	return c
+}
+
+func (f *Factory) onceStore(o *onceOptions) (*once.Store, error) {
+	client, err := f.Client()
+	if err != nil {
+		return nil, err
+	}
+	opts := &once.Options{}
+	if o != nil {
+		opts.TTL, opts.ResultTTL, opts.Owner = o.ttl, o.resultTTL, o.owner
+	}
+	return once.New(client, opts), nil
+}
+
+func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []string) error {
+	store, err := f.onceStore(o)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	claim, err := store.Claim(ctx, key, &once.ClaimOptions{Fingerprint: o.fingerprint, RerunFailed: o.rerunFailed})
+	if err != nil {
+		return explainOnce(key, err, o.conflictExit)
+	}
+	f.Verbosef("claimed %s (attempt %d, ttl %s)", claim.Key, claim.Attempt, claim.TTL)
+
+	// The keeper outlives signals: they go to the child, and the claim must
+	// be held until the child's group is gone.
+	kctx, kcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer kcancel()
+	keeper := claim.KeepAlive(kctx, 0)
+	lease := newKeeperLease(keeper)
+	env := []string{"LOCKCTL_ONCE_KEY=" + claim.Key, "LOCKCTL_ONCE_ATTEMPT=" + strconv.Itoa(claim.Attempt)}
+	res, runErr := superviseCommand(ctx, f, argv, env, lease)
+	keeper.Stop()
+	lease.close()
+
+	// Recorded on a fresh context: the outcome matters even when lockctl
+	// was interrupted.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
+	defer rcancel()
+	if runErr != nil {
+		// CMD never ran: free KEY for the next call rather than record
+		// an outcome of something that did not happen.
+		if err := claim.Abandon(rctx); err != nil {
+			f.IO.Errorf("could not free %s after the command failed to start: %v (it frees itself in %s)", claim.Key, err, claim.TTL)
+		}
+		return runErr
+	}
+	rec, err := claim.Complete(rctx, res.Exit)
+	var taken *once.NotOwnerError
+	switch {
+	case errors.As(err, &taken):
+		f.IO.Errorf("outcome not recorded: %s was taken over by %s after this claim lapsed", claim.Key, taken.Record.Owner)
+	case err != nil:
+		f.IO.Errorf("outcome not recorded: %v; %s runs again once its claim expires (%s)", err, key, claim.TTL)
+	case rec.Expired:
+		f.IO.Errorf("the claim on %s lapsed before the outcome was recorded; recorded anyway (nobody else took over)", claim.Key)
+	default:
+		f.Verbosef("recorded exit %d for %s (kept %s)", rec.ExitCode, claim.Key, o.resultTTL)
+	}
+	return childExit(res.Exit)
+}
+
+// explainOnce words a refused claim for people and picks its exit code: 75
+// (or -E) in progress, the recorded code after a replay, 65 for another
+// fingerprint.
+func explainOnce(key string, err error, conflictExit int) error {
+	var (
+		running *once.InProgressError
+		done    *once.DoneError
+		fp      *once.FingerprintError
+	)
+	switch {
+	case errors.As(err, &running):
+		r := running.Record
+		err = reword(err, "%s is in progress: claimed by %s since %s; not running it", key, r.Owner, sinceText(r.StartedAt))
+		if conflictExit != ExitNotAcquired {
+			return &ExitError{Code: conflictExit, Err: err}
+		}
+		return err
+	case errors.As(err, &done):
+		r := done.Record
+		msg := fmt.Sprintf("%s already ran: %s; not running it again", key, outcomeText(r))
+		if r.ExitCode != 0 {
+			return &ExitError{Code: r.ExitCode, Err: withHint(errors.New(msg),
+				"--rerun-failed runs it again after a failure")}
+		}
+		return &ExitError{Code: 0, Err: errors.New(msg)}
+	case errors.As(err, &fp):
+		return withHint(reword(err, "%s was claimed with fingerprint %q, not %q; refusing to run or replay another request's outcome", key, fp.Recorded, fp.Given),
+			"a different request needs a different KEY")
+	}
+	return err
+}
+
+// outcomeText: "exit 3 at 2025-01-02T03:04:05Z by u@h:1 after 1.2s (attempt 1)".
+func outcomeText(r once.Record) string {
+	s := fmt.Sprintf("exit %d at %s by %s after %s", r.ExitCode, r.FinishedAt.Local().Format(time.RFC3339), r.Owner, r.Duration)
+	if r.Attempts > 1 {
+		s += fmt.Sprintf(" (attempt %d)", r.Attempts)
+	}
+	if r.Expired {
+		s += " (its claim had lapsed before the outcome was recorded)"
+	}
+	return s
+}
+
+func sinceText(t time.Time) string {
+	if t.IsZero() {
+		return "an unknown time"
+	}
+	return fmt.Sprintf("%s (%s ago)", t.Local().Format(time.RFC3339), time.Since(t).Round(time.Second))
+}
+
+// keeperLease lets runner.Supervise watch a once claim as it watches a lock
+// lease, so loss, signals and the kill grace behave exactly as in `run`.
+type keeperLease struct {
+	k    *once.Keeper
+	lost chan error
+	stop chan struct{}
+}
+
+func newKeeperLease(k *once.Keeper) *keeperLease {
+	l := &keeperLease{k: k, lost: make(chan error, 1), stop: make(chan struct{})}
+	go func() {
+		select {
+		case <-k.Lost():
+			l.lost <- k.Err()
+		case <-l.stop:
+		}
+	}()
+	return l
+}
+
+func (l *keeperLease) Lost() <-chan error { return l.lost }
+func (l *keeperLease) Renewals() int64    { return int64(l.k.Renewals()) }
+
+// Margin is 0: the keeper reports a loss when the claim is gone or taken
+// over, or when a whole TTL has passed without a renewal, so by then the
+// server may already have dropped it and there is no margin to fit the
+// kill grace into.
+func (l *keeperLease) Margin() time.Duration { return 0 }
+
+func (l *keeperLease) close() { close(l.stop) }
+
+// newInspectOnceCmd is `inspect once KEY`: the record of an idempotent run.
+func newInspectOnceCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "once KEY",
+		Short: "Show the record `lockctl once` keeps for KEY",
+		Long: `Show the record lockctl once keeps for KEY (key once:KEY): state (running or
+done), claimant, fingerprint, start, finish, duration, exit code, attempts
+and the record's remaining TTL. Exits 1 when there is no record (never run,
+or its outcome expired).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			key, err := validName(args, "once KEY")
+			if err != nil {
+				return err
+			}
+			store, err := f.onceStore(nil)
+			if err != nil {
+				return err
+			}
+			rec, err := store.Get(c.Context(), key)
+			if errors.Is(err, once.ErrNotFound) {
+				if f.G.Output == "json" {
+					if err := f.IO.PrintJSON(map[string]any{"name": key, "key": store.Key(key), "state": "none"}); err != nil {
+						return err
+					}
+				}
+				return &ExitError{Code: ExitFound, Err: fmt.Errorf("no record for %s (%s): never run, or its outcome expired", key, store.Key(key)), Silent: f.G.Output == "json"}
+			}
+			if err != nil {
+				return err
+			}
+			if f.G.Output == "json" {
+				return f.IO.PrintJSON(onceRecordJSON(key, rec))
+			}
+			return f.IO.PrintTable(onceRecordTable(key, rec))
+		},
+	}
+}
+
+func onceRecordJSON(name string, r once.Record) map[string]any {
+	m := map[string]any{
+		"name":        name,
+		"key":         r.Key,
+		"state":       r.State,
+		"owner":       r.Owner,
+		"fingerprint": r.Fingerprint,
+		"started_at":  timeJSON(r.StartedAt),
+		"finished_at": nil,
+		"duration_ms": nil,
+		"exit":        nil,
+		"attempts":    r.Attempts,
+		"expired":     r.Expired,
+		"ttl_ms":      r.TTL.Milliseconds(),
+	}
+	if r.TTL < 0 {
+		m["ttl_ms"] = -1
+	}
+	if r.State == once.StateDone {
+		m["finished_at"] = timeJSON(r.FinishedAt)
+		m["duration_ms"] = r.Duration.Milliseconds()
+		m["exit"] = r.ExitCode
+	}
+	return m
+}
+
+func timeJSON(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// onceRecordTable is one FIELD/VALUE row per member of the record.
+func onceRecordTable(name string, r once.Record) ui.Table {
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format(time.RFC3339)
+	}
+	finished, duration, exit := "-", "-", "-"
+	if r.State == once.StateDone {
+		finished, duration, exit = when(r.FinishedAt), r.Duration.String(), strconv.Itoa(r.ExitCode)
+	}
+	ttl := "none"
+	if r.TTL >= 0 {
+		ttl = r.TTL.Round(time.Millisecond).String()
+	}
+	return ui.Table{
+		Header: []string{"FIELD", "VALUE"},
+		Rows: [][]string{
+			{"name", name},
+			{"key", r.Key},
+			{"state", r.State},
+			{"owner", dash(r.Owner)},
+			{"fingerprint", dash(r.Fingerprint)},
+			{"started", when(r.StartedAt)},
+			{"finished", finished},
+			{"duration", duration},
+			{"exit", exit},
+			{"attempts", strconv.Itoa(r.Attempts)},
+			{"expired", strconv.FormatBool(r.Expired)},
+			{"ttl", ttl},
+		},
+	}
+}
