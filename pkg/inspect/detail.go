@@ -70,7 +70,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	qt := p.Type(ctx, d.QueueKey)
 	st := p.Type(ctx, d.SemKey)
 	numsub := p.PubSubNumSub(ctx, lock.Channel(key))
-	if _, err := p.Exec(ctx); err != nil && !isRedisErr(err) {
+	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
 	for _, c := range []redis.Cmder{typ, pttl, get, fence, qt, st, numsub} {

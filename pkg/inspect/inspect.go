@@ -108,7 +108,7 @@ func TokenHash(token string) string {
 }
 
 // isAux reports whether key is one of lockctl's auxiliary keys, which a
-// custom prefix such as '' would otherwise match.
+// custom prefix such as ” would otherwise match.
 func isAux(key string) bool { return strings.HasPrefix(key, lock.AuxPrefix) }
 
 // splitOwner splits lockctl's default owner "user@host:pid" into its parts;
@@ -174,4 +174,13 @@ func forEachNode(ctx context.Context, c redis.UniversalClient, fn func(ctx conte
 		defer mu.Unlock()
 		return fn(ctx, node)
 	})
+}
+
+// pipeErr is a pipeline's error unless every failure in it is a reply
+// (nil replies, WRONGTYPE), which the callers check command by command.
+func pipeErr(err error) error {
+	if err == nil || errors.Is(err, redis.Nil) || isRedisErr(err) {
+		return nil
+	}
+	return err
 }

@@ -251,7 +251,7 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 		for _, k := range keys[start:end] {
 			cmds = append(cmds, fixOrphanScript.EvalSha(ctx, pipe, []string{k}, action, ms, lock.Channel(k)))
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !isRedisErr(err) {
+		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 			return done, fmt.Errorf("inspect: fix orphans: %w", err)
 		}
 		for i, c := range cmds {

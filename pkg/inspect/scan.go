@@ -125,7 +125,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 	n := len(keys)
 	if n == 0 {
 		if pipe.Len() > 0 {
-			if _, err := pipe.Exec(ctx); err != nil && !isRedisErr(err) {
+			if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 				return nil, err
 			}
 		}
@@ -151,7 +151,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		chans[i] = lock.Channel(k)
 	}
 	numsub := pipe.PubSubNumSub(ctx, chans...)
-	if _, err := pipe.Exec(ctx); err != nil && !isRedisErr(err) {
+	if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 		return nil, err
 	}
 	var hashes []int
@@ -178,7 +178,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		for j, i := range hashes {
 			scans[j] = redisson(ctx, hp, keys[i])
 		}
-		if _, err := hp.Exec(ctx); err != nil && !isRedisErr(err) {
+		if _, err := hp.Exec(ctx); pipeErr(err) != nil {
 			return nil, err
 		}
 		for j, i := range hashes {
@@ -281,7 +281,7 @@ func (in *Inspector) readOrphans(ctx context.Context, node redis.UniversalClient
 		pttls[i] = pipe.PTTL(ctx, k)
 	}
 	if pipe.Len() > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !isRedisErr(err) {
+		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 			return nil, err
 		}
 	}
@@ -308,7 +308,7 @@ func (in *Inspector) readOrphans(ctx context.Context, node redis.UniversalClient
 		gets[i] = p.Get(ctx, k)
 		scans[i] = redisson(ctx, p, k)
 	}
-	if _, err := p.Exec(ctx); err != nil && !isRedisErr(err) {
+	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, err
 	}
 	out := make([]Orphan, 0, len(found))
