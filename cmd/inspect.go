@@ -380,9 +380,9 @@ func detailRows(d *inspect.Detail) [][]string {
 }
 
 func memberText(m inspect.Member) string {
-	s := inspect.TokenHash(m.Token)
+	s := m.Value
 	if m.Owner != "" {
-		s = m.Owner + " (token " + s + ")"
+		s = m.Owner + " (token " + inspect.TokenHash(m.Token) + ")"
 	}
 	if m.Score != 0 {
 		s += " score " + strconv.FormatFloat(m.Score, 'f', -1, 64)
