@@ -167,6 +167,27 @@ func (f *Factory) newClient() (redis.UniversalClient, error) {
 		}
 		return redis.NewUniversalClient(o), nil
 	}
+	opt, err := f.nodeOptions(password)
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewClient(opt), nil
+}
+
+// NodeOptions returns the client options for the one server --url names,
+// with the password and TLS settings applied: for commands that make their
+// own clients (simulate opens one per simulated actor).
+func (f *Factory) NodeOptions() (*redis.Options, error) {
+	redis.SetLogger(redisLogger{f})
+	password, err := f.password()
+	if err != nil {
+		return nil, err
+	}
+	return f.nodeOptions(password)
+}
+
+func (f *Factory) nodeOptions(password string) (*redis.Options, error) {
+	g := &f.G
 	u, err := url.Parse(g.URL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
 		return nil, &UsageError{Err: fmt.Errorf("bad --url %q", redactURL(g.URL)),
@@ -195,7 +216,7 @@ func (f *Factory) newClient() (redis.UniversalClient, error) {
 			return nil, err
 		}
 	}
-	return redis.NewClient(opt), nil
+	return opt, nil
 }
 
 // password: LOCKCTL_PASSWORD, else --password-file, else the URL's.

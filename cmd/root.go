@@ -130,6 +130,7 @@ monotonic fencing token that the protected resource can check.`,
 		newInspectCmd(f),
 		newLsCmd(f),
 		newDoctorCmd(f),
+		newSimulateCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

@@ -28,12 +28,13 @@ type backend interface {
 	// subscribe returns once the server has confirmed the subscription, so
 	// that no release published after it returns can be missed.
 	subscribe(ctx context.Context, channel string) (subscription, error)
+	// queued counts this process's waiters on channel.
+	queued(channel string) int
 }
 
 type subscription interface {
-	// C delivers one value per message; it is closed when the connection
-	// is closed.
-	C() <-chan *redis.Message
+	// C receives a value when the waiter should try again.
+	C() <-chan struct{}
 	Close() error
 }
 
@@ -98,6 +99,7 @@ var (
 // master or a Cluster (through a redis.UniversalClient).
 type single struct {
 	c               redis.UniversalClient
+	hub             *hub
 	replicas        int
 	replicasTimeout time.Duration
 }
@@ -207,21 +209,10 @@ func (s *single) publish(ctx context.Context, channel string) error {
 }
 
 func (s *single) subscribe(ctx context.Context, channel string) (subscription, error) {
-	ps := s.c.Subscribe(ctx, channel)
-	if _, err := ps.Receive(ctx); err != nil {
-		ps.Close()
-		return nil, err
-	}
-	return pubsub{ps, ps.Channel()}, nil
+	return s.hub.subscribe(ctx, channel)
 }
 
-type pubsub struct {
-	ps *redis.PubSub
-	ch <-chan *redis.Message
-}
-
-func (p pubsub) C() <-chan *redis.Message { return p.ch }
-func (p pubsub) Close() error             { return p.ps.Close() }
+func (s *single) queued(channel string) int { return s.hub.queued(channel) }
 
 // decode reads the reply shapes the lock scripts document.
 func decode(v any) (reply, error) {

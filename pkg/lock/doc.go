@@ -40,9 +40,13 @@
 //   - Waiters wake on a release message and also poll by the holder's TTL,
 //     so a release costs them about one round trip and an expiry is noticed
 //     when it happens. All local deadlines use the monotonic clock.
+//     Waiters of one Locker share a single pub/sub connection; a release
+//     wakes the longest-waiting of them, and later waiting Acquires in the
+//     same process queue behind it instead of barging in.
 //   - Options.WaitReplicas makes lock writes wait for replica
 //     acknowledgement (WAIT), which narrows the failover window; WAIT is not
 //     a consensus protocol, so fencing is still what makes a lock safe.
+//     The client's read timeout must exceed Options.WaitReplicasTimeout.
 //
 // # Keys
 //

@@ -66,7 +66,7 @@ func New(c redis.UniversalClient, opts *Options) *Locker {
 	if wt <= 0 {
 		wt = time.Second
 	}
-	l.b = &single{c: c, replicas: opts.WaitReplicas, replicasTimeout: wt}
+	l.b = &single{c: c, hub: &hub{c: c}, replicas: opts.WaitReplicas, replicasTimeout: wt}
 	return l
 }
 
@@ -154,6 +154,12 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	}
 	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note,
 		args: acquireArgs{token: token, ttl: ttl, rest: rest}, start: l.clock.Now()}
+	if o.Wait != 0 && l.b.queued(Channel(key)) > 0 {
+		// Others in this process already wait for this lock: queue behind
+		// them instead of barging in, so local waiters are served in
+		// arrival order. The release that frees the lock wakes the first.
+		return a.wait(ctx, o, false)
+	}
 	lease, held, err := a.try(ctx)
 	if lease != nil || err != nil {
 		return lease, err
@@ -164,7 +170,7 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	if o.Wait == 0 {
 		return nil, NewHeldError(ErrNotObtained, held)
 	}
-	return a.wait(ctx, o, held)
+	return a.wait(ctx, o, true)
 }
 
 // attempt is one Acquire call: its arguments and start on the waiter's clock.

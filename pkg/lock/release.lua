@@ -3,12 +3,12 @@
 -- Replies: {0} no lock; {1} deleted; {2, ...} another holder, as held()
 -- describes.
 local key = KEYS[1]
-local t = redis.call('TYPE', key)['ok']
-if t == 'none' then
+-- pcall: see renew.lua.
+local v = redis.pcall('GET', key)
+if v == false then
   return {0}
 end
-if t == 'string' then
-  local v = redis.call('GET', key)
+if type(v) == 'string' then
   if owns(v, ARGV[1], ARGV[2]) then
     redis.call('DEL', key)
     -- Waiters sleep until this message (or their holder's TTL), so the
@@ -16,6 +16,6 @@ if t == 'string' then
     redis.call('PUBLISH', ARGV[3], 'released')
     return {1}
   end
-  return held(2, key, t, v)
+  return held(2, key, 'string', v)
 end
-return held(2, key, t)
+return held(2, key, redis.call('TYPE', key)['ok'])

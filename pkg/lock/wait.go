@@ -3,8 +3,6 @@ package lock
 import (
 	"context"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // wait keeps trying until the lock is ours, the wait's deadline passes or
@@ -14,7 +12,10 @@ import (
 // subscription is seen by that retry and a release after it arrives as a
 // message. Between messages it polls no later than the holder's TTL runs
 // out (an expiry publishes nothing) and no less often than PollInterval.
-func (a *attempt) wait(ctx context.Context, o *AcquireOptions, held Holder) (*Lease, error) {
+//
+// retry false skips that first retry: the caller queued behind local
+// waiters, one of which the next release wakes.
+func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lease, error) {
 	var deadline time.Time
 	if o.Wait > 0 {
 		deadline = a.start.Add(o.Wait)
@@ -26,31 +27,34 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, held Holder) (*Le
 		}
 		// No pub/sub (an ACL without it, say): polling still works, only
 		// hand-offs are slower.
-		sub = nil
+		sub, retry = nil, true
 	}
-	var wake <-chan *redis.Message // nil (never ready) without pub/sub
+	var wake <-chan struct{} // nil (never ready) without pub/sub
 	if sub != nil {
 		defer sub.Close()
 		wake = sub.C()
 	}
+	var held Holder
 	for {
-		lease, h, err := a.try(ctx)
-		if lease != nil || err != nil {
-			return lease, err
-		}
-		held = h
-		if o.OnBusy != nil {
-			o.OnBusy(held)
-		}
-		now := a.l.clock.Now()
 		delay := a.l.poll
-		if held.TTL >= 0 {
-			// Retry as the key expires; the extra millisecond covers
-			// PTTL's rounding down.
-			delay = min(delay, held.TTL+time.Millisecond)
+		if retry {
+			lease, h, err := a.try(ctx)
+			if lease != nil || err != nil {
+				return lease, err
+			}
+			held = h
+			if o.OnBusy != nil {
+				o.OnBusy(held)
+			}
+			if held.TTL >= 0 {
+				// Retry as the key expires; the extra millisecond covers
+				// PTTL's rounding down.
+				delay = min(delay, held.TTL+time.Millisecond)
+			}
 		}
+		retry = true
 		if !deadline.IsZero() {
-			left := deadline.Sub(now)
+			left := deadline.Sub(a.l.clock.Now())
 			if left <= 0 {
 				return nil, NewHeldError(ErrNotObtained, held)
 			}
@@ -61,10 +65,7 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, held Holder) (*Le
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctxErr(ctx, a.key)
-		case _, ok := <-wake:
-			if !ok {
-				wake = nil
-			}
+		case <-wake:
 		case <-t.C():
 		}
 		t.Stop()

@@ -1,0 +1,66 @@
+package ui
+
+import (
+	"github.com/charmbracelet/lipgloss"
+	"github.com/lockctl/lockctl/internal/simulate"
+)
+
+// actorColors give each simulated client its own lane colour, so a reader
+// can follow A, B and C down the timeline. Servers and operators share one
+// colour: they are the scenery, not the contenders.
+var actorColors = map[string]lipgloss.Color{
+	"A": lipgloss.Color("12"), // bright blue
+	"B": lipgloss.Color("13"), // bright magenta
+	"C": lipgloss.Color("14"), // bright cyan
+	"D": lipgloss.Color("10"), // bright green
+}
+
+var (
+	simServerStyle = lipgloss.NewStyle().Foreground(lipgloss.Color("11")) // yellow
+	simStaleStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("9")).Bold(true)
+	simTitleStyle  = lipgloss.NewStyle().Bold(true)
+	simVarStyle    = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("11"))
+	simErrorStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("1"))
+	simSafeStyle   = lipgloss.NewStyle().Foreground(lipgloss.Color("2")).Bold(true)
+	simUnsafeStyle = lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true)
+	simNoteStyle   = lipgloss.NewStyle().Faint(true).Italic(true)
+	simDimStyle    = lipgloss.NewStyle().Faint(true)
+)
+
+// SimulateStyle colours `lockctl simulate` timelines; with colour off it is
+// the zero Style, which prints plain text.
+func (s *IOStreams) SimulateStyle() simulate.Style {
+	if !s.color {
+		return simulate.Style{}
+	}
+	return simulate.Style{
+		Title:   render(simTitleStyle),
+		Variant: render(simVarStyle),
+		Time:    render(simDimStyle),
+		Actor:   simActor,
+		Command: func(v string) string { return v },
+		Reply:   func(v string) string { return v },
+		Error:   render(simErrorStyle),
+		Note:    render(simNoteStyle),
+		Safe:    render(simSafeStyle),
+		Unsafe:  render(simUnsafeStyle),
+		Dim:     render(simDimStyle),
+	}
+}
+
+func render(st lipgloss.Style) func(string) string {
+	return func(v string) string { return st.Render(v) }
+}
+
+// simActor colours a lane symbol or an actor's name. The "!" lane symbol
+// (an actor that believes it holds a lease that ran out) is the danger the
+// scenarios teach, so it is red whoever it belongs to.
+func simActor(actor, v string) string {
+	if v == "!" {
+		return simStaleStyle.Render(v)
+	}
+	if c, ok := actorColors[actor]; ok {
+		return lipgloss.NewStyle().Foreground(c).Bold(true).Render(v)
+	}
+	return simServerStyle.Render(v)
+}

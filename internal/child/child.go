@@ -1,0 +1,365 @@
+// Package child runs the command lockctl holds a lock for: in a process
+// group of its own, with stdin, stdout and stderr passed through untouched,
+// and with "gone" meaning the whole group is gone.
+//
+// Why the group: a shell script's work is done by its children. Signalling
+// only the direct child (as consul lock does) leaves grandchildren running
+// after the lock is released. Every signal here goes to the group, and Done
+// closes only when no process of the group is left, so a caller that waits
+// for Done before releasing never releases while any of them runs.
+//
+// A process that leaves the group on purpose (setsid, setpgid, a daemon's
+// double fork) has left lockctl's care; that is the documented way to start
+// something that must outlive the lock. A background job that stays in the
+// group (`cmd &` in a script) keeps the lock held until it ends, just as it
+// keeps a flock(1) lock held through the inherited descriptor.
+package child
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Forwarded are the signals lockctl passes on to the child's group.
+var Forwarded = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP,
+	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+// Notify starts catching the Forwarded signals on the returned channel,
+// until stop is called. Call it before anything that must not be cut short
+// by them (acquiring, starting the child): from then on they no longer kill
+// lockctl, so the caller decides what each one means.
+func Notify() (sigs <-chan os.Signal, stop func()) {
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, Forwarded...)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// Spec describes the command to run.
+type Spec struct {
+	// Argv is exec'd directly, no shell: Argv[0] is looked up in PATH
+	// unless it contains a slash. Ignored when Script is set.
+	Argv []string
+	// Script, when not empty, runs as `Shell -c Script`.
+	Script string
+	// Shell for Script; "" means $SHELL, or /bin/sh when that is unset.
+	Shell string
+	// Env is added to this process's environment (later entries win).
+	Env []string
+	// Dir is the working directory; "" is the current one.
+	Dir string
+	// Stdin, Stdout and Stderr default to this process's own. An *os.File
+	// is handed to the child as is (no pipe, no copy), so the child sees
+	// the same terminal, file or pipe lockctl was given.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Child is a started command and its process group.
+type Child struct {
+	cmd    *exec.Cmd
+	pgid   int
+	exited chan struct{} // the direct child has been reaped
+	done   chan struct{} // the whole group is gone
+
+	mu     sync.Mutex
+	status Status
+	gone   bool        // no signal may be sent once set: the pgid may be reused
+	killer *time.Timer // pending SIGKILL of a Terminate
+}
+
+// pollGroup is how often a group that outlived its leader is checked.
+const pollGroup = 20 * time.Millisecond
+
+// Start starts the command in a new process group. Errors are
+// *StartError (ErrNotFound, ErrNotExecutable) when the command cannot be
+// run, or other errors when the system refused the fork.
+func Start(spec Spec) (*Child, error) {
+	argv := spec.Argv
+	if spec.Script != "" {
+		sh := spec.Shell
+		if sh == "" {
+			sh = os.Getenv("SHELL")
+		}
+		if sh == "" {
+			sh = "/bin/sh"
+		}
+		argv = []string{sh, "-c", spec.Script}
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, &StartError{Path: "", Err: errors.New("empty command"), kind: ErrNotFound}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if cmd.Err != nil {
+		// The lookup failed: nothing was found to run, or what was found
+		// cannot be run.
+		return nil, classify(argv[0], cmd.Path, cmd.Err)
+	}
+	if len(spec.Env) > 0 {
+		cmd.Env = append(os.Environ(), spec.Env...)
+	}
+	cmd.Dir = spec.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+	if cmd.Stdin == nil {
+		cmd.Stdin = os.Stdin
+	}
+	if cmd.Stdout == nil {
+		cmd.Stdout = os.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	becomeSubreaper()
+	if err := cmd.Start(); err != nil {
+		return nil, classify(argv[0], cmd.Path, err)
+	}
+	c := &Child{
+		cmd:    cmd,
+		pgid:   cmd.Process.Pid, // Setpgid with Pgid 0: the group is named after the leader
+		exited: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go c.wait()
+	return c, nil
+}
+
+// Pid is the direct child's pid, which is also its process group id.
+func (c *Child) Pid() int { return c.pgid }
+
+// Exited closes when the direct child has exited; members of its group
+// may still run.
+func (c *Child) Exited() <-chan struct{} { return c.exited }
+
+// Done closes when the direct child has exited and no process is left in
+// its group.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Wait blocks until Done and returns the direct child's status.
+func (c *Child) Wait() Status {
+	<-c.done
+	return c.Status()
+}
+
+// Status is the direct child's status once Exited has closed; before that
+// it is the zero Status.
+func (c *Child) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+// Signal sends sig to every process of the group. It returns
+// os.ErrProcessDone once the group is gone.
+func (c *Child) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("child: unsupported signal %v", sig)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.signalLocked(s)
+}
+
+func (c *Child) signalLocked(s syscall.Signal) error {
+	if c.gone {
+		return os.ErrProcessDone
+	}
+	if err := syscall.Kill(-c.pgid, s); err != nil {
+		if err == syscall.ESRCH {
+			return os.ErrProcessDone
+		}
+		return fmt.Errorf("child: signal group %d: %w", c.pgid, err)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the group.
+func (c *Child) Kill() error { return c.Signal(syscall.SIGKILL) }
+
+// Terminate sends SIGTERM (and SIGCONT, so that stopped members can act on
+// it) to the group, and SIGKILL when the group is still there after grace.
+// It does not wait; Done tells when the group is gone. A second Terminate
+// never postpones a SIGKILL already scheduled.
+func (c *Child) Terminate(grace time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if grace <= 0 {
+		return c.signalLocked(syscall.SIGKILL)
+	}
+	err := c.signalLocked(syscall.SIGTERM)
+	if err != nil {
+		return err
+	}
+	_ = c.signalLocked(syscall.SIGCONT)
+	if c.killer == nil {
+		c.killer = time.AfterFunc(grace, func() { _ = c.Kill() })
+	}
+	return nil
+}
+
+func (c *Child) wait() {
+	_ = c.cmd.Wait() // the status is in ProcessState whatever the error
+	st := statusOf(c.cmd.ProcessState)
+	c.mu.Lock()
+	c.status = st
+	c.mu.Unlock()
+	close(c.exited)
+
+	// The leader is reaped; wait for the rest of its group. Only now may
+	// we reap by group: before, wait4(-pgid) could steal the leader's
+	// status from os/exec.
+	for groupAlive(c.pgid) {
+		time.Sleep(pollGroup)
+	}
+	c.mu.Lock()
+	c.gone = true
+	if c.killer != nil {
+		c.killer.Stop()
+	}
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// groupAlive reaps the group's zombies that are ours to reap (orphans
+// handed to us as subreaper) and reports whether any process is left.
+// A zombie still counts as a group member for kill(2), so without the
+// reaping a dead orphan would keep the group "alive" whenever init does not
+// reap promptly (lockctl as PID 1 in a container, for one).
+func groupAlive(pgid int) bool {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
+		if err != nil || pid <= 0 {
+			break
+		}
+	}
+	err := syscall.Kill(-pgid, 0)
+	// EPERM: a member we may not signal (setuid) is still a member.
+	return err == nil || err == syscall.EPERM
+}
+
+// Status is how the direct child ended.
+type Status struct {
+	Code   int            // exit code; -1 when killed by a signal
+	Signal syscall.Signal // the signal that killed it, or 0
+	Core   bool           // it dumped core
+}
+
+// ExitCode maps the status as a shell does: the exit code, or 128+N for
+// death by signal N.
+func (s Status) ExitCode() int {
+	if s.Signal != 0 {
+		return 128 + int(s.Signal)
+	}
+	return s.Code
+}
+
+func (s Status) String() string {
+	if s.Signal != 0 {
+		return "killed by " + signalName(s.Signal)
+	}
+	return fmt.Sprintf("exit status %d", s.Code)
+}
+
+func statusOf(ps *os.ProcessState) Status {
+	if ps == nil {
+		return Status{Code: -1}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return Status{Code: -1, Signal: ws.Signal(), Core: ws.CoreDump()}
+	}
+	return Status{Code: ps.ExitCode()}
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGUSR1:
+		return "SIGUSR1"
+	case syscall.SIGUSR2:
+		return "SIGUSR2"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}
+
+// ErrNotFound and ErrNotExecutable classify a *StartError; the shell's exit
+// codes for them are 127 and 126.
+var (
+	ErrNotFound      = errors.New("child: command not found")
+	ErrNotExecutable = errors.New("child: command not executable")
+)
+
+// StartError: the command could not be run at all.
+type StartError struct {
+	Path string
+	Err  error // the underlying cause
+	kind error
+}
+
+func (e *StartError) Error() string {
+	if e.kind == ErrNotFound {
+		return fmt.Sprintf("%s: command not found", e.Path)
+	}
+	return fmt.Sprintf("%s: cannot execute: %v", e.Path, e.Err)
+}
+
+func (e *StartError) Is(target error) bool { return target == e.kind }
+func (e *StartError) Unwrap() error        { return e.Err }
+
+// ExitCode is 127 for ErrNotFound and 126 for ErrNotExecutable.
+func (e *StartError) ExitCode() int {
+	if e.kind == ErrNotFound {
+		return 127
+	}
+	return 126
+}
+
+// classify maps lookup and exec failures the way shells do. ENOENT from
+// execve on a file that exists means its #! interpreter is missing: bash
+// calls that "bad interpreter" and exits 126, not 127.
+func classify(name, resolved string, err error) error {
+	missing := errors.Is(err, exec.ErrNotFound)
+	if !missing && errors.Is(err, fs.ErrNotExist) {
+		_, statErr := os.Stat(resolved)
+		missing = statErr != nil
+	}
+	switch {
+	case missing:
+		return &StartError{Path: name, Err: err, kind: ErrNotFound}
+	case errors.Is(err, fs.ErrNotExist),
+		errors.Is(err, fs.ErrPermission),
+		errors.Is(err, syscall.EISDIR),
+		errors.Is(err, syscall.ENOEXEC),
+		errors.Is(err, syscall.ENOTDIR),
+		errors.Is(err, syscall.ETXTBSY),
+		errors.Is(err, syscall.ELOOP),
+		errors.Is(err, syscall.E2BIG):
+		return &StartError{Path: name, Err: err, kind: ErrNotExecutable}
+	}
+	return fmt.Errorf("child: start %s: %w", name, err)
+}

@@ -1,0 +1,313 @@
+package child_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/child"
+)
+
+// bound is a generous limit on how long anything here may take on a noisy
+// machine; no test measures speed.
+const bound = 20 * time.Second
+
+func start(t *testing.T, spec child.Spec) *child.Child {
+	t.Helper()
+	c, err := child.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Kill()
+		<-c.Done()
+	})
+	return c
+}
+
+func waitDone(t *testing.T, c *child.Child) child.Status {
+	t.Helper()
+	select {
+	case <-c.Done():
+		return c.Wait()
+	case <-time.After(bound):
+		t.Fatalf("process group %d still alive after %v", c.Pid(), bound)
+	}
+	panic("unreachable")
+}
+
+// waitFile waits for a script to write path (its way of saying "ready")
+// and returns the content.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s never written", path)
+	return ""
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}
+
+func TestExitStatusPassesThrough(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		code   int
+		sig    syscall.Signal
+		exit   int
+	}{
+		{"exit 0", 0, 0, 0},
+		{"exit 3", 3, 0, 3},
+		{"kill -9 $$", -1, syscall.SIGKILL, 137},
+		{"kill -USR1 $$", -1, syscall.SIGUSR1, 128 + int(syscall.SIGUSR1)},
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			c := start(t, child.Spec{Argv: []string{"sh", "-c", tc.script}})
+			st := waitDone(t, c)
+			if st.Code != tc.code || st.Signal != tc.sig || st.ExitCode() != tc.exit {
+				t.Errorf("status %+v (exit %d), want code %d signal %v exit %d", st, st.ExitCode(), tc.code, tc.sig, tc.exit)
+			}
+		})
+	}
+}
+
+func TestStartErrorsMapLikeAShell(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("echo hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badInterp := filepath.Join(dir, "bad-interp")
+	if err := os.WriteFile(badInterp, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		argv []string
+		kind error
+		exit int
+	}{
+		{"missing in PATH", []string{"lockctl-test-no-such-command"}, child.ErrNotFound, 127},
+		{"missing path", []string{filepath.Join(dir, "nope")}, child.ErrNotFound, 127},
+		{"not executable", []string{plain}, child.ErrNotExecutable, 126},
+		{"directory", []string{dir + "/"}, child.ErrNotExecutable, 126},
+		{"bad interpreter", []string{badInterp}, child.ErrNotExecutable, 126},
+		{"empty", nil, child.ErrNotFound, 127},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := child.Start(child.Spec{Argv: tc.argv})
+			if err == nil {
+				c.Wait()
+				t.Fatalf("started %q", tc.argv)
+			}
+			var se *child.StartError
+			if !errors.Is(err, tc.kind) || !errors.As(err, &se) || se.ExitCode() != tc.exit {
+				t.Fatalf("err = %v, want %v with exit %d", err, tc.kind, tc.exit)
+			}
+		})
+	}
+}
+
+func TestScriptRunsThroughSHELL(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "marker")
+	wrapper := filepath.Join(dir, "myshell")
+	script := "#!/bin/sh\necho \"$@\" > " + marker + "\nexec /bin/sh \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SHELL", wrapper)
+	c := start(t, child.Spec{Script: "exit 5"})
+	if st := waitDone(t, c); st.ExitCode() != 5 {
+		t.Fatalf("exit %d, want 5", st.ExitCode())
+	}
+	if got, _ := os.ReadFile(marker); string(got) != "-c exit 5\n" {
+		t.Fatalf("$SHELL got args %q, want \"-c exit 5\"", got)
+	}
+
+	t.Setenv("SHELL", "")
+	out := filepath.Join(dir, "out")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c = start(t, child.Spec{Script: `echo "$0"`, Stdout: f})
+	waitDone(t, c)
+	if got, _ := os.ReadFile(out); string(got) != "/bin/sh\n" {
+		t.Fatalf("without $SHELL the script ran under %q, want /bin/sh", got)
+	}
+}
+
+func TestEnvAndStdioPassThrough(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.WriteFile(in, []byte("from stdin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	outPath := filepath.Join(dir, "out")
+	stdout, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	// The child must get lockctl's own descriptors, not pipes: it sees the
+	// very file as its fd 0 and fd 1.
+	c := start(t, child.Spec{
+		Script: `cat; echo "$FOO $HOME_SEEN"; readlink /proc/self/fd/0 /proc/self/fd/1`,
+		Env:    []string{"FOO=bar", "HOME_SEEN=yes"},
+		Stdin:  stdin, Stdout: stdout,
+	})
+	if st := waitDone(t, c); st.ExitCode() != 0 {
+		t.Fatalf("exit %d", st.ExitCode())
+	}
+	got, _ := os.ReadFile(outPath)
+	want := "from stdin\nbar yes\n" + in + "\n" + outPath + "\n"
+	if string(got) != want {
+		t.Fatalf("child wrote %q, want %q", got, want)
+	}
+}
+
+func TestSignalReachesGrandchild(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	c := start(t, child.Spec{Argv: []string{"sh", "-c", "sleep 60 & echo $! > " + pidfile + "; wait"}})
+	grandchild, _ := strconv.Atoi(waitFile(t, pidfile))
+	if err := c.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	st := waitDone(t, c)
+	if st.ExitCode() != 143 {
+		t.Errorf("exit %d, want 143", st.ExitCode())
+	}
+	if alive(grandchild) {
+		t.Errorf("grandchild %d survived the group's SIGTERM", grandchild)
+	}
+	if err := c.Signal(syscall.SIGTERM); !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("signal after Done: %v, want os.ErrProcessDone", err)
+	}
+}
+
+// The leader dies of SIGTERM but a grandchild ignores it: the child is not
+// gone until the grandchild is, and Kill reaches it.
+func TestDoneWaitsForTheWholeGroup(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	c := start(t, child.Spec{Argv: []string{"sh", "-c",
+		`trap "" TERM; sleep 60 & pid=$!; trap - TERM; echo $pid > ` + pidfile + `; wait`}})
+	grandchild, _ := strconv.Atoi(waitFile(t, pidfile))
+	if err := c.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Exited():
+	case <-time.After(bound):
+		t.Fatal("leader did not exit on SIGTERM")
+	}
+	select {
+	case <-c.Done():
+		t.Fatal("Done closed while a member of the group runs")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if !alive(grandchild) {
+		t.Fatal("the TERM-ignoring grandchild died: the test proves nothing")
+	}
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitDone(t, c); st.ExitCode() != 143 {
+		t.Errorf("exit %d, want the leader's 143", st.ExitCode())
+	}
+	if alive(grandchild) {
+		t.Errorf("grandchild %d alive after Done", grandchild)
+	}
+}
+
+func TestTerminateEscalatesToKill(t *testing.T) {
+	ready := filepath.Join(t.TempDir(), "ready")
+	c := start(t, child.Spec{Argv: []string{"sh", "-c", `trap "" TERM; echo > ` + ready + `; sleep 60`}})
+	waitFile(t, ready)
+	grace := 300 * time.Millisecond
+	begin := time.Now()
+	if err := c.Terminate(grace); err != nil {
+		t.Fatal(err)
+	}
+	st := waitDone(t, c)
+	if st.Signal != syscall.SIGKILL || st.ExitCode() != 137 {
+		t.Errorf("status %v, want killed by SIGKILL (137)", st)
+	}
+	if waited := time.Since(begin); waited < grace {
+		t.Errorf("SIGKILL came %v after SIGTERM, before the %v grace", waited, grace)
+	}
+}
+
+func TestTerminateEndsCooperativeChildWithSIGTERM(t *testing.T) {
+	ready := filepath.Join(t.TempDir(), "ready")
+	c := start(t, child.Spec{Argv: []string{"sh", "-c", `echo > ` + ready + `; sleep 60 & wait`}})
+	waitFile(t, ready)
+	if err := c.Terminate(bound); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitDone(t, c); st.Signal != syscall.SIGTERM {
+		t.Errorf("status %v, want killed by SIGTERM", st)
+	}
+}
+
+// A stopped group would never act on SIGTERM; Terminate continues it.
+func TestTerminateReachesAStoppedGroup(t *testing.T) {
+	c := start(t, child.Spec{Argv: []string{"sleep", "60"}})
+	if err := c.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Terminate(bound); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitDone(t, c); st.Signal != syscall.SIGTERM {
+		t.Errorf("status %v, want killed by SIGTERM", st)
+	}
+}
+
+func TestNotifyCatchesForwardedSignals(t *testing.T) {
+	sigs, stop := child.Notify()
+	defer stop()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-sigs:
+		if s != syscall.SIGUSR2 {
+			t.Errorf("got %v", s)
+		}
+	case <-time.After(bound):
+		t.Fatal("SIGUSR2 not delivered to the channel")
+	}
+}
+
+// BenchmarkStartWait is the cost lockctl adds around a trivial command:
+// fork/exec in a new group, reap, and the first group-empty check.
+func BenchmarkStartWait(b *testing.B) {
+	for b.Loop() {
+		c, err := child.Start(child.Spec{Argv: []string{"/bin/true"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st := c.Wait(); st.ExitCode() != 0 {
+			b.Fatal(st)
+		}
+	}
+}

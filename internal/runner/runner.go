@@ -1,0 +1,234 @@
+// Package runner supervises a child while a lock is held: it forwards
+// signals to the child's process group, acts on the loss of the lock and on
+// the runtime limit, and returns only once the whole group is gone.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/child"
+)
+
+// Exit codes of the contract that the supervisor decides.
+const (
+	ExitLost    = 76
+	ExitTimeout = 124
+)
+
+// DefaultKillAfter is the grace between SIGTERM and SIGKILL.
+const DefaultKillAfter = 5 * time.Second
+
+// OnLost says what to do with the child when the lock is lost.
+type OnLost int
+
+const (
+	// OnLostTerm: SIGTERM to the group, SIGKILL after the kill-after grace.
+	OnLostTerm OnLost = iota
+	// OnLostKill: SIGKILL to the group at once.
+	OnLostKill
+	// OnLostIgnore: let the child run on unprotected; the loss is only
+	// recorded.
+	OnLostIgnore
+)
+
+func (o OnLost) String() string {
+	switch o {
+	case OnLostTerm:
+		return "term"
+	case OnLostKill:
+		return "kill"
+	case OnLostIgnore:
+		return "ignore"
+	}
+	return fmt.Sprintf("OnLost(%d)", int(o))
+}
+
+// ErrBadOnLost: ParseOnLost was given something other than term, kill or ignore.
+var ErrBadOnLost = errors.New("runner: on-lost must be term, kill or ignore")
+
+// ParseOnLost parses the --on-lost flag value.
+func ParseOnLost(s string) (OnLost, error) {
+	switch s {
+	case "term", "":
+		return OnLostTerm, nil
+	case "kill":
+		return OnLostKill, nil
+	case "ignore":
+		return OnLostIgnore, nil
+	}
+	return 0, fmt.Errorf("%w, not %q", ErrBadOnLost, s)
+}
+
+// Lease is what the supervisor needs of a lease watchdog; *lock.Watchdog
+// satisfies it.
+type Lease interface {
+	// Lost delivers the loss, once.
+	Lost() <-chan error
+	Renewals() int64
+	// Margin is how long the server still holds the lease at the moment
+	// Lost fires; the kill-after grace after a loss is cut to fit in it.
+	Margin() time.Duration
+}
+
+// Config tunes Supervise. The zero Config forwards nothing, watches no
+// lease and sets no runtime limit.
+type Config struct {
+	// Signals are forwarded to the child's group as they arrive (see
+	// child.Notify).
+	Signals <-chan os.Signal
+	// Lease, when not nil, is watched for loss.
+	Lease  Lease
+	OnLost OnLost
+	// KillAfter is the grace between SIGTERM and SIGKILL; 0 means
+	// DefaultKillAfter. After a loss it is capped by LossGrace.
+	KillAfter time.Duration
+	// MaxRuntime > 0 terminates the group when the child has run that long.
+	MaxRuntime time.Duration
+	// Logf, when set, receives one line per decision (for stderr).
+	Logf func(format string, args ...any)
+}
+
+// LossGrace is the SIGTERM-to-SIGKILL grace used after a loss: killAfter,
+// cut to two thirds of the lease's margin so that the group is killed
+// while the server still holds the lease, with a third of the margin left
+// for clock drift and for the kernel to deliver the kill.
+func LossGrace(killAfter, margin time.Duration) time.Duration {
+	if c := margin * 2 / 3; margin > 0 && killAfter > c {
+		return c
+	}
+	return killAfter
+}
+
+// Result is how a supervised run ended.
+type Result struct {
+	Status   child.Status // the direct child's status
+	Lost     bool         // the lease was lost while the child ran
+	LostErr  error        // why (a *lock.LostError from a Watchdog)
+	TimedOut bool         // MaxRuntime ran out and the group was terminated
+	Renewals int64        // successful renewals (0 without a Lease)
+	Exit     int          // the exit code lockctl should end with
+}
+
+// Supervise waits for c's whole process group to be gone, acting on
+// signals, on the loss of the lease and on the runtime limit meanwhile. It
+// never returns while a process of the group runs.
+//
+// Exit code: 76 when the lease was lost (and OnLost is not ignore), even
+// if the child then exited 0, since its work was not protected to the end;
+// else 124 when MaxRuntime ran out; else the child's status as a shell maps
+// it. With OnLostIgnore the child's status passes through and only
+// Result.Lost tells of the loss: the user chose to let the work finish and
+// wants to know how it ended.
+//
+// Cancelling ctx is an order to stop the child: SIGTERM, then SIGKILL after
+// KillAfter. A caller that forwards signals through Signals must pass a
+// context those same signals do not cancel, or the child would get SIGTERM
+// after every forwarded SIGINT.
+func Supervise(ctx context.Context, c *child.Child, cfg *Config) Result {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	logf := cfg.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	killAfter := cfg.KillAfter
+	if killAfter <= 0 {
+		killAfter = DefaultKillAfter
+	}
+	var res Result
+	var lost <-chan error
+	lossGrace := killAfter
+	if cfg.Lease != nil {
+		lost = cfg.Lease.Lost()
+		lossGrace = LossGrace(killAfter, cfg.Lease.Margin())
+	}
+	var expired <-chan time.Time
+	if cfg.MaxRuntime > 0 {
+		t := time.NewTimer(cfg.MaxRuntime)
+		defer t.Stop()
+		expired = t.C
+	}
+	exited := c.Exited()
+	done := ctx.Done()
+	onLost := func(err error) {
+		res.Lost, res.LostErr = true, err
+		switch cfg.OnLost {
+		case OnLostTerm:
+			logf("%v; sending SIGTERM to the child's process group, SIGKILL in %v", err, lossGrace)
+			_ = c.Terminate(lossGrace)
+		case OnLostKill:
+			logf("%v; killing the child's process group", err)
+			_ = c.Kill()
+		default:
+			logf("%v; the child keeps running unprotected (--on-lost ignore)", err)
+		}
+	}
+loop:
+	for {
+		select {
+		case sig := <-cfg.Signals:
+			if err := c.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				logf("forwarding %v: %v", sig, err)
+			}
+		case err := <-lost:
+			lost = nil
+			onLost(err)
+		case <-expired:
+			expired = nil
+			res.TimedOut = true
+			logf("max runtime %v exceeded; sending SIGTERM to the child's process group, SIGKILL in %v", cfg.MaxRuntime, killAfter)
+			_ = c.Terminate(killAfter)
+		case <-done:
+			done = nil
+			logf("%v; sending SIGTERM to the child's process group, SIGKILL in %v", context.Cause(ctx), killAfter)
+			_ = c.Terminate(killAfter)
+		case <-exited:
+			exited = nil
+			select {
+			case <-c.Done():
+			default:
+				logf("child %s; waiting for the rest of its process group (%d)", c.Status(), c.Pid())
+			}
+		case <-c.Done():
+			break loop
+		}
+	}
+	// A loss decided while the group was ending still means the end of the
+	// work may have overlapped another holder.
+	if lost != nil {
+		select {
+		case err := <-lost:
+			res.Lost, res.LostErr = true, err
+			logf("%v as the child's process group ended", err)
+		default:
+		}
+	}
+	res.Status = c.Status()
+	if cfg.Lease != nil {
+		res.Renewals = cfg.Lease.Renewals()
+	}
+	switch {
+	case res.Lost && cfg.OnLost != OnLostIgnore:
+		res.Exit = ExitLost
+	case res.TimedOut:
+		res.Exit = ExitTimeout
+	default:
+		res.Exit = res.Status.ExitCode()
+	}
+	return res
+}
+
+// Interrupted is the exit code for a signal that arrived while no child ran
+// yet (waiting for the lock): 128+N, as a shell reports death by signal N.
+func Interrupted(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 128
+}

@@ -1,0 +1,255 @@
+package simulate_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/simulate"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var srv *redistest.Server
+
+func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+
+func names() []string {
+	var out []string
+	for _, s := range simulate.List() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func render(t *testing.T, name string, opts *simulate.Options) (text, js []byte, res *simulate.Result) {
+	t.Helper()
+	res, err := simulate.Run(context.Background(), name, opts)
+	if err != nil {
+		t.Fatalf("Run(%s): %v", name, err)
+	}
+	var tb, jb bytes.Buffer
+	if err := simulate.RenderText(&tb, res, simulate.Style{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := simulate.RenderJSON(&jb, res); err != nil {
+		t.Fatal(err)
+	}
+	return tb.Bytes(), jb.Bytes(), res
+}
+
+func golden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", file)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/simulate -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output; rerun with -update if the change is meant.\n--- got ---\n%s", path, got)
+	}
+}
+
+func TestList(t *testing.T) {
+	want := "stale-del setnx-expire no-renew failover rate-boundary"
+	if got := strings.Join(names(), " "); got != want {
+		t.Fatalf("List() = %s, want %s", got, want)
+	}
+	var b bytes.Buffer
+	simulate.RenderList(&b, simulate.List())
+	golden(t, "list.txt", b.Bytes())
+}
+
+// TestGolden pins the plain text and JSON of every scenario on the
+// embedded server, and the verdicts each scenario exists to teach.
+func TestGolden(t *testing.T) {
+	for _, name := range names() {
+		t.Run(name, func(t *testing.T) {
+			text, js, res := render(t, name, nil)
+			golden(t, name+".txt", text)
+			golden(t, name+".json", js)
+			if len(res.Variants) < 2 {
+				t.Fatalf("%d variants", len(res.Variants))
+			}
+			if res.Variants[0].Technique != "broken" || res.Variants[0].Verdict.Safe {
+				t.Errorf("first variant should be the broken technique, found unsafe: %+v", res.Variants[0])
+			}
+			last := res.Variants[len(res.Variants)-1]
+			if last.Technique != "correct" || !last.Verdict.Safe {
+				t.Errorf("last variant should be a correct technique found safe: %+v", last.Verdict)
+			}
+		})
+	}
+}
+
+// TestStaleDelStory checks the facts of the first scenario, not only
+// that the output did not change.
+func TestStaleDelStory(t *testing.T) {
+	_, _, res := render(t, "stale-del", nil)
+	v := res.Variants
+	if v[0].Verdict.OverlapMS != 1500 || !strings.Contains(v[0].Verdict.Summary, "B and C") {
+		t.Errorf("plain DEL: %+v, want B and C overlapping 1.5 s", v[0].Verdict)
+	}
+	if v[1].Verdict.OverlapMS != 0 || !strings.Contains(v[1].Verdict.Summary, "stale write landed") {
+		t.Errorf("compare-and-delete: %+v, want no overlap and a stale write", v[1].Verdict)
+	}
+	if v[2].Verdict.OverlapMS != 0 || !v[2].Verdict.Safe {
+		t.Errorf("fencing: %+v", v[2].Verdict)
+	}
+	var del, refused bool
+	for _, e := range v[0].Events {
+		if e.Actor == "A" && e.Command == "DEL lock:order:42" && e.Reply == "1" {
+			del = true
+		}
+	}
+	for _, e := range v[2].Events {
+		if e.Actor == "A" && strings.HasPrefix(e.Reply, "[0, 2]") {
+			refused = true
+		}
+	}
+	if !del || !refused {
+		t.Errorf("A's DEL deleting B's lock seen: %v; A's fence 1 refused against 2: %v", del, refused)
+	}
+	for _, e := range v[0].Events {
+		if e.TMS == 13000 && strings.Join(e.Holders, ",") != "B,C" {
+			t.Errorf("holders at 13 s = %v, want B and C", e.Holders)
+		}
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	for _, name := range names() {
+		t1, j1, _ := render(t, name, nil)
+		t2, j2, _ := render(t, name, nil)
+		if !bytes.Equal(t1, t2) || !bytes.Equal(j1, j2) {
+			t.Errorf("%s: two embedded runs differ", name)
+		}
+	}
+}
+
+// TestEmbeddedNeedsNoServer: the default run ignores any configured server,
+// even one that cannot be reached.
+func TestEmbeddedNeedsNoServer(t *testing.T) {
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LOCKCTL_URL", fmt.Sprintf("redis://127.0.0.1:%d/0", port))
+	t.Setenv("REDIS_URL", fmt.Sprintf("redis://127.0.0.1:%d/0", port))
+	res, err := simulate.Run(context.Background(), "stale-del", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Mode != "embedded" || len(res.Variants) != 3 {
+		t.Fatalf("mode %s, %d variants", res.Mode, len(res.Variants))
+	}
+	// And asking for that server does fail: the test above is not vacuous.
+	if _, err := simulate.Run(context.Background(), "stale-del", &simulate.Options{URL: os.Getenv("LOCKCTL_URL")}); err == nil {
+		t.Fatal("a run against a closed port succeeded")
+	}
+}
+
+// TestRealServer runs every scenario on redis-server in real time: the same
+// verdicts as embedded, and no key left behind.
+func TestRealServer(t *testing.T) {
+	for _, name := range names() {
+		t.Run(name, func(t *testing.T) {
+			_, _, want := render(t, name, nil)
+			_, _, got := render(t, name, &simulate.Options{URL: srv.URL, Second: 40 * time.Millisecond})
+			if got.Mode != "real" {
+				t.Fatalf("mode %s", got.Mode)
+			}
+			for i := range want.Variants {
+				if got.Variants[i].Verdict != want.Variants[i].Verdict {
+					t.Errorf("variant %d: real %+v, embedded %+v", i+1, got.Variants[i].Verdict, want.Variants[i].Verdict)
+				}
+				if len(got.Variants[i].Events) != len(want.Variants[i].Events) {
+					t.Errorf("variant %d: %d events on the real server, %d embedded", i+1, len(got.Variants[i].Events), len(want.Variants[i].Events))
+				}
+			}
+			if n, err := srv.Do("DBSIZE"); err != nil || n != "0" {
+				t.Errorf("DBSIZE after the run = %q, %v: keys left behind", n, err)
+			}
+		})
+	}
+}
+
+func TestUnknownScenario(t *testing.T) {
+	_, err := simulate.Run(context.Background(), "nope", nil)
+	if !errors.Is(err, simulate.ErrUnknownScenario) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+type recorder struct {
+	events []simulate.Event
+	begins int
+	stopAt int
+}
+
+func (r *recorder) Begin(*simulate.Result)                                 {}
+func (r *recorder) BeginVariant(*simulate.Result, *simulate.VariantResult) { r.begins++ }
+func (r *recorder) EndVariant(*simulate.Result, *simulate.VariantResult)   {}
+func (r *recorder) Event(_ *simulate.Result, _ *simulate.VariantResult, e simulate.Event) error {
+	r.events = append(r.events, e)
+	if r.stopAt > 0 && len(r.events) == r.stopAt {
+		return errors.New("stop")
+	}
+	return nil
+}
+
+// TestObserver: the observer sees every event in order (for --step), and an
+// error from it stops the run.
+func TestObserver(t *testing.T) {
+	rec := &recorder{}
+	res, err := simulate.Run(context.Background(), "stale-del", &simulate.Options{Observer: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []simulate.Event
+	for _, v := range res.Variants {
+		all = append(all, v.Events...)
+	}
+	if rec.begins != 3 || len(rec.events) != len(all) {
+		t.Fatalf("observer saw %d variants, %d events; result has %d", rec.begins, len(rec.events), len(all))
+	}
+	for i := range all {
+		if fmt.Sprint(all[i]) != fmt.Sprint(rec.events[i]) {
+			t.Fatalf("event %d: observer %+v, result %+v", i, rec.events[i], all[i])
+		}
+	}
+	stop := &recorder{stopAt: 3}
+	if _, err := simulate.Run(context.Background(), "stale-del", &simulate.Options{Observer: stop}); err == nil || len(stop.events) != 3 {
+		t.Fatalf("err %v after %d events, want a stop after 3", err, len(stop.events))
+	}
+}
+
+// TestStreamedTextMatches: printing through the observer as the run goes
+// gives the same text as rendering the finished result.
+func TestStreamedTextMatches(t *testing.T) {
+	var live bytes.Buffer
+	p := simulate.NewTextPrinter(&live, simulate.Style{})
+	res, err := simulate.Run(context.Background(), "no-renew", &simulate.Options{Observer: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after bytes.Buffer
+	simulate.RenderText(&after, res, simulate.Style{})
+	if live.String() != after.String() {
+		t.Fatalf("streamed text differs:\n%s\n---\n%s", live.String(), after.String())
+	}
+}

@@ -1,0 +1,66 @@
+package limit
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrInvalid: an unusable rate, burst, cost, key or algorithm.
+	ErrInvalid = errors.New("limit: invalid argument")
+	// ErrNeverAllowed: the cost exceeds the burst, so no amount of waiting
+	// would admit it (*CostError).
+	ErrNeverAllowed = errors.New("limit: cost can never be allowed")
+	// ErrLimited: the call was refused for now (*LimitedError, from Result.Err).
+	ErrLimited = errors.New("limit: rate limited")
+	// ErrWrongType: the key holds a value this algorithm did not write
+	// (another Redis type, or another algorithm's state).
+	ErrWrongType = errors.New("limit: key holds another kind of value")
+)
+
+// CostError: a cost larger than the burst. Refused before any round trip
+// rather than retried forever.
+type CostError struct {
+	Cost  int64
+	Burst int64
+}
+
+func (e *CostError) Error() string {
+	return fmt.Sprintf("limit: cost %d can never be allowed: burst is %d", e.Cost, e.Burst)
+}
+
+func (e *CostError) Is(target error) bool { return target == ErrNeverAllowed }
+
+// LimitedError carries the refused decision, so callers that turn a refusal
+// into an error (exit 75 in the CLI) keep retry-after and friends.
+type LimitedError struct {
+	Result Result
+}
+
+func (e *LimitedError) Error() string {
+	return fmt.Sprintf("limit: %s rate limited: retry after %s", e.Result.Key, e.Result.RetryAfter)
+}
+
+func (e *LimitedError) Is(target error) bool { return target == ErrLimited }
+
+// WrongTypeError names the key that holds something else.
+type WrongTypeError struct {
+	Key string
+	Msg string // the server's message
+}
+
+func (e *WrongTypeError) Error() string {
+	return fmt.Sprintf("limit: %s holds a value this algorithm does not use: %s", e.Key, e.Msg)
+}
+
+func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
+
+// ceilMS rounds a microsecond count up to whole milliseconds, so a caller
+// that sleeps for it, or prints it in ms, never comes back early.
+func ceilMS(us int64) time.Duration {
+	if us <= 0 {
+		return 0
+	}
+	return time.Duration((us+999)/1000) * time.Millisecond
+}

@@ -1,0 +1,251 @@
+// Package limit decides rate limits in Redis: four algorithms behind one
+// interface, each decision one Lua script in one round trip, timed by the
+// server's clock (TIME inside the script) so that skewed client clocks never
+// over-admit. Every key a script writes carries a TTL, set in the same
+// script as the write.
+package limit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix starts every rate-limit key: KEY "user:42" is "limit:user:42".
+const DefaultPrefix = "limit:"
+
+// Algorithm names a limiting algorithm.
+type Algorithm string
+
+const (
+	// GCRA keeps one string per key (O(1) memory) and spaces calls one
+	// every PERIOD/N after an initial burst. The default.
+	GCRA Algorithm = "gcra"
+	// SlidingLog keeps one sorted-set member per admitted call: exact (never
+	// more than N in any window of PERIOD), memory proportional to N.
+	SlidingLog Algorithm = "sliding-log"
+	// SlidingWindow keeps two counters and weights the previous window:
+	// approximate, O(1) memory.
+	SlidingWindow Algorithm = "sliding-window"
+	// TokenBucket keeps one hash: a bucket of Burst tokens refilled at N per PERIOD.
+	TokenBucket Algorithm = "token-bucket"
+)
+
+// Algorithms lists every algorithm, the default first.
+var Algorithms = []Algorithm{GCRA, SlidingLog, SlidingWindow, TokenBucket}
+
+// ParseAlgorithm accepts an algorithm name; "" is the default.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	if s == "" {
+		return GCRA, nil
+	}
+	for _, a := range Algorithms {
+		if string(a) == s {
+			return a, nil
+		}
+	}
+	names := make([]string, len(Algorithms))
+	for i, a := range Algorithms {
+		names[i] = string(a)
+	}
+	return "", fmt.Errorf("%w: unknown algorithm %q: want one of %s", ErrInvalid, s, strings.Join(names, ", "))
+}
+
+// Options configure a Limiter; nil means all defaults.
+type Options struct {
+	// Algorithm defaults to GCRA.
+	Algorithm Algorithm
+	// Burst is how many calls an idle key admits at once (GCRA) or the
+	// bucket capacity (TokenBucket). 0 means the rate's N. The window
+	// algorithms admit exactly N per window and refuse any other burst.
+	Burst int64
+	// Prefix defaults to DefaultPrefix.
+	Prefix string
+}
+
+func (o *Options) algorithm() Algorithm {
+	if o == nil || o.Algorithm == "" {
+		return GCRA
+	}
+	return o.Algorithm
+}
+
+func (o *Options) prefix() string {
+	if o == nil || o.Prefix == "" {
+		return DefaultPrefix
+	}
+	return o.Prefix
+}
+
+func (o *Options) burst() int64 {
+	if o == nil {
+		return 0
+	}
+	return o.Burst
+}
+
+// Result is one decision. Durations are rounded up to whole milliseconds:
+// a caller that waits RetryAfter is never early.
+type Result struct {
+	Key        string // the Redis key
+	Allowed    bool
+	Limit      int64         // the most a key admits at once: the burst, N for the window algorithms
+	Remaining  int64         // calls of cost 1 that would be admitted right now
+	RetryAfter time.Duration // 0 when allowed; else when the same cost would be admitted
+	ResetAfter time.Duration // when the key is back to Remaining == Limit
+}
+
+// Err is nil when the call was allowed and a *LimitedError otherwise.
+func (r Result) Err() error {
+	if r.Allowed {
+		return nil
+	}
+	return &LimitedError{Result: r}
+}
+
+// Limiter decides whether a call of a given cost on a key is admitted,
+// consuming the cost when it is. One script, one round trip.
+type Limiter interface {
+	Allow(ctx context.Context, key string, cost int64) (Result, error)
+	// Key is the Redis key used for key (the prefix applied).
+	Key(key string) string
+}
+
+// maxExact bounds every intermediate value of the scripts: doubles hold
+// integers exactly up to 2^53, and the scripts add at most two bounded terms.
+const maxExact = 1 << 51
+
+type limiter struct {
+	client redis.Scripter
+	script *redis.Script
+	prefix string
+	burst  int64 // the most cost a single call may have
+	args   []any // every argument but the cost, which comes last
+}
+
+// New builds a Limiter for rate on client. It checks the rate, burst and
+// algorithm, and that the scripts' integer arithmetic stays exact.
+func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalid)
+	}
+	if err := rate.validate(); err != nil {
+		return nil, fmt.Errorf("%w: rate %s: %v", ErrInvalid, rate, err)
+	}
+	algo := opts.algorithm()
+	burst := opts.burst()
+	if burst < 0 {
+		return nil, fmt.Errorf("%w: burst %d is negative", ErrInvalid, burst)
+	}
+	if burst == 0 {
+		burst = rate.Limit
+	}
+	l := &limiter{client: client, prefix: opts.prefix(), burst: burst}
+	periodUS := int64(rate.Period / time.Microsecond)
+	tooFine := fmt.Errorf("%w: rate %s with burst %d is too fine for exact arithmetic: use a smaller N, burst or period", ErrInvalid, rate, burst)
+	switch algo {
+	case GCRA, TokenBucket:
+		// The emission interval PERIOD/N microseconds is p/d exactly.
+		g := gcd(periodUS, rate.Limit)
+		p, d := periodUS/g, rate.Limit/g
+		if burst > maxExact/p || d > maxExact/1000 {
+			return nil, tooFine
+		}
+		l.script = scripts[algo]
+		l.args = []any{d, p, burst}
+	case SlidingLog:
+		if burst != rate.Limit {
+			return nil, fmt.Errorf("%w: %s admits exactly N per window; burst %d differs from %d", ErrInvalid, algo, burst, rate.Limit)
+		}
+		if periodUS > maxExact/2 {
+			return nil, tooFine
+		}
+		l.script = scripts[algo]
+		l.args = []any{periodUS, rate.Limit}
+	case SlidingWindow:
+		if burst != rate.Limit {
+			return nil, fmt.Errorf("%w: %s admits N per window; burst %d differs from %d", ErrInvalid, algo, burst, rate.Limit)
+		}
+		// Microseconds when the products fit, else milliseconds.
+		window, unit := periodUS, int64(1)
+		if rate.Limit > maxExact/window {
+			if periodUS%1000 != 0 || rate.Limit > maxExact/(periodUS/1000) {
+				return nil, tooFine
+			}
+			window, unit = periodUS/1000, 1000
+		}
+		l.script = scripts[algo]
+		l.args = []any{window, unit, rate.Limit}
+	default:
+		_, err := ParseAlgorithm(string(algo))
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *limiter) Key(key string) string { return l.prefix + key }
+
+func (l *limiter) Allow(ctx context.Context, key string, cost int64) (Result, error) {
+	if key == "" {
+		return Result{}, fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	if cost < 1 {
+		return Result{}, fmt.Errorf("%w: cost %d is not positive", ErrInvalid, cost)
+	}
+	if cost > l.burst {
+		return Result{}, &CostError{Cost: cost, Burst: l.burst}
+	}
+	k := l.prefix + key
+	args := make([]any, len(l.args)+1)
+	copy(args, l.args)
+	args[len(l.args)] = cost
+	vals, err := l.script.Run(ctx, l.client, []string{k}, args...).Int64Slice()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return Result{}, &WrongTypeError{Key: k, Msg: err.Error()}
+		}
+		return Result{}, fmt.Errorf("limit: %s: %w", k, err)
+	}
+	if len(vals) != 5 {
+		return Result{}, fmt.Errorf("limit: %s: unexpected script reply %v", k, vals)
+	}
+	return Result{
+		Key:        k,
+		Allowed:    vals[0] == 1,
+		Limit:      vals[1],
+		Remaining:  vals[2],
+		RetryAfter: ceilMS(vals[3]),
+		ResetAfter: ceilMS(vals[4]),
+	}, nil
+}
+
+// Wait calls l.Allow until the call is admitted, sleeping RetryAfter between
+// attempts, and returns the admitting decision. It gives up with ctx's error
+// (and the last refusal) when ctx ends first; a cost that can never be
+// admitted fails at once.
+func Wait(ctx context.Context, l Limiter, key string, cost int64) (Result, error) {
+	for {
+		r, err := l.Allow(ctx, key, cost)
+		if err != nil || r.Allowed {
+			return r, err
+		}
+		t := time.NewTimer(r.RetryAfter)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, errors.Join(ctx.Err(), r.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

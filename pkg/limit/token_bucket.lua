@@ -1,0 +1,34 @@
+-- Token bucket: one hash {tk = tokens, ts = server microseconds of tk}.
+-- N tokens per PERIOD is d tokens per p microseconds (reduced fraction), so
+-- tokens are counted in units of 1/p token and refill d units per
+-- microsecond: whole numbers only.
+-- KEYS[1] key; ARGV: d, p, capacity, cost.
+local key = KEYS[1]
+local d = tonumber(ARGV[1])
+local p = tonumber(ARGV[2])
+local capacity = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+
+local full = capacity * p
+local tokens, ts = full, now
+local h = redis.call('HMGET', key, 'tk', 'ts')
+if h[1] then
+  tokens, ts = tonumber(h[1]), tonumber(h[2])
+  if not tokens or not ts then return wrongtype() end
+  if now > ts then
+    tokens = math.min(full, tokens + (now - ts) * d)
+    ts = now
+  end
+  -- A server clock that stepped back refills nothing until it catches up.
+end
+
+local lag = ts - now -- > 0 only after the clock stepped back
+local need = cost * p
+if tokens < need then
+  return {0, capacity, idiv(tokens, p), cdiv(need - tokens, d) + lag, cdiv(full - tokens, d) + lag}
+end
+tokens = tokens - need
+redis.call('HSET', key, 'tk', string.format('%d', tokens), 'ts', string.format('%d', ts))
+-- A full bucket equals no key: expire when the refill would complete.
+redis.call('PEXPIRE', key, math.max(1, cdiv(full - tokens + lag * d, d * 1000)))
+return {1, capacity, idiv(tokens, p), 0, cdiv(full - tokens, d) + lag}

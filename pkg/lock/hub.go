@@ -1,0 +1,226 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// hub shares one pub/sub connection among all waiters of a Locker, so that
+// waiting costs no connection per Acquire and a release wakes one local
+// waiter, not all of them.
+//
+// Waiters of one channel queue in arrival order; a release message wakes
+// the first of them that has no wake-up pending. A waiter that leaves with
+// an unused wake-up hands it on, so a release is never lost to a waiter that
+// gave up. The connection closes when the last waiter leaves.
+type hub struct {
+	c   redis.UniversalClient
+	mu  sync.Mutex
+	cur *hubConn
+}
+
+// hubConn is one pub/sub connection's state; a new connection starts from
+// scratch, so a dispatcher that outlives its connection touches only its own.
+type hubConn struct {
+	ps     *redis.PubSub
+	refs   int
+	topics map[string]*topic
+}
+
+type topic struct {
+	ready   chan struct{} // closed when the server confirmed the subscription
+	isReady bool
+	err     error // set before ready is closed when SUBSCRIBE failed
+	waiters []*hubSub
+}
+
+type hubSub struct {
+	h       *hub
+	hc      *hubConn
+	t       *topic
+	channel string
+	wake    chan struct{}
+	closed  bool
+}
+
+// maxIdleTopics bounds the channels kept subscribed without waiters; below
+// it they stay, so the next waiter on a busy lock needs no SUBSCRIBE.
+const maxIdleTopics = 64
+
+// confirmTimeout bounds the wait for a subscription confirmation; a waiter
+// that does not get one polls instead.
+const confirmTimeout = 5 * time.Second
+
+// healthInterval is how long the connection may stay silent before a PING
+// checks it.
+const healthInterval = 10 * time.Second
+
+var errNoConfirmation = errors.New("no subscription confirmation")
+
+func (s *hubSub) C() <-chan struct{} { return s.wake }
+
+// queued is the number of waiters of channel in this process.
+func (h *hub) queued(channel string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur == nil {
+		return 0
+	}
+	if t := h.cur.topics[channel]; t != nil && t.isReady {
+		return len(t.waiters)
+	}
+	return 0
+}
+
+func (h *hub) subscribe(ctx context.Context, channel string) (subscription, error) {
+	h.mu.Lock()
+	hc := h.cur
+	if hc == nil {
+		hc = &hubConn{ps: h.c.Subscribe(context.WithoutCancel(ctx)), topics: map[string]*topic{}}
+		h.cur = hc
+		go h.dispatch(hc)
+	}
+	hc.refs++
+	s := &hubSub{h: h, hc: hc, channel: channel, wake: make(chan struct{}, 1)}
+	t := hc.topics[channel]
+	if t == nil {
+		t = &topic{ready: make(chan struct{})}
+		hc.topics[channel] = t
+		// Written under the lock so that SUBSCRIBE and UNSUBSCRIBE of one
+		// channel reach the server in the order the hub decided them.
+		if err := hc.ps.Subscribe(ctx, channel); err != nil {
+			delete(hc.topics, channel)
+			t.err = err
+			close(t.ready)
+		}
+	}
+	s.t = t
+	t.waiters = append(t.waiters, s)
+	h.mu.Unlock()
+
+	timer := time.NewTimer(confirmTimeout)
+	defer timer.Stop()
+	select {
+	case <-t.ready:
+		if t.err != nil {
+			s.Close()
+			return nil, t.err
+		}
+		return s, nil
+	case <-ctx.Done():
+		s.Close()
+		return nil, ctx.Err()
+	case <-timer.C:
+		s.Close()
+		return nil, errNoConfirmation
+	}
+}
+
+// dispatch reads the connection itself rather than through
+// PubSub.Channel: one goroutine hop less between a release and the waiter
+// it wakes. Receive reconnects and resubscribes after a broken connection.
+func (h *hub) dispatch(hc *hubConn) {
+	ctx := context.Background()
+	for {
+		m, err := hc.ps.ReceiveTimeout(ctx, healthInterval)
+		if err != nil {
+			if errors.Is(err, redis.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Quiet for a while: a PING finds a dead connection
+				// (its write fails and the next Receive reconnects).
+				_ = hc.ps.Ping(ctx)
+			} else {
+				time.Sleep(100 * time.Millisecond)
+			}
+			continue
+		}
+		switch m := m.(type) {
+		case *redis.Subscription:
+			if m.Kind != "subscribe" {
+				continue
+			}
+			h.mu.Lock()
+			if t := hc.topics[m.Channel]; t != nil {
+				if !t.isReady {
+					t.isReady = true
+					close(t.ready)
+				} else {
+					// A resubscription after a reconnect: releases may
+					// have been published while the connection was down.
+					for _, s := range t.waiters {
+						s.signal()
+					}
+				}
+			}
+			h.mu.Unlock()
+		case *redis.Message:
+			h.mu.Lock()
+			if t := hc.topics[m.Channel]; t != nil {
+				t.wakeOne()
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+// wakeOne wakes the first waiter without a pending wake-up. Called with h.mu.
+func (t *topic) wakeOne() {
+	for _, s := range t.waiters {
+		if s.signal() {
+			return
+		}
+	}
+}
+
+func (s *hubSub) signal() bool {
+	select {
+	case s.wake <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *hubSub) Close() error {
+	h := s.h
+	h.mu.Lock()
+	if s.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	t, hc := s.t, s.hc
+	for i, w := range t.waiters {
+		if w == s {
+			t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
+			break
+		}
+	}
+	select {
+	case <-s.wake:
+		t.wakeOne() // hand on a wake-up this waiter will not use
+	default:
+	}
+	if len(t.waiters) == 0 && t.isReady && hc.topics[s.channel] == t && len(hc.topics) > maxIdleTopics {
+		delete(hc.topics, s.channel)
+		_ = hc.ps.Unsubscribe(context.Background(), s.channel)
+	}
+	hc.refs--
+	if hc.refs > 0 {
+		h.mu.Unlock()
+		return nil
+	}
+	if h.cur == hc {
+		h.cur = nil
+	}
+	h.mu.Unlock()
+	return hc.ps.Close()
+}

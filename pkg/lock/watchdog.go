@@ -1,0 +1,341 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ErrLost: a Watchdog gave up a lease, either because a renewal was refused
+// or because its local deadline passed without a successful renewal
+// (*LostError).
+var ErrLost = errors.New("lock: lost")
+
+// Renewer extends a lease. *Locker satisfies it. Renew returns the TTL the
+// lease now has; an error matching ErrNotHeld, ErrNotOwner or ErrWrongType
+// means the lease is gone for good.
+type Renewer interface {
+	Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error)
+}
+
+// LostError says why a Watchdog gave up a lease.
+type LostError struct {
+	Name string
+	// Expired: the local deadline passed without a successful renewal.
+	// Otherwise a renewal was refused and Err says how.
+	Expired bool
+	// Err is the refusal (ErrNotHeld, *HeldError, ...) or, when Expired,
+	// the last renewal error seen (nil when renewals hung rather than failed).
+	Err error
+}
+
+func (e *LostError) Error() string {
+	if !e.Expired {
+		return fmt.Sprintf("lock %s lost: renewal refused: %v", e.Name, e.Err)
+	}
+	msg := fmt.Sprintf("lock %s lost: no renewal succeeded before the lease's local deadline", e.Name)
+	if e.Err != nil {
+		msg += fmt.Sprintf(" (last error: %v)", e.Err)
+	}
+	return msg
+}
+
+func (e *LostError) Is(target error) bool { return target == ErrLost }
+func (e *LostError) Unwrap() error        { return e.Err }
+
+// WatchdogOptions tune a Watchdog. A nil *WatchdogOptions takes every default.
+type WatchdogOptions struct {
+	// RenewEvery is the renewal period; 0 means ttl/3. It must leave room
+	// for at least one renewal before the deadline: RenewEvery < ttl-Margin.
+	RenewEvery time.Duration
+	// Margin is how long before the lease would expire on the server the
+	// lock already counts as lost; 0 means DefaultMargin(ttl).
+	Margin time.Duration
+	// Since is the send time of the command that acquired (or last renewed)
+	// the lease; zero means "now", which is later than the truth and so
+	// gives a later deadline: callers should pass the time they took just
+	// before sending the acquire.
+	Since time.Time
+	// Clock drives the watchdog's schedules; nil is SystemClock().
+	Clock Clock
+	// RetryMin and RetryMax bound the back-off between attempts after a
+	// failed renewal (Redis unreachable, timeout); 0 means 100ms and
+	// min(1s, RenewEvery).
+	RetryMin, RetryMax time.Duration
+}
+
+// DefaultMargin is ttl/4, at least 100ms, at most ttl/2.
+//
+// At the local deadline the server still holds the lease for at least the
+// margin (the deadline counts from a renewal's send time, which is no later
+// than the moment the server applied it). That remainder absorbs clock-rate
+// differences between this host and the server (well under 1%) and the time
+// the holder needs to stop its work after the loss: a quarter of the TTL
+// fits the default 5s SIGTERM-to-SIGKILL grace of a 30s lease, and leaves
+// two renewals (at ttl/3 and 2ttl/3) plus fast retries before the deadline
+// at 3ttl/4.
+func DefaultMargin(ttl time.Duration) time.Duration {
+	m := ttl / 4
+	if m < 100*time.Millisecond {
+		m = 100 * time.Millisecond
+	}
+	if m > ttl/2 {
+		m = ttl / 2
+	}
+	return m
+}
+
+// Watchdog keeps a lease alive by renewing it in the background and decides
+// locally when it is lost.
+//
+// The lease counts as held until deadline = S + ttl - margin, where S is the
+// send time of the last successful renewal (or of the acquire). Counting
+// from the send time is what makes the rule safe: the server applied the
+// renewal at or after S, so its copy of the lease outlives the deadline by
+// at least the margin, however long the reply took. For the same reason a
+// reply processed after the deadline is no proof of anything (the process
+// may have been stopped, or the network slow, while the server's lease ran
+// out and someone else took and released the lock) and the lease is lost.
+// The clock is monotonic, so a process that was SIGSTOPped past the
+// deadline finds it passed at its first wake-up after SIGCONT and reports
+// the loss before anything else.
+//
+// A renewal answered "not held", "not owner" or "wrong type" is a loss at
+// once. Other errors (Redis unreachable, timeouts) are retried with a short
+// back-off until the deadline.
+type Watchdog struct {
+	r                  Renewer
+	name, token        string
+	ttl, every, margin time.Duration
+	retryMin, retryMax time.Duration
+	clk                Clock
+	lost               chan error
+	stop               chan struct{}
+	stopOnce           sync.Once
+	done               chan struct{}
+	mu                 sync.Mutex
+	renewals           int64
+	last, deadline     time.Time
+	err                error
+}
+
+// StartWatchdog starts renewing name's lease, held with token, for ttl at a
+// time. Cancelling ctx stops it like Stop (cancellation is not a loss).
+func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, error) {
+	if opt == nil {
+		opt = &WatchdogOptions{}
+	}
+	w := &Watchdog{
+		r: r, name: name, token: token, ttl: ttl,
+		every: opt.RenewEvery, margin: opt.Margin,
+		retryMin: opt.RetryMin, retryMax: opt.RetryMax,
+		clk:  opt.Clock,
+		lost: make(chan error, 1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	if r == nil || token == "" {
+		return nil, fmt.Errorf("%w: watchdog needs a renewer and a token", ErrInvalid)
+	}
+	if ttl <= 0 {
+		return nil, fmt.Errorf("%w: ttl %v", ErrInvalid, ttl)
+	}
+	if w.clk == nil {
+		w.clk = SystemClock()
+	}
+	if w.margin == 0 {
+		w.margin = DefaultMargin(ttl)
+	}
+	if w.every == 0 {
+		w.every = ttl / 3
+	}
+	if w.margin < 0 || w.margin >= ttl {
+		return nil, fmt.Errorf("%w: margin %v must be in [0, ttl %v)", ErrInvalid, w.margin, ttl)
+	}
+	if w.every <= 0 || w.every >= ttl-w.margin {
+		return nil, fmt.Errorf("%w: renew period %v must be shorter than ttl-margin %v", ErrInvalid, w.every, ttl-w.margin)
+	}
+	if w.retryMin <= 0 {
+		w.retryMin = 100 * time.Millisecond
+	}
+	if w.retryMax <= 0 {
+		w.retryMax = min(time.Second, w.every)
+	}
+	since := opt.Since
+	if since.IsZero() {
+		since = w.clk.Now()
+	}
+	w.last = since
+	w.deadline = since.Add(ttl - w.margin)
+	go w.run(ctx, since)
+	return w, nil
+}
+
+// Lost delivers one *LostError when the lease is lost. It is never closed,
+// so it stays quiet after Stop.
+func (w *Watchdog) Lost() <-chan error { return w.lost }
+
+// Err is the *LostError once the lease is lost, else nil.
+func (w *Watchdog) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Renewals counts successful renewals.
+func (w *Watchdog) Renewals() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.renewals
+}
+
+// LastRenewal is the send time of the last successful renewal (Since before
+// the first one).
+func (w *Watchdog) LastRenewal() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// Deadline is the moment the lease counts as lost unless renewed before.
+func (w *Watchdog) Deadline() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.deadline
+}
+
+// Margin is the safety margin in use: at the deadline the server still
+// holds the lease for at least this long.
+func (w *Watchdog) Margin() time.Duration { return w.margin }
+
+// Held reports whether the lease still counts as held right now. Callers
+// that are about to release can use it to tell "released" from "was
+// already lost".
+func (w *Watchdog) Held() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err == nil && w.clk.Now().Before(w.deadline)
+}
+
+// Stop ends renewals and waits until no renewal is in flight, so a release
+// that follows cannot race a renewal. It is safe to call more than once and
+// after a loss.
+func (w *Watchdog) Stop() {
+	w.stopOnce.Do(func() { close(w.stop) })
+	<-w.done
+}
+
+type renewal struct {
+	sent time.Time
+	ttl  time.Duration
+	err  error
+}
+
+// fatal errors mean the lease is gone for good: retrying cannot help.
+func fatal(err error) bool {
+	return errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotOwner) ||
+		errors.Is(err, ErrWrongType) || errors.Is(err, ErrInvalid)
+}
+
+func (w *Watchdog) run(ctx context.Context, since time.Time) {
+	defer close(w.done)
+	results := make(chan renewal, 1)
+	var cancel context.CancelFunc // non-nil while a renewal is in flight
+	defer func() {
+		if cancel != nil {
+			cancel()
+			<-results
+		}
+	}()
+	next := since.Add(w.every)
+	failures := 0
+	var lastErr error
+	for {
+		// The deadline check comes first on every wake-up: after a
+		// SIGSTOP/SIGCONT nothing else may be trusted before it.
+		now := w.clk.Now()
+		w.mu.Lock()
+		deadline := w.deadline
+		w.mu.Unlock()
+		if !now.Before(deadline) {
+			w.lose(&LostError{Name: w.name, Expired: true, Err: lastErr})
+			return
+		}
+		if cancel == nil && !now.Before(next) {
+			var rctx context.Context
+			rctx, cancel = context.WithCancel(ctx)
+			go func(sent time.Time) {
+				ttl, err := w.r.Renew(rctx, w.name, w.token, w.ttl)
+				results <- renewal{sent: sent, ttl: ttl, err: err}
+			}(now)
+		}
+		wake := deadline
+		if cancel == nil && next.Before(wake) {
+			wake = next
+		}
+		t := w.clk.NewTimer(wake.Sub(now))
+		select {
+		case <-t.C():
+		case <-w.stop:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case res := <-results:
+			t.Stop()
+			cancel()
+			cancel = nil
+			if !w.clk.Now().Before(deadline) {
+				// Too late to count, whatever it says: the loop top
+				// reports the loss.
+				if res.err != nil {
+					lastErr = res.err
+				}
+				continue
+			}
+			switch {
+			case res.err == nil:
+				ttl := w.ttl
+				if res.ttl > 0 && res.ttl < ttl {
+					ttl = res.ttl
+				}
+				w.mu.Lock()
+				if d := res.sent.Add(ttl - w.margin); d.After(w.deadline) {
+					w.deadline = d
+				}
+				w.last = res.sent
+				w.renewals++
+				w.mu.Unlock()
+				next = res.sent.Add(w.every)
+				failures, lastErr = 0, nil
+			case fatal(res.err):
+				w.lose(&LostError{Name: w.name, Err: res.err})
+				return
+			case ctx.Err() != nil:
+				return
+			default:
+				failures++
+				lastErr = res.err
+				next = w.clk.Now().Add(w.backoff(failures))
+			}
+		}
+	}
+}
+
+func (w *Watchdog) backoff(failures int) time.Duration {
+	d := w.retryMin
+	for i := 1; i < failures && d < w.retryMax; i++ {
+		d *= 2
+	}
+	return min(d, w.retryMax)
+}
+
+func (w *Watchdog) lose(err error) {
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	w.lost <- err
+}

@@ -1,0 +1,409 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+)
+
+// Most tests run in a synctest bubble: time is virtual, so a 3s lease plays
+// out instantly and exactly, and synctest.Wait tells when the watchdog has
+// done all it can at the current instant.
+
+type renewFunc func(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error)
+
+func (f renewFunc) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
+	return f(ctx, name, token, ttl)
+}
+
+func always(ttl time.Duration) renewFunc {
+	return func(context.Context, string, string, time.Duration) (time.Duration, error) { return ttl, nil }
+}
+
+func hang(ctx context.Context, _, _ string, _ time.Duration) (time.Duration, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+func lostNow(t *testing.T, w *lock.Watchdog) error {
+	t.Helper()
+	select {
+	case err := <-w.Lost():
+		return err
+	default:
+		return nil
+	}
+}
+
+const ttl = 3 * time.Second // every 1s, margin 750ms, first deadline at 2.25s
+
+func TestWatchdogRenewsAndCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var names []string
+		r := renewFunc(func(_ context.Context, name, token string, d time.Duration) (time.Duration, error) {
+			names = append(names, name+"/"+token+"/"+d.String())
+			return d, nil
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		time.Sleep(10*time.Second + 500*time.Millisecond)
+		synctest.Wait()
+		if err := lostNow(t, w); err != nil {
+			t.Fatalf("lost while renewals succeed: %v", err)
+		}
+		if n := w.Renewals(); n != 10 {
+			t.Errorf("Renewals() = %d after 10.5s at 1s intervals, want 10", n)
+		}
+		if got, want := w.LastRenewal(), start.Add(10*time.Second); !got.Equal(want) {
+			t.Errorf("LastRenewal = +%v, want +10s", got.Sub(start))
+		}
+		if got, want := w.Deadline(), start.Add(10*time.Second+ttl-750*time.Millisecond); !got.Equal(want) {
+			t.Errorf("Deadline = +%v, want +12.25s", got.Sub(start))
+		}
+		if names[0] != "deploy/tok/3s" {
+			t.Errorf("Renew called with %q", names[0])
+		}
+		if !w.Held() {
+			t.Error("Held() = false while renewing")
+		}
+	})
+}
+
+func TestWatchdogLosesAtDeadlineWhenRenewalsHang(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w, err := lock.StartWatchdog(context.Background(), renewFunc(hang), "deploy", "tok", ttl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		time.Sleep(2250*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		if err := lostNow(t, w); err != nil {
+			t.Fatalf("lost before the deadline: %v", err)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		err = lostNow(t, w)
+		var le *lock.LostError
+		if !errors.As(err, &le) || !le.Expired || !errors.Is(err, lock.ErrLost) {
+			t.Fatalf("want an expired *LostError at the deadline, got %v", err)
+		}
+		if w.Held() || w.Err() == nil {
+			t.Error("Held()/Err() disagree with the loss")
+		}
+		if w.Renewals() != 0 {
+			t.Errorf("Renewals() = %d, want 0", w.Renewals())
+		}
+	})
+}
+
+func TestWatchdogRetriesErrorsQuicklyThenLoses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		boom := errors.New("dial tcp: connection refused")
+		var calls atomic.Int64
+		r := renewFunc(func(context.Context, string, string, time.Duration) (time.Duration, error) {
+			calls.Add(1)
+			return 0, boom
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		time.Sleep(2250 * time.Millisecond)
+		synctest.Wait()
+		err = lostNow(t, w)
+		if !errors.Is(err, lock.ErrLost) || !errors.Is(err, boom) {
+			t.Fatalf("want a loss carrying the last error, got %v", err)
+		}
+		// First try at 1s, then 100, 200, 400ms back-off: 1.1, 1.3, 1.7, 2.5.
+		if n := calls.Load(); n < 4 {
+			t.Errorf("%d renewal attempts in 1.25s of errors: retries are not quick", n)
+		}
+	})
+}
+
+func TestWatchdogRecoversFromErrorsBeforeDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		r := renewFunc(func(_ context.Context, _, _ string, d time.Duration) (time.Duration, error) {
+			if calls.Add(1) <= 3 {
+				return 0, errors.New("i/o timeout")
+			}
+			return d, nil
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if err := lostNow(t, w); err != nil {
+			t.Fatalf("lost although a retry succeeded before the deadline: %v", err)
+		}
+		if w.Renewals() == 0 {
+			t.Error("no renewal counted")
+		}
+	})
+}
+
+func TestWatchdogNotOwnerIsLostAtOnce(t *testing.T) {
+	for _, refusal := range []error{
+		lock.NewHeldError(lock.ErrNotOwner, lock.Holder{Key: "lock:deploy", Owner: "b@h:2", TTL: time.Second}),
+		lock.ErrNotHeld,
+		&lock.WrongTypeError{Key: "lock:deploy", Type: "list"},
+	} {
+		t.Run(refusal.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := renewFunc(func(context.Context, string, string, time.Duration) (time.Duration, error) {
+					return 0, refusal
+				})
+				w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Stop()
+				time.Sleep(time.Second) // the first renewal
+				synctest.Wait()
+				err = lostNow(t, w)
+				var le *lock.LostError
+				if !errors.As(err, &le) || le.Expired || !errors.Is(err, refusal) {
+					t.Fatalf("want an immediate refused loss wrapping %v, got %v", refusal, err)
+				}
+			})
+		})
+	}
+}
+
+// A slow reply extends the lease from the renewal's send time, never from
+// the reply's arrival.
+func TestWatchdogCountsFromSendTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var calls atomic.Int64
+		r := renewFunc(func(ctx context.Context, _, _ string, d time.Duration) (time.Duration, error) {
+			if calls.Add(1) == 1 {
+				time.Sleep(time.Second) // sent at 1s, answered at 2s
+				return d, nil
+			}
+			return hang(ctx, "", "", 0)
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got, want := w.Deadline(), start.Add(time.Second+ttl-750*time.Millisecond); !got.Equal(want) {
+			t.Fatalf("Deadline = +%v, want +3.25s (send time 1s + ttl - margin)", got.Sub(start))
+		}
+		time.Sleep(1250 * time.Millisecond)
+		synctest.Wait()
+		if err := lostNow(t, w); !errors.Is(err, lock.ErrLost) {
+			t.Fatalf("not lost at send time + ttl - margin: %v", err)
+		}
+	})
+}
+
+// fakeClock is an injected Clock whose time moves only when told, like a
+// process that was stopped and continued.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c  chan time.Time
+	at time.Time
+	fc *fakeClock
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) lock.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: make(chan time.Time, 1), at: c.now.Add(d), fc: c}
+	if d <= 0 {
+		t.c <- c.now
+	} else {
+		c.timers = append(c.timers, t)
+	}
+	return t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	keep := c.timers[:0]
+	for _, t := range c.timers {
+		if !t.at.After(c.now) {
+			t.c <- c.now
+		} else {
+			keep = append(keep, t)
+		}
+	}
+	c.timers = keep
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+func (t *fakeTimer) Stop() bool {
+	t.fc.mu.Lock()
+	defer t.fc.mu.Unlock()
+	for i, x := range t.fc.timers {
+		if x == t {
+			t.fc.timers = append(t.fc.timers[:i], t.fc.timers[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// The process is "stopped" for 10s with a renewal in flight; the renewal
+// was sent before the pause and is answered "renewed" after it. That is no
+// proof the lease survived: the watchdog must report the loss.
+func TestWatchdogRenewalAnsweredAfterPauseIsNotProof(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &fakeClock{now: time.Unix(1000, 0)}
+		sent := make(chan struct{})
+		answer := make(chan struct{})
+		r := renewFunc(func(_ context.Context, _, _ string, d time.Duration) (time.Duration, error) {
+			sent <- struct{}{}
+			<-answer
+			return d, nil
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		synctest.Wait()
+		clk.Advance(time.Second)
+		<-sent
+		// SIGSTOP for 10s; on SIGCONT the reply is already waiting.
+		clk.mu.Lock()
+		clk.now = clk.now.Add(10 * time.Second)
+		clk.mu.Unlock()
+		close(answer)
+		synctest.Wait()
+		err = lostNow(t, w)
+		var le *lock.LostError
+		if !errors.As(err, &le) || !le.Expired {
+			t.Fatalf("want an expired loss after the pause, got %v", err)
+		}
+		if n := w.Renewals(); n != 0 {
+			t.Errorf("the late reply counted as %d renewal(s)", n)
+		}
+	})
+}
+
+// Stopped past the deadline with nothing in flight: the first timer that
+// fires after SIGCONT reports the loss before any renewal is sent.
+func TestWatchdogNoticesPauseBeforeRenewing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &fakeClock{now: time.Unix(1000, 0)}
+		var calls atomic.Int64
+		r := renewFunc(func(_ context.Context, _, _ string, d time.Duration) (time.Duration, error) {
+			calls.Add(1)
+			return d, nil
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		synctest.Wait()
+		clk.Advance(time.Second)
+		synctest.Wait()
+		if calls.Load() != 1 || w.Renewals() != 1 {
+			t.Fatalf("calls=%d renewals=%d after 1s, want 1/1", calls.Load(), w.Renewals())
+		}
+		clk.Advance(time.Minute) // stopped for a minute, then continued
+		synctest.Wait()
+		if err := lostNow(t, w); !errors.Is(err, lock.ErrLost) {
+			t.Fatalf("no loss after a pause longer than the ttl: %v", err)
+		}
+		if calls.Load() != 1 {
+			t.Errorf("a renewal was sent after the deadline had passed")
+		}
+	})
+}
+
+func TestWatchdogStopCancelsInFlightRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cancelled atomic.Bool
+		r := renewFunc(func(ctx context.Context, _, _ string, _ time.Duration) (time.Duration, error) {
+			<-ctx.Done()
+			cancelled.Store(true)
+			return 0, ctx.Err()
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		w.Stop()
+		if !cancelled.Load() {
+			t.Error("Stop returned while a renewal was still in flight")
+		}
+		w.Stop() // idempotent
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if err := lostNow(t, w); err != nil {
+			t.Errorf("loss reported after Stop: %v", err)
+		}
+	})
+}
+
+func TestWatchdogRejectsUnusableSchedules(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ttl  time.Duration
+		opt  *lock.WatchdogOptions
+	}{
+		{"zero ttl", 0, nil},
+		{"margin >= ttl", time.Second, &lock.WatchdogOptions{Margin: time.Second}},
+		{"period past deadline", 3 * time.Second, &lock.WatchdogOptions{RenewEvery: 2250 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := lock.StartWatchdog(context.Background(), always(tc.ttl), "n", "tok", tc.ttl, tc.opt)
+			if !errors.Is(err, lock.ErrInvalid) {
+				if w != nil {
+					w.Stop()
+				}
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestDefaultMargin(t *testing.T) {
+	for _, tc := range []struct{ ttl, want time.Duration }{
+		{30 * time.Second, 7500 * time.Millisecond},
+		{time.Second, 250 * time.Millisecond},
+		{300 * time.Millisecond, 100 * time.Millisecond},
+		{100 * time.Millisecond, 50 * time.Millisecond},
+	} {
+		if got := lock.DefaultMargin(tc.ttl); got != tc.want {
+			t.Errorf("DefaultMargin(%v) = %v, want %v", tc.ttl, got, tc.want)
+		}
+	}
+}

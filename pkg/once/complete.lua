@@ -1,0 +1,25 @@
+-- Record the outcome of a claimed run and keep it for result_ttl.
+-- ARGV: token, exit, result_ttl_ms, owner, fingerprint, started_ms, attempts.
+-- Replies {"ok", pttl, HGETALL} or {"other", pttl, HGETALL}.
+local key = KEYS[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rec = redis.call('HGETALL', key)
+if #rec > 0 then
+  local f = {}
+  for i = 1, #rec, 2 do f[rec[i]] = rec[i + 1] end
+  if f.state ~= 'running' or f.token ~= ARGV[1] then
+    return {'other', redis.call('PTTL', key), rec}
+  end
+else
+  -- The claim expired and nobody took over. The command did run, so its
+  -- outcome is recorded all the same: a later call must replay, not rerun.
+  redis.call('HSET', key, 'owner', ARGV[4], 'fingerprint', ARGV[5],
+    'started_ms', ARGV[6], 'attempts', ARGV[7], 'expired', '1')
+end
+local started = tonumber(redis.call('HGET', key, 'started_ms')) or now
+redis.call('HSET', key, 'state', 'done', 'exit', ARGV[2],
+  'finished_ms', string.format('%d', now), 'duration_ms', string.format('%d', math.max(0, now - started)))
+redis.call('HDEL', key, 'token')
+redis.call('PEXPIRE', key, ARGV[3])
+return {'ok', redis.call('PTTL', key), redis.call('HGETALL', key)}

@@ -1,0 +1,88 @@
+package once
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrInProgress: another claimant is running KEY now (*InProgressError).
+	ErrInProgress = errors.New("once: in progress elsewhere")
+	// ErrDone: KEY already ran; its outcome is in the *DoneError.
+	ErrDone = errors.New("once: already done")
+	// ErrFingerprint: KEY was claimed with another fingerprint (*FingerprintError).
+	ErrFingerprint = errors.New("once: fingerprint mismatch")
+	// ErrNotOwner: the claim now belongs to someone else, who took it over
+	// after this one's TTL lapsed (*NotOwnerError).
+	ErrNotOwner = errors.New("once: claim held by another owner")
+	// ErrLost: renewing found no record at all: the claim expired.
+	ErrLost = errors.New("once: claim lost")
+	// ErrNotFound: Get found no record.
+	ErrNotFound = errors.New("once: no record")
+	// ErrWrongType: the key holds something that is not a once record.
+	ErrWrongType = errors.New("once: key is not a once record")
+	// ErrInvalid: an unusable argument (empty key, TTL under 1ms, ...).
+	ErrInvalid = errors.New("once: invalid argument")
+)
+
+// InProgressError carries the running claim's record (owner, start).
+type InProgressError struct{ Record Record }
+
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("once: %s is in progress: started by %s %s ago", e.Record.Key, e.Record.Owner, since(e.Record.StartedAt))
+}
+
+func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
+
+// DoneError carries the recorded outcome the caller should replay.
+type DoneError struct{ Record Record }
+
+func (e *DoneError) Error() string {
+	return fmt.Sprintf("once: %s already ran: exit %d at %s by %s", e.Record.Key, e.Record.ExitCode,
+		e.Record.FinishedAt.Format(time.RFC3339), e.Record.Owner)
+}
+
+func (e *DoneError) Is(target error) bool { return target == ErrDone }
+
+// FingerprintError: the record was made for another request.
+type FingerprintError struct {
+	Key      string
+	Recorded string // the record's fingerprint
+	Given    string
+	Record   Record
+}
+
+func (e *FingerprintError) Error() string {
+	return fmt.Sprintf("once: %s was claimed with fingerprint %q, not %q", e.Key, e.Recorded, e.Given)
+}
+
+func (e *FingerprintError) Is(target error) bool { return target == ErrFingerprint }
+
+// NotOwnerError carries the record of whoever holds KEY now.
+type NotOwnerError struct{ Record Record }
+
+func (e *NotOwnerError) Error() string {
+	return fmt.Sprintf("once: %s is now held by %s (%s)", e.Record.Key, e.Record.Owner, e.Record.State)
+}
+
+func (e *NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
+
+// WrongTypeError names the key that is not a once record.
+type WrongTypeError struct {
+	Key string
+	Msg string
+}
+
+func (e *WrongTypeError) Error() string {
+	return fmt.Sprintf("once: %s is not a once record: %s", e.Key, e.Msg)
+}
+
+func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
+
+func since(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t).Round(time.Millisecond)
+}

@@ -1,0 +1,350 @@
+// Package once runs a command at most once per key: a caller claims the key
+// (held like a lock, renewed while the command runs, freed by its TTL if the
+// claimant dies), runs the command, and records its outcome, which later
+// callers get instead of running it again.
+//
+// Every transition (claim, renew, complete, abandon) is one Lua script that
+// compares the claim's token; the record is one hash at prefix+KEY and
+// always carries a TTL: the claim TTL while running, ResultTTL once done.
+//
+// A caller that runs a command for a key:
+//
+//	c, err := store.Claim(ctx, key, &once.ClaimOptions{Fingerprint: fp})
+//	// ErrInProgress, ErrDone (replay the *DoneError's Record), ErrFingerprint
+//	k := c.KeepAlive(ctx, 0) // renews every TTL/3
+//	code := run()            // stop the command if <-k.Lost() fires first
+//	k.Stop()
+//	rec, err := c.Complete(ctx, code)
+package once
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix starts every once key: KEY "order:pay:123" is "once:order:pay:123".
+const DefaultPrefix = "once:"
+
+const (
+	// DefaultTTL is how long a claim outlives its last renewal.
+	DefaultTTL = 30 * time.Second
+	// DefaultResultTTL is how long an outcome is kept.
+	DefaultResultTTL = 24 * time.Hour
+)
+
+// States of a record.
+const (
+	StateRunning = "running"
+	StateDone    = "done"
+)
+
+// Options configure a Store; nil means all defaults.
+type Options struct {
+	Prefix    string        // default DefaultPrefix
+	TTL       time.Duration // claim lease; default DefaultTTL
+	ResultTTL time.Duration // how long the outcome is kept; default DefaultResultTTL
+	Owner     string        // recorded claimant; default user@host:pid
+}
+
+func (o *Options) prefix() string {
+	if o == nil || o.Prefix == "" {
+		return DefaultPrefix
+	}
+	return o.Prefix
+}
+
+func (o *Options) ttl() time.Duration {
+	if o == nil || o.TTL == 0 {
+		return DefaultTTL
+	}
+	return o.TTL
+}
+
+func (o *Options) resultTTL() time.Duration {
+	if o == nil || o.ResultTTL == 0 {
+		return DefaultResultTTL
+	}
+	return o.ResultTTL
+}
+
+func (o *Options) owner() string {
+	if o == nil || o.Owner == "" {
+		return DefaultOwner()
+	}
+	return o.Owner
+}
+
+// ClaimOptions qualify one claim; nil means none.
+type ClaimOptions struct {
+	// Fingerprint identifies the request (a hash of its arguments, say). A
+	// claim whose fingerprint differs from the record's is refused with
+	// *FingerprintError instead of replaying someone else's outcome.
+	Fingerprint string
+	// RerunFailed claims again when the recorded exit code was not 0.
+	RerunFailed bool
+}
+
+// Record is what a key holds, as of one read.
+type Record struct {
+	Key         string // the Redis key
+	State       string // StateRunning or StateDone
+	Owner       string
+	Fingerprint string
+	StartedAt   time.Time // server time
+	FinishedAt  time.Time // zero while running
+	Duration    time.Duration
+	ExitCode    int
+	Attempts    int           // runs so far, counting reruns of failures
+	Expired     bool          // the claim lapsed while the command ran, before the outcome was recorded
+	TTL         time.Duration // remaining life of the record; -1 for none
+}
+
+// Store claims keys and records outcomes on one Redis.
+type Store struct {
+	client redis.Scripter
+	opts   Options
+}
+
+// New returns a Store; opts may be nil.
+func New(client redis.Scripter, opts *Options) *Store {
+	return &Store{client: client, opts: Options{
+		Prefix: opts.prefix(), TTL: opts.ttl(), ResultTTL: opts.resultTTL(), Owner: opts.owner(),
+	}}
+}
+
+// Key is the Redis key of key.
+func (s *Store) Key(key string) string { return s.opts.Prefix + key }
+
+// TTL is the claim lease in use.
+func (s *Store) TTL() time.Duration { return s.opts.TTL }
+
+func (s *Store) check(key string) error {
+	switch {
+	case s.client == nil:
+		return fmt.Errorf("%w: nil client", ErrInvalid)
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	case s.opts.TTL < time.Millisecond:
+		return fmt.Errorf("%w: ttl %s is under 1ms", ErrInvalid, s.opts.TTL)
+	case s.opts.ResultTTL < time.Millisecond:
+		return fmt.Errorf("%w: result ttl %s is under 1ms", ErrInvalid, s.opts.ResultTTL)
+	}
+	return nil
+}
+
+// Claim takes key for one run. It returns a *Claim when the caller should
+// run the command; otherwise *InProgressError, *DoneError (the outcome to
+// replay) or *FingerprintError.
+func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim, error) {
+	if err := s.check(key); err != nil {
+		return nil, err
+	}
+	if co == nil {
+		co = &ClaimOptions{}
+	}
+	k := s.Key(key)
+	token := newToken()
+	sent := time.Now()
+	rerun := "0"
+	if co.RerunFailed {
+		rerun = "1"
+	}
+	reply, err := claimScript.Run(ctx, s.client, []string{k},
+		token, s.opts.Owner, co.Fingerprint, s.opts.TTL.Milliseconds(), rerun).Slice()
+	if err != nil {
+		return nil, wrap(k, err)
+	}
+	status, rec, err := parseReply(k, reply)
+	if err != nil {
+		return nil, err
+	}
+	switch status {
+	case "claimed":
+		return &Claim{
+			Key: k, Token: token, Owner: rec.Owner, Fingerprint: rec.Fingerprint,
+			StartedAt: rec.StartedAt, Attempt: rec.Attempts, TTL: s.opts.TTL, store: s, sent: sent,
+		}, nil
+	case "running":
+		return nil, &InProgressError{Record: rec}
+	case "done":
+		return nil, &DoneError{Record: rec}
+	case "fingerprint":
+		return nil, &FingerprintError{Key: k, Recorded: rec.Fingerprint, Given: co.Fingerprint, Record: rec}
+	}
+	return nil, fmt.Errorf("once: %s: unexpected script status %q", k, status)
+}
+
+// Get reads key's record, for display; ErrNotFound when there is none.
+func (s *Store) Get(ctx context.Context, key string) (Record, error) {
+	if s.client == nil || key == "" {
+		return Record{}, s.check(key)
+	}
+	k := s.Key(key)
+	reply, err := getScript.Run(ctx, s.client, []string{k}).Slice()
+	if err != nil {
+		return Record{}, wrap(k, err)
+	}
+	if len(reply) != 2 {
+		return Record{}, fmt.Errorf("once: %s: unexpected script reply", k)
+	}
+	fields, _ := reply[1].([]any)
+	if len(fields) == 0 {
+		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, k)
+	}
+	return parseRecord(k, reply[0], fields), nil
+}
+
+// Claim is the right to run a key's command once. Renew it while the
+// command runs (KeepAlive does), then Complete or Abandon it.
+type Claim struct {
+	Key         string // the Redis key
+	Token       string
+	Owner       string
+	Fingerprint string
+	StartedAt   time.Time // server time
+	Attempt     int       // 1, or more when rerunning a failure
+	TTL         time.Duration
+	store       *Store
+	sent        time.Time // when the claim was sent: the lease runs from no later than this
+}
+
+// Renew extends the claim by its TTL. ErrLost when the record is gone (the
+// claim expired), *NotOwnerError when another claimant took over.
+func (c *Claim) Renew(ctx context.Context) error {
+	reply, err := renewScript.Run(ctx, c.store.client, []string{c.Key}, c.Token, c.TTL.Milliseconds()).Slice()
+	if err != nil {
+		return wrap(c.Key, err)
+	}
+	return c.ownership(reply)
+}
+
+// Complete records the command's exit code (128+N for death by signal N)
+// and keeps the record for the store's ResultTTL. When the claim lapsed and
+// nobody took over, the outcome is still recorded (Record.Expired); when
+// another claimant took over, nothing is written and *NotOwnerError says who.
+func (c *Claim) Complete(ctx context.Context, exitCode int) (Record, error) {
+	reply, err := completeScript.Run(ctx, c.store.client, []string{c.Key},
+		c.Token, exitCode, c.store.opts.ResultTTL.Milliseconds(), c.Owner, c.Fingerprint,
+		c.StartedAt.UnixMilli(), c.Attempt).Slice()
+	if err != nil {
+		return Record{}, wrap(c.Key, err)
+	}
+	status, rec, err := parseReply(c.Key, reply)
+	if err != nil {
+		return Record{}, err
+	}
+	if status != "ok" {
+		return rec, &NotOwnerError{Record: rec}
+	}
+	return rec, nil
+}
+
+// Abandon drops the claim without recording an outcome, so that the next
+// call runs the command (use it when the command never started).
+func (c *Claim) Abandon(ctx context.Context) error {
+	reply, err := abandonScript.Run(ctx, c.store.client, []string{c.Key}, c.Token).Slice()
+	if err != nil {
+		return wrap(c.Key, err)
+	}
+	return c.ownership(reply)
+}
+
+func (c *Claim) ownership(reply []any) error {
+	status, rec, err := parseReply(c.Key, reply)
+	if err != nil {
+		return err
+	}
+	switch status {
+	case "ok":
+		return nil
+	case "gone":
+		return fmt.Errorf("%w: %s expired", ErrLost, c.Key)
+	}
+	return &NotOwnerError{Record: rec}
+}
+
+// parseReply reads {status[, pttl, HGETALL]}.
+func parseReply(key string, reply []any) (string, Record, error) {
+	if len(reply) == 0 {
+		return "", Record{}, fmt.Errorf("once: %s: empty script reply", key)
+	}
+	status, _ := reply[0].(string)
+	if len(reply) < 3 {
+		return status, Record{Key: key}, nil
+	}
+	fields, _ := reply[2].([]any)
+	return status, parseRecord(key, reply[1], fields), nil
+}
+
+func parseRecord(key string, pttl any, fields []any) Record {
+	f := make(map[string]string, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		v, _ := fields[i+1].(string)
+		f[k] = v
+	}
+	num := func(name string) int64 {
+		n, _ := strconv.ParseInt(f[name], 10, 64)
+		return n
+	}
+	ms := func(name string) time.Time {
+		if n := num(name); n > 0 {
+			return time.UnixMilli(n).UTC()
+		}
+		return time.Time{}
+	}
+	r := Record{
+		Key:         key,
+		State:       f["state"],
+		Owner:       f["owner"],
+		Fingerprint: f["fingerprint"],
+		StartedAt:   ms("started_ms"),
+		FinishedAt:  ms("finished_ms"),
+		Duration:    time.Duration(num("duration_ms")) * time.Millisecond,
+		ExitCode:    int(num("exit")),
+		Attempts:    int(num("attempts")),
+		Expired:     f["expired"] == "1",
+		TTL:         -1,
+	}
+	if p, ok := pttl.(int64); ok && p >= 0 {
+		r.TTL = time.Duration(p) * time.Millisecond
+	}
+	return r
+}
+
+func wrap(key string, err error) error {
+	if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return &WrongTypeError{Key: key, Msg: err.Error()}
+	}
+	return fmt.Errorf("once: %s: %w", key, err)
+}
+
+func newToken() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics rather than return short)
+	return hex.EncodeToString(b[:])
+}
+
+// DefaultOwner is user@host:pid.
+func DefaultOwner() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	} else if v := os.Getenv("USER"); v != "" {
+		name = v
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return fmt.Sprintf("%s@%s:%d", name, host, os.Getpid())
+}
