@@ -127,6 +127,9 @@ monotonic fencing token that the protected resource can check.`,
 		newRenewCmd(f),
 		newReleaseCmd(f),
 		newFenceCmd(f),
+		newInspectCmd(f),
+		newLsCmd(f),
+		newDoctorCmd(f),
 		newSimulateCmd(f),
 	)
 	for _, c := range root.Commands() {
