@@ -132,3 +132,49 @@ func (s *IOStreams) Fail(v string) string  { return s.style(failStyle, v) }
 func (s *IOStreams) Errorf(format string, args ...any) {
 	fmt.Fprintf(s.ErrOut, "lockctl: "+format+"\n", args...)
 }
+
+// JSONArray writes a JSON array element by element, so that long listings
+// stream without being held in memory.
+type JSONArray struct {
+	w   io.Writer
+	n   int
+	err error
+}
+
+// NewJSONArray starts an array on w; nothing is written until Add or Close.
+func NewJSONArray(w io.Writer) *JSONArray { return &JSONArray{w: w} }
+
+// Add writes one element.
+func (a *JSONArray) Add(v any) error {
+	if a.err != nil {
+		return a.err
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b := strings.TrimSuffix(buf.String(), "\n")
+	sep := ",\n  "
+	if a.n == 0 {
+		sep = "[\n  "
+	}
+	a.n++
+	_, a.err = fmt.Fprintf(a.w, "%s%s", sep, b)
+	return a.err
+}
+
+// Close ends the array ("[]" when empty).
+func (a *JSONArray) Close() error {
+	if a.err != nil {
+		return a.err
+	}
+	if a.n == 0 {
+		_, a.err = fmt.Fprintln(a.w, "[]")
+	} else {
+		_, a.err = fmt.Fprint(a.w, "\n]\n")
+	}
+	return a.err
+}

@@ -55,6 +55,38 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"redis-sig": cmdRedisSig,
 	"exits":     cmdExits,
 	"sleep":     cmdSleep,
+	"cluster":   cmdCluster,
+	"sentinel":  cmdSentinel,
+}
+
+// cluster N: start an N-master Redis Cluster for this script and point
+// LOCKCTL_CLUSTER at it (CLUSTER_ADDR is the first node).
+func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: cluster N")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	c, err := redistest.StartCluster(n)
+	ts.Check(err)
+	ts.Defer(c.Stop)
+	ts.Setenv("LOCKCTL_CLUSTER", strings.Join(c.Addrs, ","))
+	ts.Setenv("CLUSTER_ADDR", c.Addrs[0])
+}
+
+// sentinel NAME: start a master watched by a sentinel and point
+// LOCKCTL_SENTINEL and LOCKCTL_SENTINEL_MASTER at it (SENTINEL_MASTER_URL is
+// the master's own URL, for assertions).
+func cmdSentinel(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sentinel NAME")
+	}
+	s, err := redistest.StartSentinel(args[0])
+	ts.Check(err)
+	ts.Defer(s.Stop)
+	ts.Setenv("LOCKCTL_SENTINEL", s.Addr)
+	ts.Setenv("LOCKCTL_SENTINEL_MASTER", s.Name)
+	ts.Setenv("SENTINEL_MASTER_URL", s.Master.URL)
 }
 
 // sleep D: pause the script (lease expiry is the server's clock; scripts

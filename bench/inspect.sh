@@ -1,0 +1,61 @@
+#!/bin/sh
+# Benchmark of `lockctl inspect` on a large keyspace, beside a plain
+# `redis-cli --scan` over the same keys in the same run.
+#
+#   bench/inspect.sh [TOTAL_KEYS] [LOCKS]     (default 1000000 100000)
+#
+# Starts its own redis-server on a free port (persistence off), loads
+# TOTAL_KEYS keys with redis-cli --pipe, of which LOCKS are lockctl locks
+# under lock:* (1% of them without TTL), builds lockctl, and prints wall time
+# and peak RSS (from /usr/bin/time -v) for each command. Needs redis-server,
+# redis-cli, go and GNU time.
+set -eu
+TOTAL=${1:-1000000}
+LOCKS=${2:-100000}
+cd "$(dirname "$0")/.."
+dir=$(mktemp -d)
+trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" --daemonize yes --logfile "$dir/redis.log"
+until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.05; done
+
+go build -o "$dir/lockctl" .
+
+# RESP for: LOCKS lock values (SET ... PX 1h, every 100th without TTL) and
+# TOTAL-LOCKS unrelated keys, interleaved so SCAN sees both everywhere.
+awk -v total="$TOTAL" -v locks="$LOCKS" 'BEGIN {
+  every = int(total / locks)
+  for (i = 0; i < total; i++) {
+    if (i % every == 0 && n < locks) {
+      k = "lock:job:" n
+      v = sprintf("{\"token\":\"%032x\",\"fence\":%d,\"owner\":\"ci@build-%d:%d\",\"note\":\"bench\",\"acquired_ms\":1767225600000}", n, n + 1, n % 50, 1000 + n)
+      if (n % 100 == 0) {
+        printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", length(k), k, length(v), v
+      } else {
+        printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$2\r\nPX\r\n$7\r\n3600000\r\n", length(k), k, length(v), v
+      }
+      n++
+    } else {
+      k = "cache:item:" i
+      printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$5\r\nvalue\r\n", length(k), k
+    }
+  }
+}' | redis-cli -p "$port" --pipe >/dev/null
+
+echo "keyspace: $(redis-cli -p "$port" dbsize) keys, $LOCKS under lock:* ($((LOCKS / 100)) without TTL)"
+echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $(nproc) CPUs"
+echo
+printf '%-44s %10s %12s %10s\n' COMMAND WALL_S PEAK_RSS_MB OUTPUT
+measure() {
+  label=$1; shift
+  /usr/bin/time -v -o "$dir/time" "$@" > "$dir/out" 2>"$dir/err" || { cat "$dir/err" >&2; }
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$dir/time")
+  rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2/1024}' "$dir/time")
+  lines=$(wc -l < "$dir/out")
+  printf '%-44s %10s %12s %10s\n' "$label" "$wall" "$rss" "${lines}l"
+}
+export LOCKCTL_URL="redis://127.0.0.1:$port/0"
+measure "redis-cli --scan --pattern 'lock:*'" redis-cli -p "$port" --scan --pattern 'lock:*'
+measure "lockctl inspect locks -o json" "$dir/lockctl" inspect locks -o json
+measure "lockctl inspect locks (TSV)" "$dir/lockctl" inspect locks
+measure "lockctl inspect orphans" "$dir/lockctl" inspect orphans

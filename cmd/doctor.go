@@ -1,0 +1,85 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/spf13/cobra"
+)
+
+func newDoctorCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the Redis deployment for lock safety",
+		Long: `Check the Redis deployment behind --url for lock safety and print one
+verdict per check (ok, warn or fail) with why and what to do: reachable,
+latency, version, role (a replica refuses writes), mode (cluster, sentinel),
+maxmemory-policy (allkeys-* and volatile-* can evict locks; allkeys-* also
+fence counters), persistence (without it a restart drops every lock and
+resets fence counters), replication and min-replicas-to-write, and whether
+the connected user's ACL allows every command lockctl uses (ACL DRYRUN,
+Redis 7). Settings the user may not read are warnings.
+
+Exit status: 0 when no check fails (warnings are fine), 1 when any check
+fails, 69 when the server cannot be reached or refuses the login.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			in, err := inspector(f)
+			if err != nil {
+				return err
+			}
+			checks, derr := in.Doctor(c.Context())
+			if err := printChecks(f, checks); err != nil {
+				return err
+			}
+			if derr != nil {
+				return derr
+			}
+			failed := 0
+			for _, ck := range checks {
+				if ck.Status == inspect.StatusFail {
+					failed++
+				}
+			}
+			if failed > 0 {
+				return &ExitError{Code: ExitFound, Err: fmt.Errorf("%d check(s) failed", failed)}
+			}
+			return nil
+		},
+	}
+}
+
+func printChecks(f *Factory, checks []inspect.Check) error {
+	if f.G.Output == "json" {
+		out := make([]map[string]string, 0, len(checks))
+		for _, ck := range checks {
+			out = append(out, map[string]string{"check": ck.Check, "status": string(ck.Status), "message": ck.Message, "hint": ck.Hint})
+		}
+		return f.IO.PrintJSON(out)
+	}
+	rows := make([][]string, 0, len(checks))
+	for _, ck := range checks {
+		st := string(ck.Status)
+		if f.IO.IsStdoutTTY() {
+			switch ck.Status {
+			case inspect.StatusOK:
+				st = f.IO.OK(st)
+			case inspect.StatusWarn:
+				st = f.IO.Warn(st)
+			case inspect.StatusFail:
+				st = f.IO.Fail(st)
+			}
+		}
+		msg := ck.Message
+		if ck.Hint != "" && f.IO.IsStdoutTTY() {
+			msg += f.IO.Faint(" → " + ck.Hint)
+		}
+		row := []string{st, ck.Check, msg}
+		if !f.IO.IsStdoutTTY() {
+			row = append(row, ck.Hint)
+		}
+		rows = append(rows, row)
+	}
+	return f.IO.PrintTable(ui.Table{Header: []string{"STATUS", "CHECK", "VERDICT"}, Rows: rows})
+}

@@ -1,0 +1,41 @@
+package cmd_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/redistest"
+)
+
+// On a terminal, ls prints a table with a header, sorted by name; doctor
+// prints one line per check.
+func TestInspectTerminalTable(t *testing.T) {
+	s, err := redistest.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	for _, n := range []string{"zeta", "alpha", "mid"} {
+		if _, err := s.Do("SET", "lock:"+n, "v-"+n, "PX", "60000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	io, _, out, _ := ui.Test()
+	io.SetTTY(false, true, false)
+	if code := cmd.MainArgs([]string{"ls", "--url", s.URL, "--color", "never"}, io); code != 0 {
+		t.Fatalf("ls exited %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(strings.TrimSpace(lines[0]), "NAME") ||
+		!strings.HasPrefix(strings.TrimSpace(lines[1]), "alpha") || !strings.HasPrefix(strings.TrimSpace(lines[3]), "zeta") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	io, _, out, _ = ui.Test()
+	io.SetTTY(false, true, false)
+	code := cmd.MainArgs([]string{"doctor", "--url", s.URL, "--color", "never"}, io)
+	if code != 1 || !strings.Contains(out.String(), "persistence") || !strings.Contains(out.String(), "→ CONFIG SET appendonly yes") {
+		t.Fatalf("doctor exited %d:\n%s", code, out.String())
+	}
+}

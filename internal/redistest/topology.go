@@ -1,0 +1,154 @@
+package redistest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Cluster is a Redis Cluster of masters without replicas, all on loopback.
+type Cluster struct {
+	Nodes []*Server
+	Addrs []string
+}
+
+// StartCluster starts n (at least 3) cluster-enabled servers, spreads the
+// 16384 slots over them and waits until every node reports cluster_state:ok.
+func StartCluster(n int) (*Cluster, error) {
+	if n < 1 {
+		n = 3
+	}
+	c := &Cluster{}
+	for i := 0; i < n; i++ {
+		s, err := Start(&Options{Args: []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000",
+		}})
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, s)
+		c.Addrs = append(c.Addrs, s.Addr)
+	}
+	per := 16384 / n
+	for i, s := range c.Nodes {
+		lo, hi := i*per, (i+1)*per-1
+		if i == n-1 {
+			hi = 16383
+		}
+		if r, err := s.Do("CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil || r != "OK" {
+			c.Stop()
+			return nil, fmt.Errorf("CLUSTER ADDSLOTSRANGE on %s: %q %v", s.Addr, r, err)
+		}
+		if i > 0 {
+			if r, err := s.Do("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(c.Nodes[0].Port)); err != nil || r != "OK" {
+				c.Stop()
+				return nil, fmt.Errorf("CLUSTER MEET from %s: %q %v", s.Addr, r, err)
+			}
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, s := range c.Nodes {
+		for {
+			info, err := s.Do("CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.Stop()
+				return nil, fmt.Errorf("cluster did not become ok: %q %v", info, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c, nil
+}
+
+// Stop stops every node.
+func (c *Cluster) Stop() {
+	for _, s := range c.Nodes {
+		s.Stop()
+	}
+}
+
+// Sentinel is one master watched by one sentinel process.
+type Sentinel struct {
+	Master *Server
+	Addr   string // the sentinel's host:port
+	Name   string // the master's name in the sentinel
+
+	cmd  *exec.Cmd
+	dir  string
+	done chan struct{}
+}
+
+// StartSentinel starts a master and a sentinel monitoring it as name.
+func StartSentinel(name string) (*Sentinel, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	m, err := Start(nil)
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		m.Stop()
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "lockctl-sentinel-")
+	if err != nil {
+		m.Stop()
+		return nil, err
+	}
+	conf := filepath.Join(dir, "sentinel.conf")
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor %s 127.0.0.1 %d 1\nsentinel down-after-milliseconds %s 1000\n",
+		port, dir, filepath.Join(dir, "sentinel.log"), name, m.Port, name)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		m.Stop()
+		return nil, err
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		m.Stop()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &Sentinel{Master: m, Addr: "127.0.0.1:" + strconv.Itoa(port), Name: name, cmd: cmd, dir: dir, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(s.done) }()
+	probe := &Server{Addr: s.Addr, done: s.done}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := probe.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)
+		if err == nil && r == "2" {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return nil, fmt.Errorf("sentinel on %s did not start: %q %v", s.Addr, r, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops the sentinel and its master.
+func (s *Sentinel) Stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	os.RemoveAll(s.dir)
+	s.Master.Stop()
+}

@@ -1,0 +1,345 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+// Status is a check's verdict.
+type Status string
+
+const (
+	StatusOK   Status = "ok"
+	StatusWarn Status = "warn"
+	StatusFail Status = "fail"
+)
+
+// Check is one verdict of Doctor: what was checked, the verdict, why, and
+// what to do about it (Hint is empty when there is nothing to do).
+type Check struct {
+	Check   string
+	Status  Status
+	Message string
+	Hint    string
+}
+
+// Latency above which the round-trip check warns: every acquire, renewal
+// and release pays it, and the lease margin must cover it many times over.
+const slowRTT = 20 * time.Millisecond
+
+// Doctor checks the deployment behind the Inspector's client for lock
+// safety and returns one verdict per check, in a fixed order: reachable,
+// latency, version, role, mode, maxmemory-policy, persistence,
+// replication, acl. Settings it is not permitted to read (CONFIG GET, INFO
+// under a restricted ACL user) give warnings, not failures.
+//
+// The error is non-nil only when the server cannot be used at all (not
+// reachable, authentication refused); the checks then hold the failed
+// "reachable" verdict alone.
+func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
+	var out []Check
+	add := func(name string, st Status, hint, format string, args ...any) {
+		out = append(out, Check{Check: name, Status: st, Message: fmt.Sprintf(format, args...), Hint: hint})
+	}
+	c := in.c
+
+	rtts := make([]time.Duration, 0, 5)
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		if err := c.Ping(ctx).Err(); err != nil {
+			add("reachable", StatusFail, "check --url, the password (LOCKCTL_PASSWORD, --password-file) and that redis-server runs there", "%v", err)
+			return out, err
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
+	add("reachable", StatusOK, "", "PING answered")
+	if rtt := rtts[len(rtts)/2]; rtt > slowRTT {
+		add("latency", StatusWarn, "run lockctl near the server, or use TTLs of many seconds so renewals have room",
+			"round trip %s (median of 5): every acquire, renewal and release waits this long", rtt.Round(10*time.Microsecond))
+	} else {
+		add("latency", StatusOK, "", "round trip %s (median of 5)", rtt.Round(10*time.Microsecond))
+	}
+
+	server, serverErr := infoSection(ctx, c, "server")
+	repl, replErr := infoSection(ctx, c, "replication")
+	const infoHint = "grant the user INFO (+info), or run doctor as an admin user"
+
+	// version
+	if serverErr != nil {
+		add("version", StatusWarn, infoHint, "cannot read INFO server: %v", serverErr)
+	} else {
+		v := server["redis_version"]
+		maj, min := parseVersion(v)
+		switch {
+		case maj < 6 || (maj == 6 && min < 2):
+			add("version", StatusWarn, "upgrade to Redis 6.2 or later", "Redis %s: older than 6.2; ACL checks and some commands lockctl uses are missing", v)
+		default:
+			add("version", StatusOK, "", "Redis %s", v)
+		}
+	}
+
+	// role
+	switch {
+	case replErr != nil:
+		add("role", StatusWarn, infoHint, "cannot read INFO replication: %v", replErr)
+	case repl["role"] == "slave" || repl["role"] == "replica":
+		add("role", StatusFail, "point --url at the master, or use --sentinel so lockctl follows failovers",
+			"replica of %s:%s: it refuses writes (READONLY), so no lock can be taken here", repl["master_host"], repl["master_port"])
+	default:
+		add("role", StatusOK, "", "master")
+	}
+
+	// mode
+	if serverErr == nil {
+		switch m := server["redis_mode"]; m {
+		case "sentinel":
+			add("mode", StatusFail, "use --sentinel H:P --sentinel-master NAME instead of --url", "this is a Sentinel, which stores no keys")
+		case "cluster":
+			add("mode", StatusOK, "", "cluster: every lock's fence, queue and semaphore keys share its slot")
+		default:
+			add("mode", StatusOK, "", "%s", orDefault(m, "standalone"))
+		}
+	}
+
+	// maxmemory-policy
+	cfg, cfgErr := configGet(ctx, c, "maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save", "min-replicas-to-write")
+	const cfgHint = "grant the user CONFIG GET (+config|get), or run doctor as an admin user"
+	if cfgErr != nil {
+		add("maxmemory-policy", StatusWarn, cfgHint, "cannot read the configuration: %v", cfgErr)
+	} else {
+		p, maxmem := cfg["maxmemory-policy"], cfg["maxmemory"]
+		limited := maxmem != "" && maxmem != "0"
+		switch {
+		case strings.HasPrefix(p, "allkeys-"):
+			st := StatusFail
+			why := "with maxmemory set it evicts any key under memory pressure: held locks vanish and fence counters restart"
+			if !limited {
+				st, why = StatusWarn, "no maxmemory is set now, but once one is, any key can be evicted: held locks vanish and fence counters restart"
+			}
+			add("maxmemory-policy", st, "CONFIG SET maxmemory-policy noeviction (or keep locks on a Redis of their own)", "%s: %s", p, why)
+		case strings.HasPrefix(p, "volatile-"):
+			st := StatusWarn
+			if !limited {
+				st = StatusOK
+			}
+			add("maxmemory-policy", st, "CONFIG SET maxmemory-policy noeviction (or keep locks on a Redis of their own)",
+				"%s: keys with a TTL, held locks included, can be evicted before they expire", p)
+		default:
+			add("maxmemory-policy", StatusOK, "", "%s", orDefault(p, "noeviction"))
+		}
+	}
+
+	// persistence
+	if cfgErr != nil {
+		add("persistence", StatusWarn, cfgHint, "cannot read the configuration: %v", cfgErr)
+	} else {
+		aof, save := cfg["appendonly"] == "yes", strings.TrimSpace(cfg["save"])
+		switch {
+		case aof:
+			add("persistence", StatusOK, "", "AOF on (appendfsync %s)", cfg["appendfsync"])
+		case save != "":
+			add("persistence", StatusWarn, "CONFIG SET appendonly yes, so a restart keeps fence counters current",
+				"RDB snapshots only (save %q): a restart rolls fence counters back to the last snapshot and revives expired locks", save)
+		default:
+			add("persistence", StatusFail, "CONFIG SET appendonly yes (and CONFIG REWRITE)",
+				"none: a restart drops every lock and resets fence counters to 0, so old fences look new")
+		}
+	}
+
+	// replication
+	if replErr == nil {
+		n, _ := strconv.Atoi(repl["connected_slaves"])
+		minw := cfg["min-replicas-to-write"]
+		switch {
+		case n == 0:
+			add("replication", StatusWarn, "fine for one server you can afford to lose; otherwise add a replica and Sentinel",
+				"no replicas: if this server is lost, every lock and fence counter goes with it")
+		case cfgErr != nil:
+			add("replication", StatusWarn, cfgHint, "%d replica(s); cannot read min-replicas-to-write: %v", n, cfgErr)
+		case minw == "" || minw == "0":
+			add("replication", StatusWarn, "CONFIG SET min-replicas-to-write 1, or use --wait-replicas 1",
+				"%d replica(s), min-replicas-to-write 0: a failover can lose locks the master acknowledged (replication is asynchronous)", n)
+		default:
+			add("replication", StatusOK, "", "%d replica(s), min-replicas-to-write %s", n, minw)
+		}
+	}
+
+	// acl
+	out = append(out, in.aclCheck(ctx, serverErr == nil && versionAtLeast(server["redis_version"], 7)))
+	return out, nil
+}
+
+// Commands returns the commands lockctl sends, with arguments shaped like
+// its own (keys under the prefix and in lockctl's auxiliary space), as ACL
+// DRYRUN takes them.
+func (in *Inspector) Commands() [][]string {
+	key := in.Key("lockctl-doctor")
+	fence, queue, sem := lock.AuxKey(lock.KindFence, key), lock.AuxKey(lock.KindQueue, key), lock.AuxKey(lock.KindSem, key)
+	checked, ch := lock.AuxKey(lock.KindChecked, key), lock.Channel(key)
+	const sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db" // SHA-1 of "return 1"
+	return [][]string{
+		{"EVALSHA", sha, "2", key, fence},
+		{"EVAL", "return 1", "2", key, fence},
+		{"SCRIPT", "LOAD", "return 1"},
+		{"SET", key, "v", "NX", "PX", "1000"},
+		{"GET", key},
+		{"DEL", key},
+		{"PEXPIRE", key, "1000"},
+		{"PTTL", key},
+		{"TYPE", key},
+		{"INCR", fence},
+		{"GET", checked},
+		{"PUBLISH", ch, "released"},
+		{"SUBSCRIBE", ch},
+		{"PUBSUB", "NUMSUB", ch},
+		{"SCAN", "0"},
+		{"HGETALL", key},
+		{"HSCAN", key, "0"},
+		{"ZADD", sem, "1", "m"},
+		{"ZCARD", queue},
+		{"ZRANGE", queue, "0", "-1"},
+		{"LLEN", queue},
+		{"LRANGE", queue, "0", "-1"},
+		{"XADD", AuditKey, "*", "who", "x"},
+		{"XRANGE", AuditKey, "-", "+"},
+		{"TIME"},
+		{"PING"},
+	}
+}
+
+// aclCheck asks the server, with ACL DRYRUN (Redis 7), whether the
+// connected user may run every command lockctl uses.
+func (in *Inspector) aclCheck(ctx context.Context, dryrun bool) Check {
+	ck := Check{Check: "acl"}
+	if !dryrun {
+		ck.Status, ck.Message = StatusWarn, "cannot verify permissions: ACL DRYRUN needs Redis 7"
+		ck.Hint = "check by hand that the user may run " + strings.Join(commandNames(in.Commands()), " ")
+		return ck
+	}
+	user, err := in.c.Do(ctx, "ACL", "WHOAMI").Text()
+	if err != nil {
+		ck.Status, ck.Message = StatusWarn, fmt.Sprintf("cannot verify permissions: %v", err)
+		ck.Hint = "grant the user ACL WHOAMI and ACL DRYRUN, or run doctor as an admin user"
+		return ck
+	}
+	var denied []string
+	seen := map[string]bool{}
+	for _, args := range in.Commands() {
+		a := append([]any{"ACL", "DRYRUN", user}, toAny(args)...)
+		res, err := in.c.Do(ctx, a...).Text()
+		if err != nil {
+			ck.Status, ck.Message = StatusWarn, fmt.Sprintf("cannot verify permissions of user %s: %v", user, err)
+			ck.Hint = "grant the user ACL DRYRUN (+acl|dryrun), or run doctor as an admin user"
+			return ck
+		}
+		if res != "OK" {
+			name := strings.ToUpper(args[0])
+			if (name == "SCRIPT" || name == "PUBSUB") && len(args) > 1 {
+				name += " " + strings.ToUpper(args[1])
+			}
+			if !seen[name] {
+				seen[name] = true
+				denied = append(denied, name)
+			}
+		}
+	}
+	if len(denied) > 0 {
+		ck.Status = StatusFail
+		ck.Message = fmt.Sprintf("user %s may not run %s", user, strings.Join(denied, ", "))
+		grants := make([]string, len(denied))
+		for i, d := range denied {
+			grants[i] = "+" + strings.ToLower(strings.ReplaceAll(d, " ", "|"))
+		}
+		ck.Hint = fmt.Sprintf("ACL SETUSER %s %s (with access to keys %s and %s*)", user, strings.Join(grants, " "), in.Pattern("*"), lock.AuxPrefix)
+		return ck
+	}
+	ck.Status, ck.Message = StatusOK, fmt.Sprintf("user %s may run every command lockctl uses", user)
+	return ck
+}
+
+func commandNames(cmds [][]string) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, c := range cmds {
+		if n := strings.ToUpper(c[0]); !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func toAny(s []string) []any {
+	a := make([]any, len(s))
+	for i, v := range s {
+		a[i] = v
+	}
+	return a
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// infoSection parses one INFO section into fields.
+func infoSection(ctx context.Context, c redis.UniversalClient, section string) (map[string]string, error) {
+	s, err := c.Info(ctx, section).Result()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
+			m[k] = v
+		}
+	}
+	return m, nil
+}
+
+// configGet reads the named parameters; a NOPERM or a server without
+// CONFIG (some managed services rename it) is returned as the error.
+func configGet(ctx context.Context, c redis.UniversalClient, names ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		m, err := c.ConfigGet(ctx, n).Result()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("CONFIG GET returned nothing")
+	}
+	return out, nil
+}
+
+func parseVersion(v string) (major, minor int) {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) >= 1 {
+		major, _ = strconv.Atoi(parts[0])
+	}
+	if len(parts) >= 2 {
+		minor, _ = strconv.Atoi(parts[1])
+	}
+	return major, minor
+}
+
+func versionAtLeast(v string, major int) bool {
+	m, _ := parseVersion(v)
+	return m >= major
+}

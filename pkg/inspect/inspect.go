@@ -1,0 +1,186 @@
+// Package inspect reads and repairs the lock keyspace for people on call:
+// listing held locks (lockctl's own, plain SET NX locks of other clients and
+// Redisson hash locks), finding keys that never expire, releasing one stuck
+// holder by token with an audit record, and checking a deployment for lock
+// safety. It never prints; callers render the records it returns.
+package inspect
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+// AuditKey is the stream every forced release is recorded in. It starts with
+// lock.AuxPrefix, so no lock listing or orphan scan ever shows it.
+const AuditKey = lock.AuxPrefix + "audit"
+
+// AuditMaxLen bounds the audit stream (XADD MAXLEN ~).
+const AuditMaxLen = 10000
+
+// TokenHashLen is the number of hex digits of SHA-1(token) shown as a
+// lock's token hash: enough to tell holders apart, short enough to type.
+const TokenHashLen = 12
+
+// minHashLen is the shortest token-hash prefix ForceRelease accepts.
+const minHashLen = 8
+
+// Options configure an Inspector. A nil *Options means all defaults.
+type Options struct {
+	// Prefix goes before every lock name; "" means lock.DefaultPrefix
+	// unless RawKeys is set (the same rule as lock.Options).
+	Prefix  string
+	RawKeys bool
+	// Count is the SCAN COUNT hint and so the batch size of pipelined
+	// reads; 0 means 1000.
+	Count int64
+}
+
+// Inspector reads the locks under one prefix.
+type Inspector struct {
+	c      redis.UniversalClient
+	prefix string
+	count  int64
+}
+
+// New returns an Inspector on c. opts may be nil.
+func New(c redis.UniversalClient, opts *Options) *Inspector {
+	if opts == nil {
+		opts = &Options{}
+	}
+	in := &Inspector{c: c, prefix: opts.Prefix, count: opts.Count}
+	if in.prefix == "" && !opts.RawKeys {
+		in.prefix = lock.DefaultPrefix
+	}
+	if in.count <= 0 {
+		in.count = 1000
+	}
+	return in
+}
+
+// Key is the Redis key of the lock called name.
+func (in *Inspector) Key(name string) string { return in.prefix + name }
+
+// Name is the lock name of key (key without the prefix).
+func (in *Inspector) Name(key string) string { return strings.TrimPrefix(key, in.prefix) }
+
+// Pattern turns a glob on lock names into a SCAN MATCH pattern on keys: the
+// prefix is escaped (it is literal text), the glob is kept. "" means "*".
+func (in *Inspector) Pattern(glob string) string {
+	if glob == "" {
+		glob = "*"
+	}
+	return EscapeGlob(in.prefix) + glob
+}
+
+// EscapeGlob quotes the characters Redis glob patterns treat specially, so
+// that s matches only itself.
+func EscapeGlob(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\', '^', '-':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// TokenHash is the short hash a listing shows instead of a token: the first
+// TokenHashLen hex digits of SHA-1(token). SHA-1 because Redis scripts can
+// compute it (redis.sha1hex), so ForceRelease compares a hash atomically on
+// the server; it identifies a holder, it is not a secret.
+func TokenHash(token string) string {
+	if token == "" {
+		return ""
+	}
+	s := sha1.Sum([]byte(token))
+	return hex.EncodeToString(s[:])[:TokenHashLen]
+}
+
+// isAux reports whether key is one of lockctl's auxiliary keys, which a
+// custom prefix such as ” would otherwise match.
+func isAux(key string) bool { return strings.HasPrefix(key, lock.AuxPrefix) }
+
+// splitOwner splits lockctl's default owner "user@host:pid" into its parts;
+// ok is false for any other shape (a custom --owner, a foreign lock).
+func splitOwner(owner string) (user, host string, pid int, ok bool) {
+	at := strings.IndexByte(owner, '@')
+	colon := strings.LastIndexByte(owner, ':')
+	if at <= 0 || colon <= at+1 || colon == len(owner)-1 {
+		return "", "", 0, false
+	}
+	p, err := strconv.Atoi(owner[colon+1:])
+	if err != nil || p <= 0 {
+		return "", "", 0, false
+	}
+	return owner[:at], owner[at+1 : colon], p, true
+}
+
+// isRedisErr reports a reply error (WRONGTYPE and the like), as opposed to
+// a failure to talk to the server.
+func isRedisErr(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, redis.Nil)
+}
+
+// cmdErr is a command's error unless it is a nil reply or a reply error
+// (expected when a batch probes keys of unknown type).
+func cmdErr(c redis.Cmder) error {
+	err := c.Err()
+	if err == nil || errors.Is(err, redis.Nil) || isRedisErr(err) {
+		return nil
+	}
+	return err
+}
+
+// clock estimates the server's time from one TIME reply plus the local
+// monotonic clock, so that ages do not depend on the client's wall clock.
+type clock struct {
+	server time.Time
+	local  time.Time
+}
+
+func (k clock) now() time.Time { return k.server.Add(time.Since(k.local)) }
+
+func serverClock(ctx context.Context, c redis.Cmdable) (clock, error) {
+	t, err := c.Time(ctx).Result()
+	if err != nil {
+		return clock{}, err
+	}
+	return clock{server: t, local: time.Now()}, nil
+}
+
+// forEachNode runs fn on every node that holds keys: each master of a
+// Cluster (one at a time, so callbacks never run concurrently), or the one
+// server.
+func forEachNode(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, node redis.UniversalClient) error) error {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return fn(ctx, c)
+	}
+	var mu sync.Mutex
+	return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return fn(ctx, node)
+	})
+}
+
+// pipeErr is a pipeline's error unless every failure in it is a reply
+// (nil replies, WRONGTYPE), which the callers check command by command.
+func pipeErr(err error) error {
+	if err == nil || errors.Is(err, redis.Nil) || isRedisErr(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,266 @@
+package inspect
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed forcerelease.lua
+	forceReleaseLua    string
+	forceReleaseScript = redis.NewScript(forceReleaseLua)
+	//go:embed fixorphan.lua
+	fixOrphanLua    string
+	fixOrphanScript = redis.NewScript(fixOrphanLua)
+)
+
+// ReleaseOptions tune ForceRelease. A nil *ReleaseOptions means defaults.
+type ReleaseOptions struct {
+	// Reason is recorded in the audit stream.
+	Reason string
+	// Who is recorded as the person releasing; "" means Operator().
+	Who string
+}
+
+// Released describes a forced release: the holder that was removed.
+type Released struct {
+	Name      string
+	Holder    lock.Holder
+	TokenHash string
+	// AuditID is the audit stream entry's ID.
+	AuditID string
+}
+
+// Operator is the OS user@host of this process, for audit records.
+func Operator() string {
+	name := os.Getenv("USER")
+	if name == "" {
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		} else {
+			name = strconv.Itoa(os.Getuid())
+		}
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	return name + "@" + host
+}
+
+// ForceRelease deletes the lock called name if token still holds it, wakes
+// its waiters and records who, when, which holder and why in the audit
+// stream, all in one script on a single server (on a Cluster, the audit
+// record follows in a second call). token is the holder's token (for a
+// foreign string lock, its whole value; for a Redisson lock, its
+// "uuid:threadId" field), or a prefix of 8 to 40 hex digits of
+// SHA-1(token), as TokenHash shows: the script hashes the stored token
+// itself, so the comparison and the delete are one atomic step and a holder
+// that took over a moment ago is never touched.
+//
+// Errors: lock.ErrNotHeld when there is no lock; *lock.HeldError (errors.Is
+// lock.ErrNotOwner) naming the current holder when token does not match;
+// *lock.WrongTypeError; lock.ErrInvalid; Redis errors.
+func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *ReleaseOptions) (*Released, error) {
+	if o == nil {
+		o = &ReleaseOptions{}
+	}
+	if name == "" || token == "" {
+		return nil, fmt.Errorf("%w: empty lock name or token", lock.ErrInvalid)
+	}
+	who := o.Who
+	if who == "" {
+		who = Operator()
+	}
+	key := in.Key(name)
+	keys := []string{key}
+	_, cluster := in.c.(*redis.ClusterClient)
+	if !cluster {
+		keys = append(keys, AuditKey)
+	}
+	v, err := forceReleaseScript.Run(ctx, in.c, keys, token, lock.Channel(key), who, o.Reason, name,
+		AuditMaxLen, TokenHashLen).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("inspect: force-release %s: %w", key, err)
+	}
+	code, _ := v[0].(int64)
+	switch code {
+	case 0:
+		return nil, fmt.Errorf("%w: %s", lock.ErrNotHeld, key)
+	case 3:
+		t, _ := v[1].(string)
+		return nil, &lock.WrongTypeError{Key: key, Type: t}
+	case 2:
+		h, err := holderOf(key, v)
+		if err != nil {
+			return nil, err
+		}
+		return nil, lock.NewHeldError(lock.ErrNotOwner, h)
+	case 1:
+	default:
+		return nil, fmt.Errorf("inspect: force-release %s: unexpected reply %v", key, v)
+	}
+	h, err := holderOf(key, v)
+	if err != nil {
+		return nil, err
+	}
+	r := &Released{Name: name, Holder: h, TokenHash: TokenHash(h.Token)}
+	if len(v) > 8 {
+		if id, ok := v[8].(string); ok {
+			r.AuditID = id
+		}
+	}
+	if cluster {
+		fence := strconv.FormatInt(h.Fence, 10)
+		id, err := in.c.XAdd(ctx, &redis.XAddArgs{Stream: AuditKey, MaxLen: AuditMaxLen, Approx: true, Values: []any{
+			"who", who, "name", name, "key", key, "kind", h.Kind, "owner", h.Owner, "token_hash", r.TokenHash,
+			"fence", fence, "ttl_ms", strconv.FormatInt(int64(h.TTL/time.Millisecond), 10), "reason", o.Reason,
+		}}).Result()
+		if err != nil {
+			return r, fmt.Errorf("inspect: %s released, but the audit record failed: %w", key, err)
+		}
+		r.AuditID = id
+	}
+	return r, nil
+}
+
+// holderOf decodes {code, type, value|fields, pttl, ...} replies.
+func holderOf(key string, v []any) (lock.Holder, error) {
+	if len(v) < 4 {
+		return lock.Holder{}, fmt.Errorf("inspect: unexpected reply %v", v)
+	}
+	t, _ := v[1].(string)
+	pttl, _ := v[3].(int64)
+	ttl := ttlOf(time.Duration(pttl) * time.Millisecond)
+	switch body := v[2].(type) {
+	case string:
+		return lock.ParseValue(key, body, ttl), nil
+	case []any:
+		fields := make(map[string]string, len(body)/2)
+		for i := 0; i+1 < len(body); i += 2 {
+			fields[fmt.Sprint(body[i])] = fmt.Sprint(body[i+1])
+		}
+		if h, ok := lock.ParseRedisson(key, fields, ttl); ok {
+			if len(v) > 6 {
+				// The field that matched, when several threads hold it.
+				if tok, ok := v[6].(string); ok && fields[tok] != "" {
+					h.Token = tok
+					h.Owner = tok
+					h.Reentry, _ = strconv.ParseInt(fields[tok], 10, 64)
+				}
+			}
+			return h, nil
+		}
+	}
+	return lock.Holder{}, &lock.WrongTypeError{Key: key, Type: t}
+}
+
+// AuditEntry is one forced release.
+type AuditEntry struct {
+	ID        string
+	At        time.Time // server time (from the stream ID)
+	Who       string
+	Name      string
+	Key       string
+	Kind      string
+	Owner     string
+	TokenHash string
+	Fence     int64
+	TTL       time.Duration // what the holder had left; -1 for none
+	Reason    string
+}
+
+// Audit returns the audit stream oldest first; n > 0 keeps only the n
+// newest entries (still oldest first, as a log reads).
+func (in *Inspector) Audit(ctx context.Context, n int64) ([]AuditEntry, error) {
+	var (
+		msgs []redis.XMessage
+		err  error
+	)
+	if n > 0 {
+		msgs, err = in.c.XRevRangeN(ctx, AuditKey, "+", "-", n).Result()
+		for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
+			msgs[i], msgs[j] = msgs[j], msgs[i]
+		}
+	} else {
+		msgs, err = in.c.XRange(ctx, AuditKey, "-", "+").Result()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inspect: audit: %w", err)
+	}
+	out := make([]AuditEntry, 0, len(msgs))
+	for _, m := range msgs {
+		s := func(k string) string { v, _ := m.Values[k].(string); return v }
+		e := AuditEntry{ID: m.ID, Who: s("who"), Name: s("name"), Key: s("key"), Kind: s("kind"),
+			Owner: s("owner"), TokenHash: s("token_hash"), Reason: s("reason")}
+		e.Fence, _ = strconv.ParseInt(s("fence"), 10, 64)
+		if ms, err := strconv.ParseInt(s("ttl_ms"), 10, 64); err == nil {
+			e.TTL = ttlOf(time.Duration(ms) * time.Millisecond)
+		}
+		if i := strings.IndexByte(m.ID, '-'); i > 0 {
+			if ms, err := strconv.ParseInt(m.ID[:i], 10, 64); err == nil {
+				e.At = time.UnixMilli(ms).UTC()
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Fix is what FixOrphans does to a key without TTL.
+type Fix struct {
+	Delete bool
+	// Expire is the TTL set when Delete is false (at least 1ms).
+	Expire time.Duration
+}
+
+// FixOrphans applies fix to each key that still has no TTL, checking and
+// acting atomically per key (a script: PTTL == -1, then act), so a key that
+// got a TTL or was re-taken as a proper lock since the scan is left alone.
+// It returns, per key, whether it acted. Deleting wakes the lock's waiters.
+// The scripts of a batch are pipelined.
+func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]bool, error) {
+	if !fix.Delete && fix.Expire < time.Millisecond {
+		return nil, fmt.Errorf("%w: expire %s is under 1ms", lock.ErrInvalid, fix.Expire)
+	}
+	action := "expire"
+	if fix.Delete {
+		action = "delete"
+	}
+	ms := strconv.FormatInt(fix.Expire.Milliseconds(), 10)
+	done := make([]bool, len(keys))
+	// Load the script once so that the pipeline can use EVALSHA.
+	if len(keys) > 0 {
+		if err := fixOrphanScript.Load(ctx, in.c).Err(); err != nil {
+			return nil, fmt.Errorf("inspect: fix orphans: %w", err)
+		}
+	}
+	for start := 0; start < len(keys); start += int(in.count) {
+		end := min(start+int(in.count), len(keys))
+		pipe := in.c.Pipeline()
+		cmds := make([]*redis.Cmd, 0, end-start)
+		for _, k := range keys[start:end] {
+			cmds = append(cmds, fixOrphanScript.EvalSha(ctx, pipe, []string{k}, action, ms, lock.Channel(k)))
+		}
+		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
+			return done, fmt.Errorf("inspect: fix orphans: %w", err)
+		}
+		for i, c := range cmds {
+			n, err := c.Int64()
+			if err != nil {
+				return done, fmt.Errorf("inspect: fix %s: %w", keys[start+i], err)
+			}
+			done[start+i] = n == 1
+		}
+	}
+	return done, nil
+}

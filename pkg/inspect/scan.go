@@ -1,0 +1,338 @@
+package inspect
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+// Lock is one held lock as a listing shows it.
+type Lock struct {
+	Name string
+	lock.Holder
+	// User, Host and PID are parsed from an owner of lockctl's default
+	// shape user@host:pid; empty and 0 otherwise.
+	User string
+	Host string
+	PID  int
+	// Age is how long ago the lock was acquired (server time); -1 when
+	// unknown (foreign locks do not record it).
+	Age time.Duration
+	// Subscribers listen on the lock's release channel (waiting lockctl
+	// processes); Queued wait in its FIFO queue, if it has one.
+	Subscribers int64
+	Queued      int64
+	TokenHash   string
+}
+
+// Waiters is everyone known to be waiting for the lock.
+func (l Lock) Waiters() int64 { return l.Subscribers + l.Queued }
+
+// ScanOptions tune one scan. A nil *ScanOptions means all defaults.
+type ScanOptions struct {
+	// Progress, if set, is called after each batch with the number of
+	// keys SCAN has returned so far (for a progress line).
+	Progress func(scanned int64)
+}
+
+func (o *ScanOptions) progress(n int64) {
+	if o != nil && o.Progress != nil {
+		o.Progress(n)
+	}
+}
+
+// Locks calls fn for every held lock whose name matches glob ("" for all),
+// in SCAN order (unsorted), batch by batch: memory stays flat however large
+// the keyspace. Keys that are not locks (lists, sets, plain hashes, and
+// lockctl's auxiliary keys) are skipped. An error from fn stops the scan
+// and is returned.
+//
+// Each batch costs one round trip: the reads of one batch (TYPE, PTTL, GET,
+// the FIFO queue's length, PUBSUB NUMSUB) are pipelined together with the
+// SCAN for the next batch; Redisson hashes cost one more.
+func (in *Inspector) Locks(ctx context.Context, glob string, o *ScanOptions, fn func(Lock) error) error {
+	var scanned int64
+	return forEachNode(ctx, in.c, func(ctx context.Context, node redis.UniversalClient) error {
+		clk, err := serverClock(ctx, node)
+		if err != nil {
+			return err
+		}
+		return in.scan(ctx, node, glob, func(keys []string, next func(redis.Pipeliner)) error {
+			batch, err := in.readLocks(ctx, node, keys, clk, next)
+			if err != nil {
+				return err
+			}
+			scanned += int64(len(keys))
+			o.progress(scanned)
+			for _, l := range batch {
+				if err := fn(l); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// scan walks the keys matching glob. batch gets the keys of one SCAN reply
+// (auxiliary keys removed) and a function that queues the next SCAN on the
+// pipeline batch sends, so scanning and reading share round trips.
+func (in *Inspector) scan(ctx context.Context, node redis.UniversalClient, glob string,
+	batch func(keys []string, next func(redis.Pipeliner)) error) error {
+	match := in.Pattern(glob)
+	keys, cursor, err := node.Scan(ctx, 0, match, in.count).Result()
+	if err != nil {
+		return err
+	}
+	for {
+		var nextCmd *redis.ScanCmd
+		next := func(p redis.Pipeliner) {
+			if cursor != 0 {
+				nextCmd = p.Scan(ctx, cursor, match, in.count)
+			}
+		}
+		kept := keys[:0]
+		for _, k := range keys {
+			if !isAux(k) {
+				kept = append(kept, k)
+			}
+		}
+		if err := batch(kept, next); err != nil {
+			return err
+		}
+		if cursor == 0 {
+			return nil
+		}
+		if nextCmd == nil {
+			// batch had nothing to read and did not send the pipeline.
+			keys, cursor, err = node.Scan(ctx, cursor, match, in.count).Result()
+		} else {
+			keys, cursor, err = nextCmd.Result()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// readLocks reads one batch of keys and returns the locks among them.
+func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, keys []string, clk clock,
+	next func(redis.Pipeliner)) ([]Lock, error) {
+	pipe := node.Pipeline()
+	next(pipe)
+	n := len(keys)
+	if n == 0 {
+		if pipe.Len() > 0 {
+			if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	types := make([]*redis.StatusCmd, n)
+	pttls := make([]*redis.DurationCmd, n)
+	gets := make([]*redis.StringCmd, n)
+	zcards := make([]*redis.IntCmd, n)
+	llens := make([]*redis.IntCmd, n)
+	chans := make([]string, n)
+	for i, k := range keys {
+		types[i] = pipe.Type(ctx, k)
+		pttls[i] = pipe.PTTL(ctx, k)
+		// GET on a hash fails with WRONGTYPE, which costs less than a
+		// second round trip to ask for strings only.
+		gets[i] = pipe.Get(ctx, k)
+		// The FIFO queue is a sorted set or a list; the command that does
+		// not fit its type fails and the other counts.
+		q := lock.AuxKey(lock.KindQueue, k)
+		zcards[i] = pipe.ZCard(ctx, q)
+		llens[i] = pipe.LLen(ctx, q)
+		chans[i] = lock.Channel(k)
+	}
+	numsub := pipe.PubSubNumSub(ctx, chans...)
+	if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
+		return nil, err
+	}
+	var hashes []int
+	out := make([]Lock, 0, n)
+	subs, _ := numsub.Result()
+	for i, k := range keys {
+		for _, c := range []redis.Cmder{types[i], pttls[i], gets[i], zcards[i], llens[i]} {
+			if err := cmdErr(c); err != nil {
+				return nil, err
+			}
+		}
+		ttl := ttlOf(pttls[i].Val())
+		switch types[i].Val() {
+		case "string":
+			h := lock.ParseValue(k, gets[i].Val(), ttl)
+			out = append(out, in.record(h, clk, subs[chans[i]], zcards[i].Val()+llens[i].Val()))
+		case "hash":
+			hashes = append(hashes, i)
+		}
+	}
+	if len(hashes) > 0 {
+		hp := node.Pipeline()
+		scans := make([]*redis.ScanCmd, len(hashes))
+		for j, i := range hashes {
+			scans[j] = redisson(ctx, hp, keys[i])
+		}
+		if _, err := hp.Exec(ctx); pipeErr(err) != nil {
+			return nil, err
+		}
+		for j, i := range hashes {
+			fields, ok := redissonFields(scans[j])
+			if !ok {
+				continue
+			}
+			h, ok := lock.ParseRedisson(keys[i], fields, ttlOf(pttls[i].Val()))
+			if !ok {
+				continue
+			}
+			out = append(out, in.record(h, clk, subs[chans[i]], zcards[i].Val()+llens[i].Val()))
+		}
+	}
+	return out, nil
+}
+
+// redisson queues a read of a hash that may be a Redisson lock. HSCAN from
+// cursor 0 returns a small (listpack-encoded) hash whole; a large one comes
+// back with a non-zero cursor and is not a lock, so its fields are never
+// shipped in full.
+func redisson(ctx context.Context, p redis.Pipeliner, key string) *redis.ScanCmd {
+	return p.HScan(ctx, key, 0, "", 64)
+}
+
+func redissonFields(c *redis.ScanCmd) (map[string]string, bool) {
+	kv, cursor, err := c.Result()
+	if err != nil || cursor != 0 || len(kv)%2 != 0 {
+		return nil, false
+	}
+	m := make(map[string]string, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m, true
+}
+
+// ttlOf turns a PTTL reply into lock.Holder's TTL: -1 for no TTL.
+func ttlOf(d time.Duration) time.Duration {
+	if d < 0 {
+		return -1
+	}
+	return d
+}
+
+func (in *Inspector) record(h lock.Holder, clk clock, subs, queued int64) Lock {
+	l := Lock{Name: in.Name(h.Key), Holder: h, Age: -1, Subscribers: subs, Queued: queued, TokenHash: TokenHash(h.Token)}
+	if h.Kind == "lockctl" {
+		if u, host, pid, ok := splitOwner(h.Owner); ok {
+			l.User, l.Host, l.PID = u, host, pid
+		}
+	}
+	if !h.AcquiredAt.IsZero() {
+		if l.Age = clk.now().Sub(h.AcquiredAt); l.Age < 0 {
+			l.Age = 0
+		}
+	}
+	return l
+}
+
+// Orphan is a key in the lock pattern that has no TTL and so never frees
+// itself: a SETNX whose EXPIRE never ran, a PERSIST, a hand-made key.
+type Orphan struct {
+	Name string
+	Key  string
+	Type string // Redis type
+	// Holder describes the key when it is a lock of a known kind (string,
+	// or a Redisson hash); nil otherwise.
+	Holder *lock.Holder
+}
+
+// Orphans calls fn for every key matching glob with no TTL (PTTL -1),
+// lockctl's auxiliary keys excepted, in SCAN order and batch by batch like
+// Locks.
+func (in *Inspector) Orphans(ctx context.Context, glob string, o *ScanOptions, fn func(Orphan) error) error {
+	var scanned int64
+	return forEachNode(ctx, in.c, func(ctx context.Context, node redis.UniversalClient) error {
+		return in.scan(ctx, node, glob, func(keys []string, next func(redis.Pipeliner)) error {
+			batch, err := in.readOrphans(ctx, node, keys, next)
+			if err != nil {
+				return err
+			}
+			scanned += int64(len(keys))
+			o.progress(scanned)
+			for _, x := range batch {
+				if err := fn(x); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func (in *Inspector) readOrphans(ctx context.Context, node redis.UniversalClient, keys []string, next func(redis.Pipeliner)) ([]Orphan, error) {
+	pipe := node.Pipeline()
+	next(pipe)
+	pttls := make([]*redis.DurationCmd, len(keys))
+	for i, k := range keys {
+		pttls[i] = pipe.PTTL(ctx, k)
+	}
+	if pipe.Len() > 0 {
+		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
+			return nil, err
+		}
+	}
+	var found []string
+	for i, k := range keys {
+		if err := cmdErr(pttls[i]); err != nil {
+			return nil, err
+		}
+		// -1: no TTL. (-2, gone since SCAN, and any TTL are fine.)
+		if pttls[i].Val() == -1 {
+			found = append(found, k)
+		}
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	// Orphans are few; describing them costs a second round trip.
+	p := node.Pipeline()
+	types := make([]*redis.StatusCmd, len(found))
+	gets := make([]*redis.StringCmd, len(found))
+	scans := make([]*redis.ScanCmd, len(found))
+	for i, k := range found {
+		types[i] = p.Type(ctx, k)
+		gets[i] = p.Get(ctx, k)
+		scans[i] = redisson(ctx, p, k)
+	}
+	if _, err := p.Exec(ctx); pipeErr(err) != nil {
+		return nil, err
+	}
+	out := make([]Orphan, 0, len(found))
+	for i, k := range found {
+		if err := cmdErr(types[i]); err != nil {
+			return nil, err
+		}
+		t := types[i].Val()
+		if t == "none" {
+			continue
+		}
+		o := Orphan{Name: in.Name(k), Key: k, Type: t}
+		switch t {
+		case "string":
+			h := lock.ParseValue(k, gets[i].Val(), -1)
+			o.Holder = &h
+		case "hash":
+			if fields, ok := redissonFields(scans[i]); ok {
+				if h, ok := lock.ParseRedisson(k, fields, -1); ok {
+					o.Holder = &h
+				}
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
