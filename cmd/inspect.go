@@ -35,7 +35,8 @@ which keys will never free themselves, and free exactly one stuck holder.
   lockctl inspect lock deploy                 # one lock in full
   lockctl inspect orphans --check             # exit 1 if any lock key has no TTL
   lockctl inspect force-release deploy --token 3f2a9c01b7de --reason "runner died"
-  lockctl inspect audit -n 20`,
+  lockctl inspect audit -n 20
+  lockctl inspect once report:2025-03-01          # the record lockctl once keeps`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
 	}
@@ -45,6 +46,7 @@ which keys will never free themselves, and free exactly one stuck holder.
 		newInspectOrphansCmd(f),
 		newForceReleaseCmd(f),
 		newAuditCmd(f),
+		newInspectOnceCmd(f),
 	)
 	return c
 }

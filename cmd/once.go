@@ -218,8 +218,8 @@ func newInspectOnceCmd(f *Factory) *cobra.Command {
 		Short: "Show the record `lockctl once` keeps for KEY",
 		Long: `Show the record lockctl once keeps for KEY (key once:KEY): state (running or
 done), claimant, fingerprint, start, finish, duration, exit code, attempts
-and the record's remaining TTL. Exits 1 when there is no record (never run,
-or its outcome expired).`,
+and the record's remaining TTL. With no record (never run, or its outcome
+expired) the state is "none".`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			key, err := validName(args, "once KEY")
@@ -232,12 +232,12 @@ or its outcome expired).`,
 			}
 			rec, err := store.Get(c.Context(), key)
 			if errors.Is(err, once.ErrNotFound) {
+				// Like `inspect lock` on a free lock: a state, not an error.
 				if f.G.Output == "json" {
-					if err := f.IO.PrintJSON(map[string]any{"name": key, "key": store.Key(key), "state": "none"}); err != nil {
-						return err
-					}
+					return f.IO.PrintJSON(map[string]any{"name": key, "key": store.Key(key), "state": "none"})
 				}
-				return &ExitError{Code: ExitFound, Err: fmt.Errorf("no record for %s (%s): never run, or its outcome expired", key, store.Key(key)), Silent: f.G.Output == "json"}
+				return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"},
+					Rows: [][]string{{"name", key}, {"key", store.Key(key)}, {"state", "none"}}})
 			}
 			if err != nil {
 				return err

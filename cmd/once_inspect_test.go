@@ -48,13 +48,13 @@ func TestInspectOnce(t *testing.T) {
 	ctx := context.Background()
 	store := once.New(client, &once.Options{Owner: "ci@build:42"})
 
-	// No record: exit 1 with a message; JSON says state "none".
+	// No record: state "none", as `inspect lock` says "free".
 	code, stdout, stderr := inspectOnce(t, srv, "text", false, "nothing")
-	if code != ExitFound || stdout != "" || !strings.Contains(stderr, "no record for nothing (once:nothing)") {
+	if code != 0 || tsv(stdout)["state"] != "none" || tsv(stdout)["key"] != "once:nothing" || stderr != "" {
 		t.Fatalf("missing record: code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	code, stdout, stderr = inspectOnce(t, srv, "json", false, "nothing")
-	if code != ExitFound || !strings.Contains(stdout, `"state": "none"`) || stderr != "" {
+	if code != 0 || !strings.Contains(stdout, `"state": "none"`) || stderr != "" {
 		t.Fatalf("missing record, json: code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
