@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -228,36 +229,38 @@ func (f *Factory) resolve(c *cobra.Command) error {
 			}
 		}
 	}
+	// A section named after the command (`run:`, `lock:`, `inspect:`)
+	// overrides top-level keys, so flags that share a name across commands
+	// can differ.
+	section := topCommand(c).Name()
 	var setErr error
 	flags.VisitAll(func(fl *pflag.Flag) {
-		if setErr != nil || fl.Changed || !v.IsSet(fl.Name) {
+		if setErr != nil || fl.Changed {
 			return
 		}
-		val := v.Get(fl.Name)
-		var s string
-		switch x := val.(type) {
-		case []any:
-			parts := make([]string, len(x))
-			for i, p := range x {
-				parts[i] = fmt.Sprint(p)
-			}
-			s = strings.Join(parts, ",")
-		case []string:
-			s = strings.Join(x, ",")
-		default:
-			s = fmt.Sprint(x)
+		key := fl.Name
+		if globalEnv[fl.Name] == nil && section != "" && v.IsSet(section+"."+fl.Name) {
+			key = section + "." + fl.Name
+		} else if !v.IsSet(fl.Name) {
+			return
 		}
-		if s == fl.DefValue || (s == "[]" && fl.DefValue == "[]") {
+		s := configString(v.Get(key))
+		if s == fl.DefValue {
+			return
+		}
+		if _, err := strconv.ParseBool(s); err != nil && fl.Value.Type() == "bool" && key == fl.Name {
+			// A top-level key of another command's non-boolean flag
+			// with the same name (lock's --wait D, limit's --wait).
 			return
 		}
 		if sv, ok := fl.Value.(pflag.SliceValue); ok {
 			if err := sv.Replace(strings.Split(s, ",")); err != nil {
-				setErr = &UsageError{Err: fmt.Errorf("%s=%q: %v", fl.Name, s, err)}
+				setErr = &UsageError{Err: fmt.Errorf("%s=%q: %v", key, s, err)}
 			}
 			return
 		}
 		if err := fl.Value.Set(s); err != nil {
-			setErr = &UsageError{Err: fmt.Errorf("%s=%q (from environment or config file): %v", fl.Name, s, err)}
+			setErr = &UsageError{Err: fmt.Errorf("%s=%q (from environment or config file): %v", key, s, err)}
 		}
 	})
 	if setErr != nil {
@@ -266,6 +269,29 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	f.G.urlOnArgv = flags.Changed("url")
 	f.IO.DecideColor(f.G.Color, f.Getenv)
 	return nil
+}
+
+// topCommand is c's ancestor just below the root (c itself for top-level commands).
+func topCommand(c *cobra.Command) *cobra.Command {
+	for c.HasParent() && c.Parent().HasParent() {
+		c = c.Parent()
+	}
+	return c
+}
+
+// configString renders a config value the way a flag would be typed.
+func configString(val any) string {
+	switch x := val.(type) {
+	case []any:
+		parts := make([]string, len(x))
+		for i, p := range x {
+			parts[i] = fmt.Sprint(p)
+		}
+		return strings.Join(parts, ",")
+	case []string:
+		return strings.Join(x, ",")
+	}
+	return fmt.Sprint(val)
 }
 
 func defaultConfigFile(getenv func(string) string) string {
