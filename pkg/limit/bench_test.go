@@ -58,7 +58,7 @@ func runBench(b *testing.B, goroutines int, call func(ctx context.Context, key s
 }
 
 func BenchmarkDecisions(b *testing.B) {
-	client := newClient(b)
+	client := srv.Client(b)
 	if err := trivial.Load(context.Background(), client).Err(); err != nil {
 		b.Fatal(err)
 	}

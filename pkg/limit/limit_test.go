@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +19,7 @@ func newLimiter(t testing.TB, algo limit.Algorithm, rate string, burst int64) li
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := limit.New(newClient(t), r, &limit.Options{Algorithm: algo, Burst: burst})
+	l, err := limit.New(srv.Client(t), r, &limit.Options{Algorithm: algo, Burst: burst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func newLimiter(t testing.TB, algo limit.Algorithm, rate string, burst int64) li
 // (PTTL -2) only when it expired on its own in the meantime.
 func checkTTL(t *testing.T, key string, mustExist bool) {
 	t.Helper()
-	pttl := redisInt(t, "PTTL", key)
+	pttl := srv.Int(t, "PTTL", key)
 	if pttl == -1 || (mustExist && pttl <= 0) {
 		t.Fatalf("PTTL %s = %d", key, pttl)
 	}
@@ -47,8 +48,8 @@ func forEach(t *testing.T, f func(t *testing.T, algo limit.Algorithm)) {
 func TestSequentialCounts(t *testing.T) {
 	forEach(t, func(t *testing.T, algo limit.Algorithm) {
 		l := newLimiter(t, algo, "5/1h", 0)
-		key := uniqueKey(t)
-		ctx := ctxT(t)
+		key := redistest.UniqueKey(t)
+		ctx := redistest.Context(t)
 		for i := 0; i < 12; i++ {
 			r, err := l.Allow(ctx, key, 1)
 			if err != nil {
@@ -96,8 +97,8 @@ func TestSequentialCounts(t *testing.T) {
 func TestCost(t *testing.T) {
 	forEach(t, func(t *testing.T, algo limit.Algorithm) {
 		l := newLimiter(t, algo, "5/1h", 0)
-		key := uniqueKey(t)
-		ctx := ctxT(t)
+		key := redistest.UniqueKey(t)
+		ctx := redistest.Context(t)
 		for _, c := range []int64{0, -1} {
 			if _, err := l.Allow(ctx, key, c); !errors.Is(err, limit.ErrInvalid) {
 				t.Fatalf("cost %d: %v; want ErrInvalid", c, err)
@@ -108,7 +109,7 @@ func TestCost(t *testing.T) {
 		if !errors.Is(err, limit.ErrNeverAllowed) || !errors.As(err, &ce) || ce.Cost != 6 || ce.Burst != 5 {
 			t.Fatalf("cost 6: %v; want CostError{6, 5}", err)
 		}
-		if n := redisInt(t, "EXISTS", l.Key(key)); n != 0 {
+		if n := srv.Int(t, "EXISTS", l.Key(key)); n != 0 {
 			t.Fatalf("refused argument created the key")
 		}
 		steps := []struct {
@@ -136,9 +137,9 @@ func TestBurst(t *testing.T) {
 	for _, algo := range []limit.Algorithm{limit.GCRA, limit.TokenBucket} {
 		t.Run(string(algo), func(t *testing.T) {
 			l := newLimiter(t, algo, "10/1h", 3)
-			key := uniqueKey(t)
+			key := redistest.UniqueKey(t)
 			for i := 0; i < 5; i++ {
-				r, err := l.Allow(ctxT(t), key, 1)
+				r, err := l.Allow(redistest.Context(t), key, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -146,7 +147,7 @@ func TestBurst(t *testing.T) {
 					t.Fatalf("call %d: %+v; want burst of 3", i, r)
 				}
 			}
-			if _, err := l.Allow(ctxT(t), key, 4); !errors.Is(err, limit.ErrNeverAllowed) {
+			if _, err := l.Allow(redistest.Context(t), key, 4); !errors.Is(err, limit.ErrNeverAllowed) {
 				t.Fatalf("cost 4 over burst 3: %v", err)
 			}
 		})
@@ -154,7 +155,7 @@ func TestBurst(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	c := newClient(t)
+	c := srv.Client(t)
 	r := limit.Rate{Limit: 10, Period: time.Second}
 	cases := map[string]struct {
 		client bool
@@ -191,11 +192,11 @@ func TestBadOptions(t *testing.T) {
 func TestWrongType(t *testing.T) {
 	forEach(t, func(t *testing.T, algo limit.Algorithm) {
 		l := newLimiter(t, algo, "5/1h", 0)
-		key := uniqueKey(t)
+		key := redistest.UniqueKey(t)
 		if _, err := srv.Do("RPUSH", l.Key(key), "x"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Allow(ctxT(t), key, 1); !errors.Is(err, limit.ErrWrongType) {
+		if _, err := l.Allow(redistest.Context(t), key, 1); !errors.Is(err, limit.ErrWrongType) {
 			t.Fatalf("list key: %v; want ErrWrongType", err)
 		}
 	})
@@ -205,11 +206,11 @@ func TestWrongType(t *testing.T) {
 			if a == b {
 				continue
 			}
-			key := uniqueKey(t)
-			if _, err := newLimiter(t, a, "5/1h", 0).Allow(ctxT(t), key, 1); err != nil {
+			key := redistest.UniqueKey(t)
+			if _, err := newLimiter(t, a, "5/1h", 0).Allow(redistest.Context(t), key, 1); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := newLimiter(t, b, "5/1h", 0).Allow(ctxT(t), key, 1); !errors.Is(err, limit.ErrWrongType) {
+			if _, err := newLimiter(t, b, "5/1h", 0).Allow(redistest.Context(t), key, 1); !errors.Is(err, limit.ErrWrongType) {
 				t.Errorf("%s state read by %s: %v; want ErrWrongType", a, b, err)
 			}
 		}
@@ -218,15 +219,15 @@ func TestWrongType(t *testing.T) {
 
 func TestPrefix(t *testing.T) {
 	r := limit.Rate{Limit: 1, Period: time.Hour}
-	l, err := limit.New(newClient(t), r, &limit.Options{Prefix: "rl:"})
+	l, err := limit.New(srv.Client(t), r, &limit.Options{Prefix: "rl:"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := uniqueKey(t)
-	if _, err := l.Allow(ctxT(t), key, 1); err != nil {
+	key := redistest.UniqueKey(t)
+	if _, err := l.Allow(redistest.Context(t), key, 1); err != nil {
 		t.Fatal(err)
 	}
-	if l.Key(key) != "rl:"+key || redisInt(t, "EXISTS", "rl:"+key) != 1 || redisInt(t, "EXISTS", "limit:"+key) != 0 {
+	if l.Key(key) != "rl:"+key || srv.Int(t, "EXISTS", "rl:"+key) != 1 || srv.Int(t, "EXISTS", "limit:"+key) != 0 {
 		t.Fatal("custom prefix not used")
 	}
 }
@@ -236,7 +237,7 @@ func TestPrefix(t *testing.T) {
 func TestConcurrentNoOverAdmission(t *testing.T) {
 	forEach(t, func(t *testing.T, algo limit.Algorithm) {
 		const limitN, clients, calls = 50, 8, 40
-		key := uniqueKey(t)
+		key := redistest.UniqueKey(t)
 		var admitted atomic.Int64
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -248,7 +249,7 @@ func TestConcurrentNoOverAdmission(t *testing.T) {
 				defer wg.Done()
 				<-start
 				for i := 0; i < calls; i++ {
-					r, err := l.Allow(ctxT(t), key, 1)
+					r, err := l.Allow(redistest.Context(t), key, 1)
 					if err != nil {
 						errs <- err
 						return
@@ -278,8 +279,8 @@ func TestWindowsSlide(t *testing.T) {
 	forEach(t, func(t *testing.T, algo limit.Algorithm) {
 		const period = 500 * time.Millisecond
 		l := newLimiter(t, algo, "5/500ms", 0)
-		key := uniqueKey(t)
-		ctx := ctxT(t)
+		key := redistest.UniqueKey(t)
+		ctx := redistest.Context(t)
 		burst := func() (int, limit.Result) {
 			n := 0
 			var last limit.Result
@@ -323,7 +324,7 @@ func TestWindowsSlide(t *testing.T) {
 		}
 		// Left alone, the key expires by itself.
 		time.Sleep(2*period + 100*time.Millisecond)
-		if n := redisInt(t, "EXISTS", l.Key(key)); n != 0 {
+		if n := srv.Int(t, "EXISTS", l.Key(key)); n != 0 {
 			t.Fatalf("idle key still exists after two windows")
 		}
 	})
@@ -334,8 +335,8 @@ func TestRetryAfterNeverEarly(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, algo limit.Algorithm) {
 		l := newLimiter(t, algo, "3/500ms", 0)
-		key := uniqueKey(t)
-		ctx := ctxT(t)
+		key := redistest.UniqueKey(t)
+		ctx := redistest.Context(t)
 		refusals := 0
 		for i := 0; i < 30 && refusals < 6; i++ {
 			cost := int64(1 + i%2)
@@ -369,8 +370,8 @@ func TestRetryAfterNeverEarly(t *testing.T) {
 func TestWait(t *testing.T) {
 	t.Parallel()
 	l := newLimiter(t, limit.GCRA, "2/200ms", 0)
-	key := uniqueKey(t)
-	ctx := ctxT(t)
+	key := redistest.UniqueKey(t)
+	ctx := redistest.Context(t)
 	for i := 0; i < 5; i++ {
 		r, err := limit.Wait(ctx, l, key, 1)
 		if err != nil || !r.Allowed {

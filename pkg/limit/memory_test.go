@@ -3,6 +3,7 @@ package limit_test
 import (
 	"testing"
 
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/pkg/limit"
 )
 
@@ -10,15 +11,15 @@ import (
 func memoryAfter(t *testing.T, algo limit.Algorithm, calls int) int64 {
 	t.Helper()
 	l := newLimiter(t, algo, "100000/1h", 0)
-	key := uniqueKey(t)
-	ctx := ctxT(t)
+	key := redistest.UniqueKey(t)
+	ctx := redistest.Context(t)
 	for i := 0; i < calls; i++ {
 		r, err := l.Allow(ctx, key, 1)
 		if err != nil || !r.Allowed {
 			t.Fatalf("call %d: %+v %v", i, r, err)
 		}
 	}
-	return redisInt(t, "MEMORY", "USAGE", l.Key(key), "SAMPLES", "0")
+	return srv.Int(t, "MEMORY", "USAGE", l.Key(key), "SAMPLES", "0")
 }
 
 func TestMemoryPerKey(t *testing.T) {

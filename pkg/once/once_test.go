@@ -8,21 +8,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/pkg/once"
 )
 
 func checkTTL(t *testing.T, key string) {
 	t.Helper()
-	if pttl := redisInt(t, "PTTL", key); pttl <= 0 {
+	if pttl := srv.Int(t, "PTTL", key); pttl <= 0 {
 		t.Fatalf("PTTL %s = %d; want a TTL", key, pttl)
 	}
 }
 
 func TestClaimCompleteReplay(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	s := once.New(newClient(t), &once.Options{Owner: "alice@a:1", ResultTTL: time.Hour})
-	key := uniqueKey(t)
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{Owner: "alice@a:1", ResultTTL: time.Hour})
+	key := redistest.UniqueKey(t)
 	c, err := s.Claim(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestClaimCompleteReplay(t *testing.T) {
 		t.Fatalf("Get while running: %+v %v", rec, err)
 	}
 
-	other := once.New(newClient(t), &once.Options{Owner: "bob@b:2"})
+	other := once.New(srv.Client(t), &once.Options{Owner: "bob@b:2"})
 	_, err = other.Claim(ctx, key, nil)
 	var ip *once.InProgressError
 	if !errors.Is(err, once.ErrInProgress) || !errors.As(err, &ip) || ip.Record.Owner != "alice@a:1" {
@@ -72,18 +73,18 @@ func TestClaimCompleteReplay(t *testing.T) {
 // Ten claimants on ten connections race for one key: exactly one runs.
 func TestRacingClaimants(t *testing.T) {
 	t.Parallel()
-	key := uniqueKey(t)
+	key := redistest.UniqueKey(t)
 	var ran atomic.Int64
 	var inProgress, done atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := 0; i < 10; i++ {
-		s := once.New(newClient(t), nil)
+		s := once.New(srv.Client(t), nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := s.Do(ctxT(t), key, nil, func(context.Context) int {
+			_, err := s.Do(redistest.Context(t), key, nil, func(context.Context) int {
 				ran.Add(1)
 				time.Sleep(100 * time.Millisecond)
 				return 0
@@ -108,9 +109,9 @@ func TestRacingClaimants(t *testing.T) {
 
 func TestReplayFailureAndRerunFailed(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	s := once.New(newClient(t), nil)
-	key := uniqueKey(t)
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), nil)
+	key := redistest.UniqueKey(t)
 	runs := 0
 	fn := func(code int) func(context.Context) int {
 		return func(context.Context) int { runs++; return code }
@@ -139,11 +140,11 @@ func TestReplayFailureAndRerunFailed(t *testing.T) {
 // longer renew or record.
 func TestTakeoverAfterTTL(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
+	ctx := redistest.Context(t)
 	const ttl = 300 * time.Millisecond
-	a := once.New(newClient(t), &once.Options{TTL: ttl, Owner: "a"})
-	b := once.New(newClient(t), &once.Options{TTL: ttl, Owner: "b"})
-	key := uniqueKey(t)
+	a := once.New(srv.Client(t), &once.Options{TTL: ttl, Owner: "a"})
+	b := once.New(srv.Client(t), &once.Options{TTL: ttl, Owner: "b"})
+	key := redistest.UniqueKey(t)
 	ca, err := a.Claim(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -175,10 +176,10 @@ func TestTakeoverAfterTTL(t *testing.T) {
 // KeepAlive holds a claim well past its TTL.
 func TestKeepAlive(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
+	ctx := redistest.Context(t)
 	const ttl = 300 * time.Millisecond
-	s := once.New(newClient(t), &once.Options{TTL: ttl})
-	key := uniqueKey(t)
+	s := once.New(srv.Client(t), &once.Options{TTL: ttl})
+	key := redistest.UniqueKey(t)
 	c, err := s.Claim(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -205,9 +206,9 @@ func TestKeepAlive(t *testing.T) {
 // The keeper reports a claim that vanished, and Do cancels fn's context.
 func TestLossCancelsDo(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	s := once.New(newClient(t), &once.Options{TTL: 300 * time.Millisecond})
-	key := uniqueKey(t)
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{TTL: 300 * time.Millisecond})
+	key := redistest.UniqueKey(t)
 	rec, err := s.Do(ctx, key, nil, func(ctx context.Context) int {
 		if _, err := srv.Do("DEL", s.Key(key)); err != nil {
 			t.Error(err)
@@ -229,9 +230,9 @@ func TestLossCancelsDo(t *testing.T) {
 
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	s := once.New(newClient(t), nil)
-	key := uniqueKey(t)
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), nil)
+	key := redistest.UniqueKey(t)
 	c, err := s.Claim(ctx, key, &once.ClaimOptions{Fingerprint: "sha256:aaa"})
 	if err != nil {
 		t.Fatal(err)
@@ -257,9 +258,9 @@ func TestFingerprint(t *testing.T) {
 
 func TestAbandon(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	s := once.New(newClient(t), nil)
-	key := uniqueKey(t)
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), nil)
+	key := redistest.UniqueKey(t)
 	c, err := s.Claim(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -280,9 +281,9 @@ func TestAbandon(t *testing.T) {
 
 func TestGetAndBadInput(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	s := once.New(newClient(t), nil)
-	key := uniqueKey(t)
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), nil)
+	key := redistest.UniqueKey(t)
 	if _, err := s.Get(ctx, key); !errors.Is(err, once.ErrNotFound) {
 		t.Fatalf("Get of nothing: %v", err)
 	}
@@ -304,15 +305,15 @@ func TestGetAndBadInput(t *testing.T) {
 	if _, err := s.Claim(ctx, "", nil); !errors.Is(err, once.ErrInvalid) {
 		t.Fatalf("empty key: %v", err)
 	}
-	short := once.New(newClient(t), &once.Options{TTL: time.Microsecond})
+	short := once.New(srv.Client(t), &once.Options{TTL: time.Microsecond})
 	if _, err := short.Claim(ctx, key, nil); !errors.Is(err, once.ErrInvalid) {
 		t.Fatalf("ttl under 1ms: %v", err)
 	}
 	if _, err := once.New(nil, nil).Claim(ctx, key, nil); !errors.Is(err, once.ErrInvalid) {
 		t.Fatalf("nil client: %v", err)
 	}
-	p := once.New(newClient(t), &once.Options{Prefix: "idem:"})
-	if _, err := p.Claim(ctx, key, nil); err != nil || redisInt(t, "EXISTS", "idem:"+key) != 1 {
+	p := once.New(srv.Client(t), &once.Options{Prefix: "idem:"})
+	if _, err := p.Claim(ctx, key, nil); err != nil || srv.Int(t, "EXISTS", "idem:"+key) != 1 {
 		t.Fatalf("custom prefix: %v", err)
 	}
 }
