@@ -127,6 +127,7 @@ monotonic fencing token that the protected resource can check.`,
 		newRenewCmd(f),
 		newReleaseCmd(f),
 		newFenceCmd(f),
+		newRunCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
