@@ -150,7 +150,7 @@ func Supervise(ctx context.Context, c *child.Child, cfg *Config) Result {
 	lossGrace := killAfter
 	if cfg.Lease != nil {
 		lost = cfg.Lease.Lost()
-		lossGrace = LossGrace(killAfter, cfg.Lease.Margin())
+		lossGrace = LossGrace(killAfter, cfg.Lease.Margin()).Round(time.Millisecond)
 	}
 	var expired <-chan time.Time
 	if cfg.MaxRuntime > 0 {

@@ -301,7 +301,11 @@ func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Durat
 	case 0:
 		// No lock at key: the token may hold a slot of the semaphore
 		// of the same name, which lives in auxiliary keys.
-		return l.renewSem(ctx, key, token, ttl)
+		ttl, err := l.renewSem(ctx, key, token, ttl)
+		if errors.Is(err, ErrNotHeld) {
+			return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
+		}
+		return ttl, err
 	case 1:
 		return ttl, l.replicated(key, r)
 	}
@@ -335,7 +339,10 @@ func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
 	switch r.code {
 	case 0:
 		// No lock at key: try the semaphore of the same name.
-		return l.releaseSem(ctx, key, token)
+		if err := l.releaseSem(ctx, key, token); !errors.Is(err, ErrNotHeld) {
+			return err
+		}
+		return fmt.Errorf("%w: %s", ErrNotHeld, key)
 	case 1:
 		return nil
 	}
