@@ -59,7 +59,9 @@ func validName(args []string, what string) (string, error) {
 
 type lockOptions struct {
 	waitFlags
-	test bool
+	test  bool
+	limit int
+	fifo  bool
 }
 
 func newLockCmd(f *Factory) *cobra.Command {
@@ -85,6 +87,8 @@ default; -n fails at once and -w bounds the wait.
 	}
 	o.register(c)
 	c.Flags().BoolVar(&o.test, "test", false, "only report: exit 0 when free, 1 when held")
+	c.Flags().IntVar(&o.limit, "limit", 0, "counting semaphore: up to N holders at once (every holder must use the same N)")
+	c.Flags().BoolVar(&o.fifo, "fifo", false, "serve waiters in arrival order")
 	return c
 }
 
@@ -114,15 +118,24 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		}
 		return &ExitError{Code: ExitFound, Silent: true}
 	}
+	if o.limit < 0 {
+		return usageErrorf("--limit must be at least 1")
+	}
+	if o.limit > 0 && o.fifo {
+		return usageErrorf("--limit and --fifo cannot be combined yet")
+	}
 	status := newWaitStatus(f, name)
 	lease, err := l.Acquire(ctx, name, o.ttl, &lock.AcquireOptions{
 		Owner:  o.owner,
 		Note:   o.note,
+		CI:     ciJobURL(f.Getenv),
+		Limit:  o.limit,
+		FIFO:   o.fifo,
 		Wait:   o.waitDuration(c),
 		OnBusy: status.busy,
 	})
 	if err != nil {
-		return o.notAcquired(err)
+		return o.notAcquired(explainBusy(name, err))
 	}
 	return printLease(f, lease)
 }
@@ -165,6 +178,9 @@ func holderJSON(name string, h *lock.Holder, held bool) map[string]any {
 	if h.TTL < 0 {
 		m["ttl_ms"] = -1
 	}
+	if h.CI != "" {
+		m["ci"] = h.CI
+	}
 	if !h.AcquiredAt.IsZero() {
 		m["acquired_at"] = h.AcquiredAt.UTC().Format(time.RFC3339Nano)
 	}
@@ -202,11 +218,24 @@ func (s *waitStatus) busy(h lock.Holder) {
 		return
 	}
 	s.last = now
+	waited := now.Sub(s.started).Round(time.Second)
+	switch h.Kind {
+	case "queue":
+		s.f.IO.Errorf("waiting for %s: free, but %d earlier waiter(s) go first; waited %s", s.name, h.Queue, waited)
+		return
+	case "semaphore":
+		s.f.IO.Errorf("waiting for %s: all %d slots taken; the next frees within %s; waited %s", s.name, h.Holders, h.TTL.Round(time.Second), waited)
+		return
+	}
+	queue := ""
+	if h.Queue > 0 {
+		queue = fmt.Sprintf("; %d waiter(s) ahead in the queue", h.Queue)
+	}
 	since := ""
 	if !h.AcquiredAt.IsZero() {
 		since = fmt.Sprintf(" since %s (%s ago)", h.AcquiredAt.Local().Format("15:04:05"), time.Since(h.AcquiredAt).Round(time.Second))
 	}
-	s.f.IO.Errorf("waiting for %s: held by %s%s%s; waited %s", s.name, h.Owner, since, ttlText(h.TTL), now.Sub(s.started).Round(time.Second))
+	s.f.IO.Errorf("waiting for %s: held by %s%s%s%s; waited %s", s.name, h.Owner, since, ttlText(h.TTL), queue, waited)
 }
 
 // tokenFor resolves --token, falling back to LOCKCTL_TOKEN only when

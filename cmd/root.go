@@ -134,6 +134,7 @@ monotonic fencing token that the protected resource can check.`,
 		newSimulateCmd(f),
 		newLimitCmd(f),
 		newOnceCmd(f),
+		newRunCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -55,6 +56,9 @@ type Spec struct {
 	Shell string
 	// Env is added to this process's environment (later entries win).
 	Env []string
+	// Unset names variables of this process's environment the child must
+	// not inherit (secrets, say).
+	Unset []string
 	// Dir is the working directory; "" is the current one.
 	Dir string
 	// Stdin, Stdout and Stderr default to this process's own. An *os.File
@@ -104,8 +108,8 @@ func Start(spec Spec) (*Child, error) {
 		// cannot be run.
 		return nil, classify(argv[0], cmd.Path, cmd.Err)
 	}
-	if len(spec.Env) > 0 {
-		cmd.Env = append(os.Environ(), spec.Env...)
+	if len(spec.Env) > 0 || len(spec.Unset) > 0 {
+		cmd.Env = append(environWithout(spec.Unset), spec.Env...)
 	}
 	cmd.Dir = spec.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
@@ -131,6 +135,24 @@ func Start(spec Spec) (*Child, error) {
 	}
 	go c.wait()
 	return c, nil
+}
+
+func environWithout(names []string) []string {
+	env := os.Environ()
+	if len(names) == 0 {
+		return env
+	}
+	out := env[:0:0]
+next:
+	for _, kv := range env {
+		for _, n := range names {
+			if strings.HasPrefix(kv, n+"=") {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // Pid is the direct child's pid, which is also its process group id.

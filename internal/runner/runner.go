@@ -93,6 +93,10 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
+// groupLinger is how long members may outlive the leader before Supervise
+// says it is waiting for them.
+const groupLinger = 500 * time.Millisecond
+
 // LossGrace is the SIGTERM-to-SIGKILL grace used after a loss: killAfter,
 // cut to two thirds of the lease's margin so that the group is killed
 // while the server still holds the lease, with a third of the margin left
@@ -146,7 +150,7 @@ func Supervise(ctx context.Context, c *child.Child, cfg *Config) Result {
 	lossGrace := killAfter
 	if cfg.Lease != nil {
 		lost = cfg.Lease.Lost()
-		lossGrace = LossGrace(killAfter, cfg.Lease.Margin())
+		lossGrace = LossGrace(killAfter, cfg.Lease.Margin()).Round(time.Millisecond)
 	}
 	var expired <-chan time.Time
 	if cfg.MaxRuntime > 0 {
@@ -155,6 +159,7 @@ func Supervise(ctx context.Context, c *child.Child, cfg *Config) Result {
 		expired = t.C
 	}
 	exited := c.Exited()
+	var linger <-chan time.Time
 	done := ctx.Done()
 	onLost := func(err error) {
 		res.Lost, res.LostErr = true, err
@@ -190,11 +195,13 @@ loop:
 			_ = c.Terminate(killAfter)
 		case <-exited:
 			exited = nil
-			select {
-			case <-c.Done():
-			default:
-				logf("child %s; waiting for the rest of its process group (%d)", c.Status(), c.Pid())
-			}
+			// The group usually ends with its leader; say something only
+			// when members stay behind (a background job, a daemon that
+			// did not detach).
+			linger = time.After(groupLinger)
+		case <-linger:
+			linger = nil
+			logf("child %s; waiting for the rest of its process group (%d)", c.Status(), c.Pid())
 		case <-c.Done():
 			break loop
 		}

@@ -30,6 +30,13 @@ type backend interface {
 	subscribe(ctx context.Context, channel string) (subscription, error)
 	// queued counts this process's waiters on channel.
 	queued(channel string) int
+
+	// Semaphores (sem.go) and FIFO queues (fifo.go).
+	semAcquire(ctx context.Context, key string, limit int, a acquireArgs) (reply, error)
+	semRenew(ctx context.Context, key, token string, ttl time.Duration) (reply, error)
+	semRelease(ctx context.Context, key, token string) (reply, error)
+	fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error)
+	fifoLeave(ctx context.Context, key, token string) error
 }
 
 type subscription interface {
@@ -55,6 +62,9 @@ type reply struct {
 	fence  int64
 	nowMS  int64
 	acked  int // replicas that acknowledged the write; -1 when not asked
+
+	holders int64 // semaphore refusal: live holders
+	queue   int64 // FIFO refusal: waiters ahead
 }
 
 // holder turns a refusal into the Holder it describes, or a *WrongTypeError
@@ -62,11 +72,22 @@ type reply struct {
 func (r reply) holder(key string) (Holder, error) {
 	switch r.typ {
 	case "string":
-		return ParseValue(key, r.value, r.pttl), nil
+		h := ParseValue(key, r.value, r.pttl)
+		h.Queue = r.queue
+		return h, nil
 	case "hash":
 		if h, ok := ParseRedisson(key, r.fields, r.pttl); ok {
+			h.Queue = r.queue
 			return h, nil
 		}
+	case "semaphore":
+		h := ParseValue(key, r.value, r.pttl)
+		h.Kind, h.Holders = "semaphore", r.holders
+		return h, nil
+	case "none":
+		// FIFO: the lock is free, but earlier waiters go first. TTL -1
+		// keeps waiters from timing their retry by it.
+		return Holder{Key: key, Kind: "queue", TTL: -1, Queue: r.queue}, nil
 	}
 	return Holder{}, &WrongTypeError{Key: key, Type: r.typ}
 }
@@ -136,6 +157,11 @@ func (s *single) inspect(ctx context.Context, key string) (reply, error) {
 // on its own connection, so on any other pooled connection it would report
 // success for writes it never waited for.
 func (s *single) write(ctx context.Context, sc *redis.Script, keys []string, args ...any) (reply, error) {
+	return s.writeRaw(ctx, sc, keys, decode, args...)
+}
+
+// writeRaw is write with the script's own reply decoder.
+func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, decode func(any) (reply, error), args ...any) (reply, error) {
 	if s.replicas <= 0 {
 		v, err := sc.Run(ctx, s.c, keys, args...).Result()
 		if err != nil {

@@ -54,4 +54,13 @@
 // Its fence counter, wake-up channel and fence-check records are AuxKey
 // names in the same Redis Cluster slot and outside the lock pattern. The
 // stored value is JSON whose first member is the token (see ParseValue).
+//
+// A semaphore (AcquireOptions.Limit) does not use the lock key: its holders
+// are AuxKey(KindSem, key), a ZSET of token -> expiry in server ms, and
+// AuxKey(KindSemVal, key), a HASH of token -> the same JSON value a lock
+// holds (with "limit"). A FIFO queue (AcquireOptions.FIFO) is
+// AuxKey(KindQueue, key), a ZSET of token -> arrival in server µs, with
+// heartbeats in AuxKey(KindQueueHB, key). All four carry the TTL of their
+// latest member, so none outlives its last holder or waiter. See sem.go and
+// fifo.go.
 package lock

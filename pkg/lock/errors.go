@@ -34,6 +34,14 @@ type Holder struct {
 	TTL        time.Duration // remaining; -1 when the key has no TTL
 	Kind       string        // "lockctl", "string" (foreign SET NX), "redisson" (hash lock)
 	Reentry    int64         // Redisson reentry count
+	CI         string        // the CI job's URL recorded by the acquirer, if any
+
+	// Semaphore refusals (Kind "semaphore") describe the holder whose slot
+	// frees first; Holders is how many hold a slot and Limit their bound.
+	Holders, Limit int64
+	// Queue is, for a FIFO waiter, how many waiters are ahead of it. Kind is
+	// "queue" when the lock itself is free but earlier waiters go first.
+	Queue int64
 }
 
 // HeldError reports the current holder. It matches ErrNotObtained when

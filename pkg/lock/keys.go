@@ -11,8 +11,10 @@ const AuxPrefix = "lockctl:"
 // Kinds of auxiliary keys.
 const (
 	KindFence   = "fence"   // INCR counter, never expires
-	KindQueue   = "queue"   // FIFO wait queue
-	KindSem     = "sem"     // counting semaphore holders
+	KindQueue   = "queue"   // FIFO wait queue: ZSET token -> arrival (server µs)
+	KindSem     = "sem"     // counting semaphore holders: ZSET token -> expiry (server ms)
+	KindSemVal  = "semval"  // semaphore holders' values: HASH token -> lockctl JSON value
+	KindQueueHB = "queuehb" // FIFO waiters' heartbeats: ZSET token -> expiry (server ms)
 	KindChannel = "chan"    // pub/sub channel a release publishes on
 	KindChecked = "checked" // highest fence accepted by Check, per resource
 )

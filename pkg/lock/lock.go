@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -97,6 +98,16 @@ type AcquireOptions struct {
 	// Owner is shown to other users; "" means DefaultOwner().
 	Owner string
 	Note  string
+	// CI is the URL of the CI job acquiring the lock, recorded in the
+	// stored value ("ci") for people looking at the holder.
+	CI string
+	// Limit > 0 makes the lock a counting semaphore with up to Limit
+	// holders (see sem.go). Every user of the semaphore must pass the same
+	// Limit. Renew, Release and ReleaseLease find semaphore slots by token.
+	Limit int
+	// FIFO serves waiters in arrival order (see fifo.go). Not supported
+	// together with Limit.
+	FIFO bool
 	// Wait: 0 fails at once when the lock is held; > 0 waits up to that
 	// long; < 0 waits until ctx is done.
 	Wait time.Duration
@@ -116,6 +127,12 @@ type Lease struct {
 	AcquiredAt time.Time // server time
 	ExpiresAt  time.Time // server time when this acquire took effect plus TTL
 	Waited     time.Duration
+	// Limit is the semaphore's bound for a semaphore slot, else 0.
+	Limit int
+	// Sent is when the successful attempt was sent, on the Locker's
+	// clock: the lease lasts at least until Sent+TTL on the server, which
+	// makes it the right WatchdogOptions.Since.
+	Sent time.Time
 }
 
 // Acquire takes the lock called name for ttl, waiting as o.Wait says.
@@ -148,13 +165,34 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	if owner == "" {
 		owner = DefaultOwner()
 	}
+	if o.Limit < 0 || (o.Limit > 0 && o.FIFO) {
+		return nil, fmt.Errorf("%w: limit %d (FIFO waiting is not supported for semaphores)", ErrInvalid, o.Limit)
+	}
 	rest := `,"owner":` + encodeJSONString(owner)
 	if o.Note != "" {
 		rest += `,"note":` + encodeJSONString(o.Note)
 	}
-	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note,
+	if o.CI != "" {
+		rest += `,"ci":` + encodeJSONString(o.CI)
+	}
+	if o.Limit > 0 {
+		rest += `,"limit":` + strconv.Itoa(o.Limit)
+	}
+	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note, limit: o.Limit, fifo: o.FIFO,
 		args: acquireArgs{token: token, ttl: ttl, rest: rest}, start: l.clock.Now()}
-	if o.Wait != 0 && l.b.queued(Channel(key)) > 0 {
+	lease, err := a.run(ctx, o)
+	if lease == nil && a.fifo {
+		// Leave the queue at once rather than by heartbeat expiry, so the
+		// waiters behind go on without delay.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = l.b.fifoLeave(lctx, key, token)
+		cancel()
+	}
+	return lease, err
+}
+
+func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
+	if o.Wait != 0 && a.l.b.queued(Channel(a.key)) > 0 {
 		// Others in this process already wait for this lock: queue behind
 		// them instead of barging in, so local waiters are served in
 		// arrival order. The release that frees the lock wakes the first.
@@ -180,6 +218,8 @@ type attempt struct {
 	key   string
 	owner string
 	note  string
+	limit int
+	fifo  bool
 	args  acquireArgs
 	start time.Time
 }
@@ -187,11 +227,21 @@ type attempt struct {
 // try runs the acquire script once. It returns a lease, or the holder that
 // refused it, or an error.
 func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
-	r, err := a.l.b.acquire(ctx, a.key, a.args)
+	var r reply
+	var err error
+	sent := a.l.clock.Now()
+	switch {
+	case a.limit > 0:
+		r, err = a.l.b.semAcquire(ctx, a.key, a.limit, a.args)
+	case a.fifo:
+		r, err = a.l.b.fifoAcquire(ctx, a.key, a.args, a.l.queueTTL())
+	default:
+		r, err = a.l.b.acquire(ctx, a.key, a.args)
+	}
 	if err != nil {
 		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", a.key, err)
 	}
-	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl}
+	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Sent: sent}
 	now := time.UnixMilli(r.nowMS).UTC()
 	switch r.code {
 	case 1:
@@ -213,7 +263,7 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 		// for others now rather than at its TTL.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
-		_ = a.l.ReleaseKey(rctx, a.key, a.args.token)
+		_ = a.l.ReleaseLease(rctx, lease)
 		return nil, Holder{}, err
 	}
 	return lease, Holder{}, nil
@@ -255,7 +305,13 @@ func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Durat
 	}
 	switch r.code {
 	case 0:
-		return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
+		// No lock at key: the token may hold a slot of the semaphore
+		// of the same name, which lives in auxiliary keys.
+		ttl, err := l.renewSem(ctx, key, token, ttl)
+		if errors.Is(err, ErrNotHeld) {
+			return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
+		}
+		return ttl, err
 	case 1:
 		return ttl, l.replicated(key, r)
 	}
@@ -288,6 +344,10 @@ func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
 	}
 	switch r.code {
 	case 0:
+		// No lock at key: try the semaphore of the same name.
+		if err := l.releaseSem(ctx, key, token); !errors.Is(err, ErrNotHeld) {
+			return err
+		}
 		return fmt.Errorf("%w: %s", ErrNotHeld, key)
 	case 1:
 		return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -64,4 +65,8 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 		h.n.Add(int64(len(cmds)))
 		return next(ctx, cmds)
 	}
+}
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
 }

@@ -11,7 +11,10 @@ import (
 // A lockctl lock key holds one JSON object whose first member is the token,
 // so that scripts compare tokens with a prefix match and never decode JSON:
 //
-//	{"token":"<32 hex>","fence":7,"owner":"ci@build-3:4242","note":"deploy #81","acquired_ms":1767225600000}
+//	{"token":"<32 hex>","fence":7,"owner":"ci@build-3:4242","note":"deploy #81","ci":"https://...","acquired_ms":1767225600000}
+//
+// note and ci (the CI job's URL) are present only when set; a semaphore
+// holder's value (see Semaphores in doc.go) also carries "limit".
 //
 // The acquire script writes it (fence and acquired_ms come from INCR and the
 // server's TIME inside the script); listing locks needs no second key.
@@ -30,6 +33,8 @@ type storedValue struct {
 	Fence      int64  `json:"fence"`
 	Owner      string `json:"owner"`
 	Note       string `json:"note,omitempty"`
+	CI         string `json:"ci,omitempty"`
+	Limit      int64  `json:"limit,omitempty"`
 	AcquiredMS int64  `json:"acquired_ms"`
 	Holders    int64  `json:"holders,omitempty"`
 }
@@ -42,7 +47,7 @@ func ParseValue(key, value string, ttl time.Duration) Holder {
 	var v storedValue
 	if strings.HasPrefix(value, `{"token":"`) && json.Unmarshal([]byte(value), &v) == nil && v.Token != "" {
 		h.Kind = "lockctl"
-		h.Token, h.Fence, h.Owner, h.Note = v.Token, v.Fence, v.Owner, v.Note
+		h.Token, h.Fence, h.Owner, h.Note, h.CI, h.Limit = v.Token, v.Fence, v.Owner, v.Note, v.CI, v.Limit
 		if v.AcquiredMS > 0 {
 			h.AcquiredAt = time.UnixMilli(v.AcquiredMS).UTC()
 		}

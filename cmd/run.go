@@ -1,0 +1,344 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/spf13/cobra"
+)
+
+type runOptions struct {
+	waitFlags
+	renewEvery time.Duration
+	onLost     string
+	killAfter  time.Duration
+	maxRuntime time.Duration
+	limit      int
+	fifo       bool
+	reportFile string
+	script     string
+}
+
+func newRunCmd(f *Factory) *cobra.Command {
+	o := &runOptions{}
+	c := &cobra.Command{
+		Use:   "run NAME [flags] -- CMD [ARGS...]",
+		Short: "Run a command while holding a lock",
+		Long: `Hold NAME while CMD runs: acquire (waiting by default, like flock), renew the
+lease in the background, run CMD in its own process group, release once the
+whole group is gone. CMD's exit status is lockctl's.
+
+If the lease is lost while CMD runs (no renewal succeeded in time), CMD's
+group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76.
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
+group.
+
+  lockctl run nightly -n -- /usr/local/bin/backup.sh
+  lockctl run deploy -w 10m --ttl 1m -- ./deploy.sh prod
+  lockctl run reindex --limit 3 -c 'reindex --shard "$SHARD"'`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			name, argv, err := runArgs(c, o, args)
+			if err != nil {
+				return err
+			}
+			return runRun(c, f, o, name, argv)
+		},
+	}
+	o.register(c)
+	fs := c.Flags()
+	fs.Var(newDuration(&o.renewEvery, 0, false, false), "renew-every", "renewal period (default ttl/3)")
+	fs.Var(newEnum(&o.onLost, "term", "term", "kill", "ignore"), "on-lost", "when the lock is lost: term (SIGTERM, then SIGKILL), kill, ignore")
+	fs.Var(newDuration(&o.killAfter, runner.DefaultKillAfter, false, false), "kill-after", "grace between SIGTERM and SIGKILL (capped to fit the lease's margin after a loss)")
+	fs.Var(newDuration(&o.maxRuntime, 0, true, false), "max-runtime", "kill the command after D (exit 124); 0 = no limit")
+	fs.IntVar(&o.limit, "limit", 0, "counting semaphore: up to N holders at once (every holder must use the same N)")
+	fs.BoolVar(&o.fifo, "fifo", false, "serve waiters in arrival order")
+	fs.StringVar(&o.reportFile, "report-file", "", "write a JSON record of the run to this file at the end")
+	fs.StringVarP(&o.script, "command", "c", "", "run this string with $SHELL -c (or /bin/sh) instead of CMD")
+	return c
+}
+
+// runArgs splits NAME from the command after "--".
+func runArgs(c *cobra.Command, o *runOptions, args []string) (string, []string, error) {
+	name, err := validName(args, "lock NAME")
+	if err != nil {
+		return "", nil, err
+	}
+	dash := c.ArgsLenAtDash()
+	scripted := c.Flags().Changed("command")
+	switch {
+	case dash > 1 || (dash == -1 && len(args) > 1):
+		return "", nil, &UsageError{Err: fmt.Errorf("unexpected argument %q before --", args[1]),
+			Hints: []string{"usage: lockctl run NAME [flags] -- CMD [ARGS...]"}}
+	case scripted && len(args) > 1:
+		return "", nil, usageErrorf("-c and a command after -- exclude each other")
+	case scripted && o.script == "":
+		return "", nil, usageErrorf("-c needs a command string")
+	case !scripted && len(args) < 2:
+		return "", nil, &UsageError{Err: errors.New("missing the command to run"),
+			Hints: []string{"usage: lockctl run NAME [flags] -- CMD [ARGS...] or lockctl run NAME -c 'STRING'"}}
+	}
+	return name, args[1:], nil
+}
+
+// runReport is the --report-file record.
+type runReport struct {
+	Name        string  `json:"name"`
+	Key         string  `json:"key"`
+	Owner       string  `json:"owner"`
+	Fence       int64   `json:"fence"`
+	Acquired    bool    `json:"acquired"`
+	WaitedMS    int64   `json:"waited_ms"`
+	HeldMS      int64   `json:"held_ms"`
+	Renewals    int64   `json:"renewals"`
+	Lost        bool    `json:"lost"`
+	ChildExit   *int    `json:"child_exit"`   // null when no child ran or it died of a signal
+	ChildSignal *string `json:"child_signal"` // e.g. "SIGTERM"; null unless it died of one
+	Exit        int     `json:"exit"`
+}
+
+func (o *runOptions) validate(c *cobra.Command) error {
+	if o.limit < 0 {
+		return usageErrorf("--limit must be at least 1")
+	}
+	if o.limit > 0 && o.fifo {
+		return usageErrorf("--limit and --fifo cannot be combined yet")
+	}
+	margin := lock.DefaultMargin(o.ttl)
+	every := o.renewEvery
+	if every == 0 {
+		every = o.ttl / 3
+	}
+	if every >= o.ttl-margin {
+		return &UsageError{Err: fmt.Errorf("--renew-every %v leaves no time to renew a %v lease before it counts as lost (at ttl-%v)", every, o.ttl, margin),
+			Hints: []string{"use a --renew-every below ttl*3/4, or leave the default ttl/3"}}
+	}
+	return nil
+}
+
+func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []string) (err error) {
+	if err := o.validate(c); err != nil {
+		return err
+	}
+	onLost, err := runner.ParseOnLost(o.onLost)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	l, err := f.Locker()
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	owner := o.owner
+	if owner == "" {
+		owner = lock.DefaultOwner()
+	}
+	rep := &runReport{Name: name, Key: l.Key(name), Owner: owner}
+	if o.reportFile != "" {
+		defer func() {
+			code := err
+			if errors.Is(err, context.Canceled) && context.Cause(ctx) != nil {
+				code = context.Cause(ctx)
+			}
+			rep.Exit = ExitCode(code)
+			if werr := writeReport(o.reportFile, rep); werr != nil {
+				f.IO.Errorf("warning: --report-file: %v", werr)
+			}
+		}()
+	}
+
+	status := newWaitStatus(f, name)
+	lease, err := l.Acquire(ctx, name, o.ttl, &lock.AcquireOptions{
+		Owner:  owner,
+		Note:   o.note,
+		CI:     ciJobURL(f.Getenv),
+		Limit:  o.limit,
+		FIFO:   o.fifo,
+		Wait:   o.waitDuration(c),
+		OnBusy: status.busy,
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return o.notAcquired(explainBusy(name, err))
+	}
+	rep.Acquired, rep.Fence, rep.WaitedMS = true, lease.Fence, lease.Waited.Milliseconds()
+	heldSince := time.Now()
+	f.Verbosef("acquired %s (fence %d) after %v", lease.Key, lease.Fence, lease.Waited.Round(time.Millisecond))
+
+	// From here on the forwarded signals belong to the child: they no
+	// longer cancel ctx, and they queue up until the child has started.
+	sigs, stopNotify := child.Notify()
+	defer stopNotify()
+	restore := f.OnSignal(func(os.Signal) {})
+	defer restore()
+
+	// The watchdog and the supervisor must outlive ctx's cancellation (a
+	// signal that arrived before OnSignal took over): the lease is kept and
+	// the child stopped in order, never abandoned.
+	base := context.WithoutCancel(ctx)
+	wdCtx, stopWD := context.WithCancel(base)
+	defer stopWD()
+	wd, err := lock.StartWatchdog(wdCtx, l.Renewer(lease), name, lease.Token, lease.TTL, &lock.WatchdogOptions{
+		RenewEvery: o.renewEvery,
+		Since:      lease.Sent,
+	})
+	if err != nil {
+		releaseAfterRun(f, l, lease, false)
+		return err
+	}
+	defer func() {
+		wd.Stop()
+		rep.Renewals = wd.Renewals()
+		releaseAfterRun(f, l, lease, rep.Lost)
+		rep.HeldMS = time.Since(heldSince).Milliseconds()
+	}()
+	if ctx.Err() != nil {
+		// Interrupted between the acquire and the hand-over: no child yet.
+		return ctx.Err()
+	}
+
+	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(f, lease), Unset: []string{"LOCKCTL_PASSWORD"}}
+	ch, err := child.Start(spec)
+	if err != nil {
+		var se *child.StartError
+		if errors.As(err, &se) {
+			return &ExitError{Code: se.ExitCode(), Err: err}
+		}
+		return err
+	}
+	res := runner.Supervise(base, ch, &runner.Config{
+		Signals:    sigs,
+		Lease:      wd,
+		OnLost:     onLost,
+		KillAfter:  o.killAfter,
+		MaxRuntime: o.maxRuntime,
+		Logf:       func(format string, args ...any) { f.IO.Errorf(format, args...) },
+	})
+	rep.Lost = res.Lost
+	if res.Status.Signal != 0 {
+		s := child.Status{Signal: res.Status.Signal}.String()
+		s = s[len("killed by "):]
+		rep.ChildSignal = &s
+	} else {
+		code := res.Status.Code
+		rep.ChildExit = &code
+	}
+	if res.Exit != 0 {
+		return &ExitError{Code: res.Exit, Silent: true}
+	}
+	return nil
+}
+
+// releaseAfterRun frees the lease once the child's group is gone, on a
+// context of its own: an interrupted lockctl still releases.
+func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), f.G.Timeout)
+	defer cancel()
+	err := l.ReleaseLease(ctx, lease)
+	switch {
+	case err == nil, lost:
+	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, lock.ErrNotOwner):
+		f.IO.Errorf("warning: %s was no longer held at release: %v", lease.Name, err)
+	default:
+		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
+	}
+}
+
+// explainBusy words "not acquired" for a semaphore.
+func explainBusy(name string, err error) error {
+	var held *lock.HeldError
+	if errors.As(err, &held) && held.Holder.Kind == "semaphore" {
+		return reword(err, "%s: all %d slots are taken; the next frees within %s", name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
+	}
+	return err
+}
+
+// childEnv is what the child learns about the lock it runs under.
+func childEnv(f *Factory, lease *lock.Lease) []string {
+	env := []string{
+		"LOCKCTL_HELD=1",
+		"LOCKCTL_NAME=" + lease.Name,
+		"LOCKCTL_KEY=" + lease.Key,
+		"LOCKCTL_TOKEN=" + lease.Token,
+		"LOCKCTL_FENCE=" + strconv.FormatInt(lease.Fence, 10),
+		"LOCKCTL_TTL_MS=" + strconv.FormatInt(lease.TTL.Milliseconds(), 10),
+		"LOCKCTL_OWNER=" + lease.Owner,
+		"LOCKCTL_ACQUIRED_AT=" + lease.AcquiredAt.UTC().Format(time.RFC3339Nano),
+		"LOCKCTL_WAITED_MS=" + strconv.FormatInt(lease.Waited.Milliseconds(), 10),
+	}
+	// Nested `lockctl renew/release` in the child reach the same server
+	// through LOCKCTL_URL, but a password in it would be a secret handed to
+	// every process of the job: it is removed (nested calls then need
+	// LOCKCTL_PASSWORD_FILE).
+	if u := f.Getenv("LOCKCTL_URL"); u != "" {
+		if clean, changed := withoutPassword(u); changed {
+			env = append(env, "LOCKCTL_URL="+clean)
+		}
+	}
+	return env
+}
+
+func withoutPassword(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw, false
+	}
+	if _, has := u.User.Password(); !has {
+		return raw, false
+	}
+	if name := u.User.Username(); name != "" {
+		u.User = url.User(name)
+	} else {
+		u.User = nil
+	}
+	return u.String(), true
+}
+
+// ciJobURL is the URL of the CI job lockctl runs in, from the variables the
+// usual CI systems set; "" outside CI.
+func ciJobURL(getenv func(string) string) string {
+	if s, r, id := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"); s != "" && r != "" && id != "" {
+		return s + "/" + r + "/actions/runs/" + id
+	}
+	for _, v := range []string{"CI_JOB_URL", "BUILDKITE_BUILD_URL", "BUILD_URL"} {
+		if u := getenv(v); u != "" {
+			return u
+		}
+	}
+	return ""
+}
+
+// writeReport replaces path atomically, so a reader never sees half a record.
+func writeReport(path string, rep *runReport) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}

@@ -1,0 +1,70 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// FIFO waiting: AcquireOptions.FIFO serves waiters in arrival order. Each
+// waiter joins a queue kept in two auxiliary keys of the lock key:
+//
+//	AuxKey(KindQueue, key)   ZSET  token -> arrival (server µs)
+//	AuxKey(KindQueueHB, key) ZSET  token -> heartbeat expiry (server ms)
+//
+// Only the head of the queue may take the free lock. Every attempt refreshes
+// the waiter's heartbeat; a waiter that stops trying (killed, partitioned)
+// is dropped by the next attempt of anyone once its heartbeat is older than
+// the queue TTL (3× the polling interval, at least 3s), so a dead waiter
+// delays those behind it by at most that much. Both keys carry the TTL of
+// the latest heartbeat, so an abandoned queue disappears by itself. A waiter
+// that gives up (timeout, -n, interrupt) leaves at once and wakes the rest.
+//
+// Fairness holds among waiters that all use FIFO: a plain Acquire of the
+// same lock does not look at the queue and may take the lock first.
+
+var (
+	//go:embed fifo_acquire.lua
+	fifoAcquireLua string
+	//go:embed fifo_leave.lua
+	fifoLeaveLua string
+
+	fifoAcquireScript = redis.NewScript(holderLua + auxLua + fifoAcquireLua)
+	fifoLeaveScript   = redis.NewScript(auxLua + fifoLeaveLua)
+)
+
+func queueKeys(key string) []string {
+	return []string{AuxKey(KindQueue, key), AuxKey(KindQueueHB, key)}
+}
+
+// queueTTL is how long a waiter keeps its place without a new attempt.
+func (l *Locker) queueTTL() time.Duration {
+	return max(3*l.poll, 3*time.Second)
+}
+
+func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
+	keys := append([]string{key, AuxKey(KindFence, key)}, queueKeys(key)...)
+	return s.writeRaw(ctx, fifoAcquireScript, keys, decodeFIFO,
+		a.token, ms(a.ttl), valuePrefix(a.token), a.rest, ms(queueTTL))
+}
+
+func (s *single) fifoLeave(ctx context.Context, key, token string) error {
+	return fifoLeaveScript.Run(ctx, s.c, queueKeys(key), token, Channel(key)).Err()
+}
+
+// decodeFIFO reads fifo_acquire.lua's replies: acquire.lua's, with the
+// number of waiters ahead appended to a refusal.
+func decodeFIFO(v any) (reply, error) {
+	a, ok := v.([]any)
+	if ok && len(a) >= 3 {
+		if code, _ := a[0].(int64); code == 0 {
+			ahead, _ := a[len(a)-1].(int64)
+			r, err := decode(a[:len(a)-1])
+			r.queue = ahead
+			return r, err
+		}
+	}
+	return decode(v)
+}

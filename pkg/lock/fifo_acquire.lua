@@ -1,0 +1,49 @@
+-- KEYS[1] lock key; KEYS[2] fence counter; KEYS[3] queue (zset token ->
+-- arrival in server µs); KEYS[4] waiters' heartbeats (zset token -> expiry
+-- in server ms).
+-- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] value prefix; ARGV[4] the
+-- value's members after the fence; ARGV[5] how long a waiter's place is kept
+-- without a new attempt, in ms.
+--
+-- Replies as acquire.lua, except that a refusal carries one more element:
+-- {0, type, [value|fields, pttl,] waiters ahead}; type 'none' means the lock
+-- is free but earlier waiters go first.
+local key, q, hb = KEYS[1], KEYS[3], KEYS[4]
+local ms, us = now()
+-- A waiter that stopped trying (killed, partitioned) loses its place when its
+-- heartbeat runs out, so it never blocks those behind it for longer.
+trim(hb, ms, {q})
+local token = ARGV[1]
+local function leave()
+  redis.call('ZREM', q, token)
+  redis.call('ZREM', hb, token)
+  expire(hb, ms, {q, hb})
+end
+local t = redis.call('TYPE', key)['ok']
+if t == 'string' then
+  local v = redis.call('GET', key)
+  if owns(v, token, ARGV[3]) then
+    redis.call('PEXPIRE', key, ARGV[2])
+    leave()
+    return {2, v, ms}
+  end
+end
+-- Join at the tail (NX keeps the first arrival time), refresh the heartbeat.
+redis.call('ZADD', q, 'NX', string.format('%d', us), token)
+redis.call('ZADD', hb, string.format('%d', ms + tonumber(ARGV[5])), token)
+local ahead = redis.call('ZRANK', q, token)
+if t == 'none' and ahead == 0 then
+  local fence = redis.call('INCR', KEYS[2])
+  local v = ARGV[3] .. ',"fence":' .. string.format('%d', fence) .. ARGV[4] ..
+    ',"acquired_ms":' .. string.format('%d', ms) .. '}'
+  redis.call('SET', key, v, 'NX', 'PX', ARGV[2])
+  leave()
+  return {1, fence, ms}
+end
+expire(hb, ms, {q, hb})
+if t == 'none' then
+  return {0, 'none', ahead}
+end
+local r = held(0, key, t)
+table.insert(r, ahead)
+return r

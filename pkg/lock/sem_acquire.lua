@@ -1,0 +1,32 @@
+-- KEYS[1] semaphore zset (token -> expiry in server ms); KEYS[2] holders'
+-- values (hash token -> lockctl JSON value); KEYS[3] fence counter.
+-- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] limit; ARGV[4] value prefix;
+-- ARGV[5] the value's members after the fence.
+--
+-- Replies: {1, fence, server ms} acquired a slot; {2, stored value, server
+-- ms} the token already held one, its expiry refreshed; {0, 'semaphore',
+-- value of the holder whose slot frees first, its pttl, holders} full.
+local z, vals = KEYS[1], KEYS[2]
+local ms = now()
+-- Holders that died free their slot here, by their expiry: no client has to
+-- notice them.
+trim(z, ms, {vals})
+local ttl = tonumber(ARGV[2])
+local exp = string.format('%d', ms + ttl)
+if redis.call('ZSCORE', z, ARGV[1]) then
+  redis.call('ZADD', z, exp, ARGV[1])
+  expire(z, ms, {z, vals})
+  return {2, redis.call('HGET', vals, ARGV[1]) or '', ms}
+end
+local n = redis.call('ZCARD', z)
+if n < tonumber(ARGV[3]) then
+  local fence = redis.call('INCR', KEYS[3])
+  local v = ARGV[4] .. ',"fence":' .. string.format('%d', fence) .. ARGV[5] ..
+    ',"acquired_ms":' .. string.format('%d', ms) .. '}'
+  redis.call('ZADD', z, exp, ARGV[1])
+  redis.call('HSET', vals, ARGV[1], v)
+  expire(z, ms, {z, vals})
+  return {1, fence, ms}
+end
+local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+return {0, 'semaphore', redis.call('HGET', vals, first[1]) or first[1], tonumber(first[2]) - ms, n}
