@@ -133,11 +133,11 @@ func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply,
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, renewScript, []string{key}, token, ms(ttl), valuePrefix(token))
+	return s.write(ctx, renewScript, []string{key, AuxKey(KindSem, key)}, token, ms(ttl), valuePrefix(token))
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
-	v, err := releaseScript.Run(ctx, s.c, []string{key}, token, valuePrefix(token), AuxKey(KindChannel, key)).Result()
+	v, err := releaseScript.Run(ctx, s.c, []string{key, AuxKey(KindSem, key)}, token, valuePrefix(token), AuxKey(KindChannel, key)).Result()
 	if err != nil {
 		return reply{}, err
 	}

@@ -305,8 +305,10 @@ func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Durat
 	}
 	switch r.code {
 	case 0:
-		// No lock at key: the token may hold a slot of the semaphore
-		// of the same name, which lives in auxiliary keys.
+		return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
+	case 3:
+		// No lock at key, but a semaphore of the same name: the token
+		// may hold one of its slots.
 		ttl, err := l.renewSem(ctx, key, token, ttl)
 		if errors.Is(err, ErrNotHeld) {
 			return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
@@ -344,7 +346,9 @@ func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
 	}
 	switch r.code {
 	case 0:
-		// No lock at key: try the semaphore of the same name.
+		return fmt.Errorf("%w: %s", ErrNotHeld, key)
+	case 3:
+		// No lock at key, but a semaphore of the same name.
 		if err := l.releaseSem(ctx, key, token); !errors.Is(err, ErrNotHeld) {
 			return err
 		}

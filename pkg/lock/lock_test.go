@@ -437,7 +437,22 @@ func TestOneCommandEach(t *testing.T) {
 		}
 		return nil
 	})
-	_ = l.Release(ctx, name, other.Token)
+	if err := l.Release(ctx, name, other.Token); err != nil {
+		t.Fatal(err)
+	}
+	// "Not held" is answered by the same one command, semaphore check included.
+	count("release of a free lock", func() error {
+		if err := l.Release(ctx, name, lease.Token); !errors.Is(err, lock.ErrNotHeld) {
+			return err
+		}
+		return nil
+	})
+	count("renew of a free lock", func() error {
+		if _, err := l.Renew(ctx, name, lease.Token, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+			return err
+		}
+		return nil
+	})
 }
 
 func TestWaitReplicasWithoutReplicasFails(t *testing.T) {

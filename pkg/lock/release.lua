@@ -1,11 +1,17 @@
--- KEYS[1] lock key. ARGV[1] token; ARGV[2] value prefix; ARGV[3] the wake-up
--- channel waiters subscribe to.
--- Replies: {0} no lock; {1} deleted; {2, ...} another holder, as held()
--- describes.
+-- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem). ARGV[1]
+-- token; ARGV[2] value prefix; ARGV[3] the wake-up channel waiters subscribe
+-- to. Replies: {0} no lock and no semaphore; {3} no lock, but a semaphore; {1}
+-- deleted; {2, ...} another holder, as held() describes.
 local key = KEYS[1]
 -- pcall: see renew.lua.
 local v = redis.pcall('GET', key)
 if v == false then
+  -- No plain lock: the token may hold a slot of the semaphore of the same
+  -- name (KEYS[2]); say so, and the caller asks the semaphore. A plain
+  -- "not held" stays one round trip.
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    return {3}
+  end
   return {0}
 end
 if type(v) == 'string' then

@@ -1,12 +1,19 @@
--- KEYS[1] lock key. ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] value prefix.
--- Replies: {0} no lock (never re-created); {1} renewed; {2, ...} another
--- holder, as held() describes.
+-- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem). ARGV[1]
+-- token; ARGV[2] ttl in ms; ARGV[3] value prefix. Replies: {0} no lock and no
+-- semaphore; {3} no lock, but a semaphore (never re-created); {1} renewed; {2,
+-- ...} another holder, as held() describes.
 local key = KEYS[1]
 -- pcall: a key of another type makes GET fail, which costs a TYPE only
 -- then, not on every call (each redis.call is a measurable share of a
 -- script's cost).
 local v = redis.pcall('GET', key)
 if v == false then
+  -- No plain lock: the token may hold a slot of the semaphore of the same
+  -- name (KEYS[2]); say so, and the caller asks the semaphore. A plain
+  -- "not held" stays one round trip.
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    return {3}
+  end
   return {0}
 end
 if type(v) == 'string' then
