@@ -79,6 +79,8 @@ type Child struct {
 	status Status
 	gone   bool        // no signal may be sent once set: the pgid may be reused
 	killer *time.Timer // pending SIGKILL of a Terminate
+
+	tty int // the terminal handed to the child's group, or -1
 }
 
 // pollGroup is how often a group that outlived its leader is checked.
@@ -123,6 +125,15 @@ func Start(spec Spec) (*Child, error) {
 		cmd.Stderr = os.Stderr
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// On a terminal where lockctl is the foreground job, the child's new
+	// group becomes the foreground instead, as a shell would do: otherwise
+	// a child that reads the terminal (a confirmation prompt) is stopped by
+	// SIGTTIN, and ^C would reach lockctl rather than the job.
+	tty := foregroundTTY(cmd.Stdin)
+	if tty >= 0 {
+		cmd.SysProcAttr.Foreground = true
+		cmd.SysProcAttr.Ctty = 0 // the child's stdin, which is the terminal
+	}
 	becomeSubreaper()
 	if err := cmd.Start(); err != nil {
 		return nil, classify(argv[0], cmd.Path, err)
@@ -132,6 +143,7 @@ func Start(spec Spec) (*Child, error) {
 		pgid:   cmd.Process.Pid, // Setpgid with Pgid 0: the group is named after the leader
 		exited: make(chan struct{}),
 		done:   make(chan struct{}),
+		tty:    tty,
 	}
 	go c.wait()
 	return c, nil
@@ -242,6 +254,9 @@ func (c *Child) wait() {
 	// status from os/exec.
 	for groupAlive(c.pgid) {
 		time.Sleep(pollGroup)
+	}
+	if c.tty >= 0 {
+		takeTerminal(c.tty)
 	}
 	c.mu.Lock()
 	c.gone = true
