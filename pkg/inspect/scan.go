@@ -30,8 +30,13 @@ type Lock struct {
 	TokenHash   string
 }
 
-// Waiters is everyone known to be waiting for the lock.
-func (l Lock) Waiters() int64 { return l.Subscribers + l.Queued }
+// Waiters is the number of processes known to wait for the lock. Every
+// waiting lockctl process subscribes to the release channel, and a FIFO
+// waiter is in the queue as well, so the two counts overlap: the larger is
+// the estimate. (It can be off briefly: a FIFO waiter joins the queue just
+// before it subscribes, and the waiters of one process share a
+// subscription.)
+func (l Lock) Waiters() int64 { return max(l.Subscribers, l.Queued) }
 
 // ScanOptions tune one scan. A nil *ScanOptions means all defaults.
 type ScanOptions struct {
