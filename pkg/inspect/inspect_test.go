@@ -17,6 +17,8 @@ import (
 const redissonField = "8743c9c0-0795-4907-87fd-6c719a6b4586:1"
 const foreignUUID = "0f3b8a52-5c1e-4d0e-9a4b-2f1f6a1c9e77"
 
+var runs int
+
 // fixture fills db 0 of the package's server the way real systems do, under
 // a prefix unique to the test, and returns the inspector, the client and
 // the leases taken by lockctl.
@@ -24,7 +26,9 @@ func fixture(t *testing.T) (*inspect.Inspector, *redis.Client, string, map[strin
 	t.Helper()
 	ctx := context.Background()
 	c := clientFor(t, srv.URL)
-	prefix := "fx" + strings.ReplaceAll(t.Name(), "/", "_") + ":"
+	// Unique per run too, so that -count=N reruns start clean.
+	runs++
+	prefix := fmt.Sprintf("fx%d%s:", runs, strings.ReplaceAll(t.Name(), "/", "_"))
 	l := lock.New(c, &lock.Options{Prefix: prefix})
 	leases := map[string]*lock.Lease{}
 	for _, x := range []struct{ name, owner, note string }{
@@ -216,8 +220,8 @@ func TestSemaphoreHolders(t *testing.T) {
 	in, c, prefix, _ := fixture(t)
 	ctx := context.Background()
 	a, b := semaphore(t, c, prefix, "pool")
-	semaphore(t, c, prefix, "a}b") // the slot-tag shape of AuxKey
-	semaphore(t, c, "other:", "pool")
+	semaphore(t, c, prefix, "a}b")      // the slot-tag shape of AuxKey
+	semaphore(t, c, "x"+prefix, "pool") // another prefix
 	// A slot past its expiry holds nothing, though no one trimmed it yet.
 	do(t, c, "ZADD", lock.AuxKey(lock.KindSem, prefix+"pool"), 1, "dead")
 
