@@ -70,12 +70,15 @@ func newInspectLocksCmd(f *Factory, use string, aliases []string) *cobra.Command
 		Aliases: aliases,
 		Short:   "List every held lock under the prefix",
 		Long: `List every held lock under the prefix (or whose name matches the glob
-PATTERN): lockctl's own locks, plain SET NX locks of other clients (owner =
-the raw value, age unknown) and Redisson hash locks (owner uuid:threadId).
+PATTERN): lockctl's own locks, --limit semaphores (one row per holder, NOTE
+starting "(holders n/N)"), plain SET NX locks of other clients (owner = the
+raw value, age unknown) and Redisson hash locks (owner uuid:threadId).
 
-Columns: NAME OWNER HOST PID AGE TTL FENCE WAITERS NOTE; --wide adds KEY and
-TOKEN, the first 12 hex digits of SHA-1(token), which force-release accepts.
-TTL "none" means the key never expires (see 'inspect orphans').
+Columns: NAME OWNER HOST PID AGE TTL FENCE WAITERS NOTE; --wide adds KEY,
+TOKEN (the first 12 hex digits of SHA-1(token), which force-release accepts)
+and CI (the CI job's URL, when the holder ran in CI). TTL "none" means the
+key never expires (see 'inspect orphans'). WAITERS counts the processes
+waiting on the release channel plus the FIFO queue.
 
 Keys are read with SCAN and pipelined batches, never KEYS. On a terminal the
 table is sorted by name. Elsewhere (TSV, -o json) rows stream in SCAN order
@@ -90,7 +93,7 @@ explicit --sort buffers every row to sort them.`,
 			return runLocks(c, f, o, glob)
 		},
 	}
-	c.Flags().BoolVar(&o.wide, "wide", false, "add the KEY and TOKEN (hash) columns")
+	c.Flags().BoolVar(&o.wide, "wide", false, "add the KEY, TOKEN (hash) and CI columns")
 	c.Flags().Var(newEnum(&o.sortBy, "", "name", "ttl", "age", "none"), "sort", "sort by name, ttl (soonest expiry first) or age (oldest first); default name on a terminal, none (SCAN order, streamed) otherwise")
 	return c
 }
@@ -111,7 +114,7 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 	}
 	header := lockHeader
 	if o.wide {
-		header = append(append([]string{}, lockHeader...), "KEY", "TOKEN")
+		header = append(append([]string{}, lockHeader...), "KEY", "TOKEN", "CI")
 	}
 	json := f.G.Output == "json"
 	tsv := !json && !f.IO.IsStdoutTTY()
@@ -198,7 +201,7 @@ func lockRow(l inspect.Lock, wide bool) []string {
 		owner, host, pid = l.User, l.Host, strconv.Itoa(l.PID)
 	}
 	fence := "-"
-	if l.Kind == "lockctl" {
+	if l.Kind == "lockctl" || l.Kind == "semaphore" {
 		fence = strconv.FormatInt(l.Fence, 10)
 	}
 	note := l.Note
@@ -207,12 +210,24 @@ func lockRow(l inspect.Lock, wide bool) []string {
 		note = "(plain SET lock)"
 	case "redisson":
 		note = fmt.Sprintf("(redisson, reentry %d)", l.Reentry)
+	case "semaphore":
+		note = strings.TrimSpace(holdersText(l.Holders, l.Limit) + " " + note)
 	}
 	row := []string{l.Name, owner, host, pid, ageText(l.Age), ttlCell(l.TTL), fence, strconv.FormatInt(l.Waiters(), 10), note}
 	if wide {
-		row = append(row, l.Key, l.TokenHash)
+		row = append(row, l.Key, l.TokenHash, orDash(l.CI))
 	}
 	return row
+}
+
+// holdersText is a semaphore's "(holders n/N)"; N is "?" when the holders'
+// values do not record it.
+func holdersText(n, limit int64) string {
+	l := "?"
+	if limit > 0 {
+		l = strconv.FormatInt(limit, 10)
+	}
+	return fmt.Sprintf("(holders %d/%s)", n, l)
 }
 
 // lockJSON has a fixed set of fields; unknown values are null or -1.
@@ -231,14 +246,18 @@ type lockRecord struct {
 	Subscribers int64   `json:"subscribers"`
 	Queued      int64   `json:"queued"`
 	Note        string  `json:"note"`
+	CI          string  `json:"ci"`
 	Reentry     int64   `json:"reentry"`
+	Holders     int64   `json:"holders"`
+	Limit       int64   `json:"limit"`
 	TokenHash   string  `json:"token_hash"`
 }
 
 func lockJSON(l inspect.Lock) lockRecord {
 	r := lockRecord{Name: l.Name, Key: l.Key, Kind: l.Kind, Owner: l.Owner, Host: l.Host, PID: l.PID,
 		AgeMS: msOrMinus(l.Age), TTLMS: msOrMinus(l.TTL), Fence: l.Fence, Waiters: l.Waiters(),
-		Subscribers: l.Subscribers, Queued: l.Queued, Note: l.Note, Reentry: l.Reentry, TokenHash: l.TokenHash}
+		Subscribers: l.Subscribers, Queued: l.Queued, Note: l.Note, CI: l.CI, Reentry: l.Reentry,
+		Holders: l.Holders, Limit: l.Limit, TokenHash: l.TokenHash}
 	if !l.AcquiredAt.IsZero() {
 		s := l.AcquiredAt.UTC().Format(time.RFC3339Nano)
 		r.AcquiredAt = &s
@@ -343,8 +362,11 @@ func newInspectLockCmd(f *Factory) *cobra.Command {
 func detailRows(d *inspect.Detail) [][]string {
 	rows := [][]string{{"name", d.Name}, {"key", d.Key}}
 	state := "free"
-	if d.Held() {
+	switch {
+	case d.Lock != nil:
 		state = "held"
+	case len(d.Holders) > 0:
+		state = "held " + strings.Trim(holdersText(int64(len(d.Holders)), d.Limit), "()")
 	}
 	rows = append(rows, []string{"state", state})
 	if l := d.Lock; l != nil {
@@ -363,6 +385,9 @@ func detailRows(d *inspect.Detail) [][]string {
 		if l.Note != "" {
 			rows = append(rows, []string{"note", l.Note})
 		}
+		if l.CI != "" {
+			rows = append(rows, []string{"ci", l.CI})
+		}
 		if d.Raw != "" {
 			rows = append(rows, []string{"value", d.Raw})
 		}
@@ -370,24 +395,61 @@ func detailRows(d *inspect.Detail) [][]string {
 			rows = append(rows, []string{"field", k + " = " + d.Fields[k]})
 		}
 	}
+	if len(d.Holders) > 0 {
+		rows = append(rows, []string{"kind", "semaphore"}, []string{"limit", limitText(d)},
+			[]string{"slots", d.SemKey + ", " + d.SemValKey})
+		for i, h := range d.Holders {
+			rows = append(rows, []string{fmt.Sprintf("holder %d", i+1), holderText(h)})
+		}
+	}
 	rows = append(rows, []string{"fence counter", fmt.Sprintf("%d (%s)", d.Fence, d.FenceKey)})
 	rows = append(rows, []string{"waiters", fmt.Sprintf("%d subscribed, %d queued", d.Subscribers, len(d.Queue))})
-	for i, m := range d.Queue {
-		rows = append(rows, []string{fmt.Sprintf("queue %d", i+1), memberText(m)})
-	}
-	for _, m := range d.Semaphore {
-		rows = append(rows, []string{"semaphore", memberText(m)})
+	for i, w := range d.Queue {
+		rows = append(rows, []string{fmt.Sprintf("queue %d", i+1), waiterText(w)})
 	}
 	return rows
 }
 
-func memberText(m inspect.Member) string {
-	s := m.Value
-	if m.Owner != "" {
-		s = m.Owner + " (token " + inspect.TokenHash(m.Token) + ")"
+// limitText is the semaphore's bound, and every holder's when they differ
+// (each acquire compares with its own --limit, so a mismatch lets more in).
+func limitText(d *inspect.Detail) string {
+	if d.Limit == 0 {
+		return "unknown"
 	}
-	if m.Score != 0 {
-		s += " score " + strconv.FormatFloat(m.Score, 'f', -1, 64)
+	s := strconv.FormatInt(d.Limit, 10)
+	for _, h := range d.Holders {
+		if h.Limit != d.Limit {
+			var all []string
+			for _, h := range d.Holders {
+				all = append(all, strconv.FormatInt(h.Limit, 10))
+			}
+			return s + " (holders disagree: " + strings.Join(all, ", ") + ")"
+		}
+	}
+	return s
+}
+
+// holderText is one semaphore holder on one line.
+func holderText(h inspect.Lock) string {
+	s := orDash(h.Owner) + " (token " + h.TokenHash + ", fence " + strconv.FormatInt(h.Fence, 10) +
+		", age " + ageText(h.Age) + ", ttl " + ttlCell(h.TTL) + ")"
+	if h.Note != "" {
+		s += " note: " + h.Note
+	}
+	if h.CI != "" {
+		s += " ci: " + h.CI
+	}
+	return s
+}
+
+// waiterText is one FIFO waiter: the queue keeps only its token.
+func waiterText(w inspect.Waiter) string {
+	s := "token " + w.TokenHash + ", waiting " + ageText(w.Waiting)
+	switch {
+	case w.Heartbeat == 0:
+		s += ", stopped trying (dropped at the next attempt)"
+	case w.Heartbeat > 0:
+		s += ", heartbeat " + shortDuration(w.Heartbeat)
 	}
 	return s
 }
@@ -401,20 +463,30 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
+type waiterRecord struct {
+	TokenHash   string `json:"token_hash"`
+	ArrivedAt   string `json:"arrived_at"`
+	WaitingMS   int64  `json:"waiting_ms"`
+	HeartbeatMS int64  `json:"heartbeat_ms"`
+}
+
 func detailJSON(d *inspect.Detail) map[string]any {
-	members := func(ms []inspect.Member) []map[string]any {
-		out := make([]map[string]any, 0, len(ms))
-		for _, m := range ms {
-			out = append(out, map[string]any{"value": m.Value, "score": m.Score, "owner": m.Owner, "token_hash": inspect.TokenHash(m.Token)})
-		}
-		return out
+	queue := make([]waiterRecord, 0, len(d.Queue))
+	for _, w := range d.Queue {
+		queue = append(queue, waiterRecord{TokenHash: w.TokenHash, ArrivedAt: w.Arrived.Format(time.RFC3339Nano),
+			WaitingMS: msOrMinus(w.Waiting), HeartbeatMS: msOrMinus(w.Heartbeat)})
+	}
+	holders := make([]lockRecord, 0, len(d.Holders))
+	for _, h := range d.Holders {
+		holders = append(holders, lockJSON(h))
 	}
 	m := map[string]any{
 		"name": d.Name, "key": d.Key, "held": d.Held(),
 		"fence_counter": d.Fence, "fence_key": d.FenceKey,
 		"subscribers": d.Subscribers,
-		"queue_key":   d.QueueKey, "queue": members(d.Queue),
-		"semaphore_key": d.SemKey, "semaphore": members(d.Semaphore),
+		"queue_key":   d.QueueKey, "queue": queue,
+		"semaphore_key": d.SemKey, "semaphore_values_key": d.SemValKey,
+		"limit": d.Limit, "holders": holders,
 		"lock": nil,
 	}
 	if d.Lock != nil {
@@ -443,7 +515,8 @@ func newInspectOrphansCmd(f *Factory) *cobra.Command {
 		Short: "List lock keys with no TTL, which never free themselves",
 		Long: `List keys under the prefix (or matching PATTERN) that have no TTL: a SETNX
 whose EXPIRE never ran, a PERSIST, a hand-made key. lockctl's auxiliary keys
-(fence counters, queues, the audit stream) are never listed.
+(fence counters, FIFO queues and heartbeats, semaphore slots, the audit
+stream) are never listed, whatever the prefix.
 
   --check          exit 1 when any are found (for monitoring)
   --fix expire:D   give each a TTL of D
@@ -664,9 +737,10 @@ that took over in the meantime is left alone (exit 65, naming it).
 --token is the holder's token, or the hash that 'inspect locks --wide' shows
 (a prefix of at least 8 hex digits of SHA-1(token)). For a plain SET lock of
 another client the token is its whole value; for a Redisson lock, its
-uuid:threadId field. The comparison, the delete, waking the waiters and the
-audit record (who, when, which holder, why; see 'inspect audit') happen in
-one atomic script.`,
+uuid:threadId field. For a --limit lock it frees the one semaphore slot the
+token holds; the other holders keep theirs. The comparison, the delete,
+waking the waiters and the audit record (who, when, which holder, why; see
+'inspect audit') happen in one atomic script.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name, err := validName(args, "lock NAME")
@@ -684,6 +758,10 @@ one atomic script.`,
 			r, err := in.ForceRelease(c.Context(), name, o.token, &inspect.ReleaseOptions{Reason: o.reason})
 			var held *lock.HeldError
 			switch {
+			case errors.As(err, &held) && held.Holder.Kind == "semaphore":
+				return withHint(reword(err, "no slot of %s is held by %s; nothing changed (%d holder(s); the first to expire is %s, token %s, ttl %s)",
+					name, o.token, held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),
+					"`lockctl inspect lock "+name+"` lists every holder's token hash")
 			case errors.As(err, &held):
 				return withHint(reword(err, "%s is held by %s (token %s)%s, not by %s; nothing changed", name,
 					held.Holder.Owner, inspect.TokenHash(held.Holder.Token), ttlText(held.Holder.TTL), o.token),
@@ -694,12 +772,20 @@ one atomic script.`,
 				return err
 			}
 			if f.G.Output == "json" {
-				return f.IO.PrintJSON(map[string]any{"name": name, "key": r.Holder.Key, "released": true,
+				m := map[string]any{"name": name, "key": r.Holder.Key, "released": true,
 					"kind": r.Holder.Kind, "owner": r.Holder.Owner, "fence": r.Holder.Fence,
-					"token_hash": r.TokenHash, "ttl_ms": msOrMinus(r.Holder.TTL), "audit_id": r.AuditID})
+					"token_hash": r.TokenHash, "ttl_ms": msOrMinus(r.Holder.TTL), "audit_id": r.AuditID}
+				if r.Holder.Kind == "semaphore" {
+					m["holders_left"] = r.HoldersLeft
+				}
+				return f.IO.PrintJSON(m)
 			}
-			f.IO.Errorf("released %s held by %s (token %s, fence %d); recorded in the audit log as %s",
-				name, r.Holder.Owner, r.TokenHash, r.Holder.Fence, r.AuditID)
+			what := "released " + name
+			if r.Holder.Kind == "semaphore" {
+				what = fmt.Sprintf("freed a slot of %s (%d still held)", name, r.HoldersLeft)
+			}
+			f.IO.Errorf("%s held by %s (token %s, fence %d); recorded in the audit log as %s",
+				what, orDash(r.Holder.Owner), r.TokenHash, r.Holder.Fence, r.AuditID)
 			return nil
 		},
 	}

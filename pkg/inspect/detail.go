@@ -14,7 +14,7 @@ type Detail struct {
 	Name string
 	Key  string
 	// Lock is the holder, nil when the lock key does not exist (the lock
-	// is free, or is a --limit lock whose holders are in Semaphore).
+	// is free, or is a --limit lock whose holders are in Holders).
 	Lock *Lock
 	// Raw is the stored value of a string lock; Fields the hash of a
 	// Redisson lock.
@@ -25,30 +25,38 @@ type Detail struct {
 	Fence    int64
 	// Subscribers wait on the release channel.
 	Subscribers int64
-	// Queue holds the FIFO waiters in queue order.
+	// Queue holds the FIFO waiters in arrival order.
 	QueueKey string
-	Queue    []Member
-	// Semaphore holds the holders of a counting (--limit) lock.
+	Queue    []Waiter
+	// Holders are the live holders of a counting (--limit) lock, earliest
+	// acquisition first (Kind "semaphore"); Limit is the largest bound
+	// they passed (every holder should pass the same; Holders[i].Limit
+	// has each one's).
 	SemKey    string
-	Semaphore []Member
+	SemValKey string
+	Holders   []Lock
+	Limit     int64
 }
 
 // Held reports whether anyone holds the lock.
-func (d *Detail) Held() bool { return d.Lock != nil || len(d.Semaphore) > 0 }
+func (d *Detail) Held() bool { return d.Lock != nil || len(d.Holders) > 0 }
 
-// Member is one entry of a queue or semaphore: the stored member, its score
-// (sorted sets only) and the holder it describes when it is a lock value.
-type Member struct {
-	Value string
-	Score float64
-	// Owner is the owner recorded in a lockctl value, or "" when the
-	// member is a bare token.
-	Owner string
-	Token string
+// Waiter is one entry of a FIFO queue. The queue stores only the waiter's
+// token (its owner is written when it acquires), so a waiter is known by
+// its token hash, its arrival and its heartbeat.
+type Waiter struct {
+	TokenHash string
+	// Arrived is the server time it joined the queue; Waiting how long ago.
+	Arrived time.Time
+	Waiting time.Duration
+	// Heartbeat is how long it keeps its place without another attempt;
+	// 0 when it has stopped trying (dead) and will be dropped by the next
+	// attempt of anyone; -1 when no heartbeat is recorded.
+	Heartbeat time.Duration
 }
 
 // Lock describes the lock called name in full. A free lock is not an error:
-// Detail.Lock is nil. Errors: *lock.WrongTypeError when the key holds
+// Detail.Held is false. Errors: *lock.WrongTypeError when the key holds
 // something that is not a lock; lock.ErrInvalid; Redis errors.
 func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	if name == "" {
@@ -56,36 +64,42 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	}
 	key := in.Key(name)
 	d := &Detail{Name: name, Key: key, FenceKey: lock.AuxKey(lock.KindFence, key),
-		QueueKey: lock.AuxKey(lock.KindQueue, key), SemKey: lock.AuxKey(lock.KindSem, key)}
+		QueueKey: lock.AuxKey(lock.KindQueue, key), SemKey: lock.AuxKey(lock.KindSem, key),
+		SemValKey: lock.AuxKey(lock.KindSemVal, key)}
 	clk, err := serverClock(ctx, in.c)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
+	// One round trip; all these keys share the lock key's cluster slot.
 	p := in.c.Pipeline()
 	typ := p.Type(ctx, key)
 	pttl := p.PTTL(ctx, key)
 	get := p.Get(ctx, key)
 	hs := redisson(ctx, p, key)
 	fence := p.Get(ctx, d.FenceKey)
-	qt := p.Type(ctx, d.QueueKey)
-	st := p.Type(ctx, d.SemKey)
+	queue := p.ZRangeWithScores(ctx, d.QueueKey, 0, -1)
+	hb := p.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueueHB, key), 0, -1)
+	sem := liveHolders(ctx, p, key, clk.now())
+	semVals := p.HGetAll(ctx, d.SemValKey)
 	numsub := p.PubSubNumSub(ctx, lock.Channel(key))
 	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
-	for _, c := range []redis.Cmder{typ, pttl, get, fence, qt, st, numsub} {
+	for _, c := range []redis.Cmder{typ, pttl, get, fence, queue, hb, sem, semVals, numsub} {
 		if err := cmdErr(c); err != nil {
 			return nil, fmt.Errorf("inspect: %s: %w", key, err)
 		}
 	}
 	d.Fence, _ = fence.Int64()
 	d.Subscribers = numsub.Val()[lock.Channel(key)]
+	d.Queue = waiters(queue.Val(), hb.Val(), clk)
+	queued := int64(len(d.Queue))
 	ttl := ttlOf(pttl.Val())
 	switch t := typ.Val(); t {
 	case "none":
 	case "string":
 		d.Raw = get.Val()
-		l := in.record(lock.ParseValue(key, d.Raw, ttl), clk, d.Subscribers, 0)
+		l := in.record(lock.ParseValue(key, d.Raw, ttl), clk, d.Subscribers, queued)
 		d.Lock = &l
 	case "hash":
 		fields, ok := redissonFields(hs)
@@ -94,54 +108,42 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 			return nil, &lock.WrongTypeError{Key: key, Type: t}
 		}
 		d.Fields = fields
-		l := in.record(h, clk, d.Subscribers, 0)
+		l := in.record(h, clk, d.Subscribers, queued)
 		d.Lock = &l
 	default:
 		return nil, &lock.WrongTypeError{Key: key, Type: t}
 	}
-	if d.Queue, err = members(ctx, in.c, d.QueueKey, qt.Val()); err != nil {
-		return nil, err
-	}
-	if d.Semaphore, err = members(ctx, in.c, d.SemKey, st.Val()); err != nil {
-		return nil, err
-	}
-	if d.Lock != nil {
-		d.Lock.Queued = int64(len(d.Queue))
+	d.Holders = in.semHolders(key, sem.Val(), semVals.Val(), clk, d.Subscribers, queued)
+	for _, h := range d.Holders {
+		d.Limit = max(d.Limit, h.Limit)
 	}
 	return d, nil
 }
 
-// members reads a queue or semaphore key in order: a sorted set by score,
-// a list head first.
-func members(ctx context.Context, c redis.UniversalClient, key, typ string) ([]Member, error) {
-	var out []Member
-	switch typ {
-	case "zset":
-		zs, err := c.ZRangeWithScores(ctx, key, 0, -1).Result()
-		if err != nil {
-			return nil, fmt.Errorf("inspect: %s: %w", key, err)
-		}
-		for _, z := range zs {
-			out = append(out, member(key, fmt.Sprint(z.Member), z.Score))
-		}
-	case "list":
-		vs, err := c.LRange(ctx, key, 0, -1).Result()
-		if err != nil {
-			return nil, fmt.Errorf("inspect: %s: %w", key, err)
-		}
-		for _, v := range vs {
-			out = append(out, member(key, v, 0))
+// waiters turns the queue (token -> arrival in server µs) and heartbeats
+// (token -> expiry in server ms) into Waiters in arrival order.
+func waiters(queue, hb []redis.Z, clk clock) []Waiter {
+	if len(queue) == 0 {
+		return nil
+	}
+	now := clk.now()
+	beats := make(map[string]float64, len(hb))
+	for _, z := range hb {
+		if s, ok := z.Member.(string); ok {
+			beats[s] = z.Score
 		}
 	}
-	return out, nil
-}
-
-func member(key, v string, score float64) Member {
-	m := Member{Value: v, Score: score}
-	h := lock.ParseValue(key, v, time.Duration(-1))
-	m.Token = h.Token
-	if h.Kind == "lockctl" {
-		m.Owner = h.Owner
+	out := make([]Waiter, 0, len(queue))
+	for _, z := range queue {
+		token, _ := z.Member.(string)
+		w := Waiter{TokenHash: TokenHash(token), Arrived: time.UnixMicro(int64(z.Score)).UTC(), Heartbeat: -1}
+		if w.Waiting = now.Sub(w.Arrived); w.Waiting < 0 {
+			w.Waiting = 0
+		}
+		if exp, ok := beats[token]; ok {
+			w.Heartbeat = max(0, time.UnixMilli(int64(exp)).Sub(now))
+		}
+		out = append(out, w)
 	}
-	return m
+	return out
 }

@@ -1,16 +1,16 @@
--- KEYS[1] lock key; KEYS[2] the audit stream (absent on Redis Cluster, where
--- it lives in another slot and the caller appends the record itself).
+-- KEYS[1] lock key; KEYS[2] its semaphore slots (zset token -> expiry in
+-- server ms); KEYS[3] the slots' values (hash token -> lockctl JSON);
+-- KEYS[4] the audit stream (absent on Redis Cluster, where it lives in
+-- another slot and the caller appends the record itself).
 -- ARGV[1] token, or a hex prefix (8-40 digits) of SHA-1(token); ARGV[2] the
 -- release channel; ARGV[3] who; ARGV[4] reason; ARGV[5] lock name;
 -- ARGV[6] audit MAXLEN; ARGV[7] token hash length.
--- Replies: {0} no lock; {1, type, value|fields, pttl, kind, owner, token,
--- fence, audit id|false} deleted; {2, type, value|fields, pttl} another
--- holder; {3, type} not a lock.
-local key = KEYS[1]
-local t = redis.call('TYPE', key)['ok']
-if t == 'none' then
-  return {0}
-end
+-- Replies: {0} no lock and no semaphore slot; {1, type, value|fields,
+-- pttl, kind, owner, token, fence, audit id|false, holders left} released
+-- (type 'zset' for a semaphore slot); {2, type, value|fields, pttl,
+-- holders} held, but not by the token (for a semaphore, the value of the
+-- slot that frees first); {3, type} not a lock.
+local key, sem, vals = KEYS[1], KEYS[2], KEYS[3]
 
 local want = ARGV[1]
 local function matches(tok)
@@ -22,53 +22,100 @@ local function matches(tok)
     and string.sub(redis.sha1hex(tok), 1, n) == want
 end
 
-local pttl = redis.call('PTTL', key)
-local body, token, kind, owner, fence
-if t == 'string' then
-  body = redis.call('GET', key)
-  token = string.match(body, '^{"token":"([^"]*)"')
-  if token then
-    kind = 'lockctl'
-    local ok, d = pcall(cjson.decode, body)
-    if ok and type(d) == 'table' and type(d.owner) == 'string' then
-      owner = d.owner
-    end
-    fence = string.match(body, '"fence":(%d+)')
-  else
-    kind, token, owner = 'string', body, body
-  end
-elseif t == 'hash' and redis.call('HLEN', key) <= 64 then
-  -- Redisson: one field "uuid:threadId" per holder.
-  body = redis.call('HGETALL', key)
-  kind = 'redisson'
-  for i = 1, #body, 2 do
-    if matches(body[i]) then
-      token = body[i]
-    end
-  end
+local function describe(body)
+  local token = string.match(body, '^{"token":"([^"]*)"')
   if not token then
-    return {2, t, body, pttl}
+    return 'string', body, body, nil
   end
-  owner = token
-else
-  return {3, t}
-end
-if not matches(token) then
-  return {2, t, body, pttl}
+  local owner
+  local ok, d = pcall(cjson.decode, body)
+  if ok and type(d) == 'table' and type(d.owner) == 'string' then
+    owner = d.owner
+  end
+  return 'lockctl', token, owner, string.match(body, '"fence":(%d+)')
 end
 
-redis.call('DEL', key)
-redis.call('PUBLISH', ARGV[2], 'released')
-if kind == 'redisson' then
-  -- Redisson's waiters listen here; 0 is its unlock message.
-  redis.call('PUBLISH', 'redisson_lock__channel:{' .. key .. '}', 0)
-end
-local hash = string.sub(redis.sha1hex(token), 1, tonumber(ARGV[7]))
-local id = false
-if KEYS[2] then
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*',
+local function audit(kind, owner, token, fence, pttl)
+  if not KEYS[4] then
+    return false
+  end
+  local hash = string.sub(redis.sha1hex(token), 1, tonumber(ARGV[7]))
+  return redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*',
     'who', ARGV[3], 'name', ARGV[5], 'key', key, 'kind', kind,
     'owner', owner or '', 'token_hash', hash, 'fence', fence or '0',
     'ttl_ms', tostring(pttl), 'reason', ARGV[4])
 end
-return {1, t, body, pttl, kind, owner or '', token, fence or '0', id}
+
+-- The lock key: a lockctl lock, another client's SET NX lock, a Redisson
+-- hash lock.
+local t = redis.call('TYPE', key)['ok']
+local other
+if t == 'string' or (t == 'hash' and redis.call('HLEN', key) <= 64) then
+  local pttl = redis.call('PTTL', key)
+  local body, token, kind, owner, fence
+  if t == 'string' then
+    body = redis.call('GET', key)
+    kind, token, owner, fence = describe(body)
+  else
+    -- Redisson: one field "uuid:threadId" per holder.
+    body = redis.call('HGETALL', key)
+    kind = 'redisson'
+    for i = 1, #body, 2 do
+      if matches(body[i]) then
+        token = body[i]
+      end
+    end
+    owner = token
+  end
+  if token and matches(token) then
+    redis.call('DEL', key)
+    redis.call('PUBLISH', ARGV[2], 'released')
+    if kind == 'redisson' then
+      -- Redisson's waiters listen here; 0 is its unlock message.
+      redis.call('PUBLISH', 'redisson_lock__channel:{' .. key .. '}', 0)
+    end
+    local id = audit(kind, owner, token, fence, pttl)
+    return {1, t, body, pttl, kind, owner or '', token, fence or '0', id, 0}
+  end
+  other = {2, t, body, pttl, 1}
+elseif t ~= 'none' then
+  other = {3, t}
+end
+
+-- Semaphore slots (--limit). Slots past their expiry hold nothing: they
+-- are left for lockctl's next acquire or release to trim, as a holder that
+-- died is.
+local tm = redis.call('TIME')
+local ms = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local live = redis.call('ZRANGEBYSCORE', sem, '(' .. string.format('%d', ms), '+inf', 'WITHSCORES')
+for i = 1, #live, 2 do
+  local token = live[i]
+  if matches(token) then
+    local pttl = tonumber(live[i + 1]) - ms
+    local body = redis.call('HGET', vals, token) or ''
+    local kind, _, owner, fence = describe(body)
+    redis.call('ZREM', sem, token)
+    redis.call('HDEL', vals, token)
+    -- Both keys keep the TTL of the latest remaining slot, as lockctl's
+    -- own release leaves them, or go with the last one.
+    local last = redis.call('ZRANGE', sem, -1, -1, 'WITHSCORES')
+    if #last == 0 then
+      redis.call('DEL', sem, vals)
+    else
+      local ttl = string.format('%d', math.max(1, tonumber(last[2]) - ms))
+      redis.call('PEXPIRE', sem, ttl)
+      redis.call('PEXPIRE', vals, ttl)
+    end
+    redis.call('PUBLISH', ARGV[2], 'released')
+    local id = audit('semaphore', owner, token, fence, pttl)
+    return {1, 'zset', body, pttl, 'semaphore', owner or '', token, fence or '0', id, #live / 2 - 1}
+  end
+end
+if other then
+  return other
+end
+if #live > 0 then
+  local first = live[1]
+  return {2, 'zset', redis.call('HGET', vals, first) or first, tonumber(live[2]) - ms, #live / 2}
+end
+return {0}

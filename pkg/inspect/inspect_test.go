@@ -17,6 +17,8 @@ import (
 const redissonField = "8743c9c0-0795-4907-87fd-6c719a6b4586:1"
 const foreignUUID = "0f3b8a52-5c1e-4d0e-9a4b-2f1f6a1c9e77"
 
+var runs int
+
 // fixture fills db 0 of the package's server the way real systems do, under
 // a prefix unique to the test, and returns the inspector, the client and
 // the leases taken by lockctl.
@@ -24,7 +26,9 @@ func fixture(t *testing.T) (*inspect.Inspector, *redis.Client, string, map[strin
 	t.Helper()
 	ctx := context.Background()
 	c := clientFor(t, srv.URL)
-	prefix := "fx" + strings.ReplaceAll(t.Name(), "/", "_") + ":"
+	// Unique per run too, so that -count=N reruns start clean.
+	runs++
+	prefix := fmt.Sprintf("fx%d%s:", runs, strings.ReplaceAll(t.Name(), "/", "_"))
 	l := lock.New(c, &lock.Options{Prefix: prefix})
 	leases := map[string]*lock.Lease{}
 	for _, x := range []struct{ name, owner, note string }{
@@ -111,52 +115,252 @@ func TestLocks(t *testing.T) {
 	}
 }
 
+// fifoWaiters starts n FIFO waiters on name, one after the other, and
+// returns their tokens in arrival order once all are queued. They give up
+// when the test ends.
+func fifoWaiters(t *testing.T, c *redis.Client, prefix, name string, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	l := lock.New(c, &lock.Options{Prefix: prefix})
+	done := make(chan struct{}, n)
+	t.Cleanup(func() {
+		cancel()
+		for i := 0; i < n; i++ {
+			<-done
+		}
+	})
+	q := lock.AuxKey(lock.KindQueue, prefix+name)
+	var tokens []string
+	for i := 0; i < n; i++ {
+		tok := token(t)
+		tokens = append(tokens, tok)
+		go func() {
+			defer func() { done <- struct{}{} }()
+			l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Token: tok, FIFO: true, Wait: -1})
+		}()
+		waitFor(t, func() bool { return c.ZScore(ctx, q, tok).Err() == nil })
+	}
+	return tokens
+}
+
+func token(t *testing.T) string {
+	tok, err := lock.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// waitFor polls cond for up to 10s (a generous bound on a busy machine).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not reached in 10s")
+}
+
 func TestWaitersCountSubscribersAndQueue(t *testing.T) {
 	in, c, prefix, _ := fixture(t)
 	ctx := context.Background()
-	ps := c.Subscribe(ctx, lock.Channel(prefix+"deploy"))
+	l := lock.New(c, &lock.Options{Prefix: prefix})
+	if _, err := l.Acquire(ctx, "q", time.Minute, &lock.AcquireOptions{Owner: "ci@build-3:1"}); err != nil {
+		t.Fatal(err)
+	}
+	tokens := fifoWaiters(t, c, prefix, "q", 2)
+	ps := c.Subscribe(ctx, lock.Channel(prefix+"q"))
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	d, err := in.Lock(ctx, "deploy")
+	// The waiters' shared subscription follows their first attempt.
+	waitFor(t, func() bool { return c.PubSubNumSub(ctx, lock.Channel(prefix+"q")).Val()[lock.Channel(prefix+"q")] >= 2 })
+	d, err := in.Lock(ctx, "q")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Lock == nil || d.Lock.Waiters() != 3 || d.Subscribers != 1 || len(d.Queue) != 2 || d.Queue[0].Value != "w1" {
+	// Each waiter subscribes too (one shared connection per Locker).
+	if d.Lock == nil || d.Lock.Queued != 2 || d.Subscribers < 2 || d.Lock.Waiters() != max(d.Subscribers, 2) || len(d.Queue) != 2 {
 		t.Fatalf("detail %+v", d)
 	}
-	if d.Fence != 1 || !strings.HasPrefix(d.Raw, `{"token":"`) {
-		t.Errorf("fence %d raw %q", d.Fence, d.Raw)
+	for i, w := range d.Queue {
+		if w.TokenHash != inspect.TokenHash(tokens[i]) || w.Waiting < 0 || w.Heartbeat <= 0 || w.Arrived.IsZero() {
+			t.Errorf("waiter %d: %+v (token hash %s)", i, w, inspect.TokenHash(tokens[i]))
+		}
 	}
-	// A list-shaped queue counts too.
-	do(t, c, "DEL", lock.AuxKey(lock.KindQueue, prefix+"deploy"))
-	do(t, c, "RPUSH", lock.AuxKey(lock.KindQueue, prefix+"deploy"), "a", "b", "c", "d")
-	var w int64 = -1
-	in.Locks(ctx, "deploy", nil, func(l inspect.Lock) error { w = l.Waiters(); return nil })
-	if w != 5 {
-		t.Errorf("waiters %d, want 5 (1 subscriber + 4 queued)", w)
+	if !d.Queue[0].Arrived.Before(d.Queue[1].Arrived) {
+		t.Errorf("queue not in arrival order: %+v", d.Queue)
+	}
+	var got *inspect.Lock
+	in.Locks(ctx, "q", nil, func(l inspect.Lock) error { got = &l; return nil })
+	if got == nil || got.Queued != 2 || got.Subscribers != d.Subscribers {
+		t.Errorf("listing: %+v", got)
 	}
 }
 
-func TestLockDetailSemaphoreAndFree(t *testing.T) {
+// semaphore takes two slots of name (--limit 2) under prefix.
+func semaphore(t *testing.T, c *redis.Client, prefix, name string) (a, b *lock.Lease) {
+	t.Helper()
+	l := lock.New(c, &lock.Options{Prefix: prefix})
+	ctx := context.Background()
+	a, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Limit: 2, Owner: "ci@build-3:11", Note: "shard 1", CI: "https://ci.example/job/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = l.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Limit: 2, Owner: "ops@bastion:22"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
+func TestSemaphoreHolders(t *testing.T) {
 	in, c, prefix, _ := fixture(t)
 	ctx := context.Background()
-	do(t, c, "ZADD", lock.AuxKey(lock.KindSem, prefix+"pool"), 100, `{"token":"aa","fence":1,"owner":"a@h:1"}`, 200, "bb")
+	a, b := semaphore(t, c, prefix, "pool")
+	semaphore(t, c, prefix, "a}b")      // the slot-tag shape of AuxKey
+	semaphore(t, c, "x"+prefix, "pool") // another prefix
+	// A slot past its expiry holds nothing, though no one trimmed it yet.
+	do(t, c, "ZADD", lock.AuxKey(lock.KindSem, prefix+"pool"), 1, "dead")
+
 	d, err := in.Lock(ctx, "pool")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Lock != nil || !d.Held() || len(d.Semaphore) != 2 || d.Semaphore[0].Owner != "a@h:1" || d.Semaphore[1].Token != "bb" {
+	if d.Lock != nil || !d.Held() || d.Limit != 2 || len(d.Holders) != 2 || d.Fence != 2 {
 		t.Fatalf("semaphore detail %+v", d)
 	}
-	d, err = in.Lock(ctx, "nothing-here")
+	h := d.Holders[0]
+	if h.Kind != "semaphore" || h.Owner != "ci@build-3:11" || h.Host != "build-3" || h.PID != 11 || h.Fence != a.Fence ||
+		h.Note != "shard 1" || h.CI != "https://ci.example/job/1" || h.TokenHash != inspect.TokenHash(a.Token) ||
+		h.Holders != 2 || h.Limit != 2 || h.TTL <= 30*time.Second || h.TTL > time.Minute || h.Age < 0 {
+		t.Errorf("holder 1: %+v", h)
+	}
+	if h := d.Holders[1]; h.Owner != "ops@bastion:22" || h.Fence != b.Fence || h.TTL <= 0 || h.TTL > 30*time.Second {
+		t.Errorf("holder 2: %+v", h)
+	}
+
+	rows := func(glob string) []string {
+		var rows []string
+		err := in.Locks(ctx, glob, nil, func(l inspect.Lock) error {
+			if l.Kind == "semaphore" {
+				rows = append(rows, fmt.Sprintf("%s|%s|%s|%d/%d|%s", l.Name, l.Key, l.Owner, l.Holders, l.Limit, l.CI))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(rows)
+		return rows
+	}
+	want := []string{
+		"a}b|" + prefix + "a}b|ci@build-3:11|2/2|https://ci.example/job/1",
+		"a}b|" + prefix + "a}b|ops@bastion:22|2/2|",
+		"pool|" + prefix + "pool|ci@build-3:11|2/2|https://ci.example/job/1",
+		"pool|" + prefix + "pool|ops@bastion:22|2/2|",
+	}
+	if got := rows(""); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("listing:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := rows("p[o]*"); len(got) != 2 || !strings.HasPrefix(got[0], "pool|") {
+		t.Errorf("glob p[o]*: %v", got)
+	}
+	if got := rows("a}*"); len(got) != 2 || !strings.HasPrefix(got[0], "a}b|") {
+		t.Errorf("glob a}*: %v", got)
+	}
+	if got := rows("x*"); len(got) != 0 {
+		t.Errorf("glob x*: %v", got)
+	}
+}
+
+func TestLockDetailFreeAndWrongType(t *testing.T) {
+	in, c, prefix, _ := fixture(t)
+	ctx := context.Background()
+	d, err := in.Lock(ctx, "nothing-here")
 	if err != nil || d.Held() {
 		t.Fatalf("free lock: %+v %v", d, err)
 	}
 	do(t, c, "RPUSH", prefix+"alist", "x")
 	if _, err := in.Lock(ctx, "alist"); !errors.Is(err, lock.ErrWrongType) {
 		t.Fatalf("list: %v", err)
+	}
+}
+
+func TestForceReleaseSemaphoreSlot(t *testing.T) {
+	in, c, prefix, _ := fixture(t)
+	ctx := context.Background()
+	a, b := semaphore(t, c, prefix, "pool")
+	ps := c.Subscribe(ctx, lock.Channel(prefix+"pool"))
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A token that holds no slot: refused, naming a holder.
+	_, err := in.ForceRelease(ctx, "pool", token(t), nil)
+	var held *lock.HeldError
+	if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotOwner) || held.Holder.Kind != "semaphore" || held.Holder.Holders != 2 {
+		t.Fatalf("wrong token: %v %+v", err, held)
+	}
+	// By token hash: that slot goes, the other stays.
+	r, err := in.ForceRelease(ctx, "pool", inspect.TokenHash(a.Token), &inspect.ReleaseOptions{Who: "oncall@laptop", Reason: "job 1 died"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Holder.Kind != "semaphore" || r.Holder.Owner != "ci@build-3:11" || r.Holder.Token != a.Token || r.Holder.Fence != a.Fence ||
+		r.HoldersLeft != 1 || r.AuditID == "" || r.Holder.TTL <= 0 {
+		t.Errorf("released %+v", r)
+	}
+	select {
+	case m := <-ps.Channel():
+		if m.Payload != "released" {
+			t.Errorf("message %q", m.Payload)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("waiters were not woken")
+	}
+	semKey, valKey := lock.AuxKey(lock.KindSem, prefix+"pool"), lock.AuxKey(lock.KindSemVal, prefix+"pool")
+	if c.ZCard(ctx, semKey).Val() != 1 || c.HExists(ctx, valKey, a.Token).Val() || c.PTTL(ctx, valKey).Val() <= 0 {
+		t.Errorf("after releasing a: zcard %d, pttl %v", c.ZCard(ctx, semKey).Val(), c.PTTL(ctx, valKey).Val())
+	}
+	// The freed slot can be taken again at once.
+	l := lock.New(c, &lock.Options{Prefix: prefix})
+	if _, err := l.Acquire(ctx, "pool", time.Minute, &lock.AcquireOptions{Limit: 2}); err != nil {
+		t.Fatalf("slot not free: %v", err)
+	}
+	if err := l.ReleaseLease(ctx, a); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("released holder's own release: %v", err)
+	}
+	// By full token: b's slot.
+	if _, err := in.ForceRelease(ctx, "pool", b.Token, &inspect.ReleaseOptions{Who: "oncall@laptop"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := in.Audit(ctx, 2)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("audit: %+v %v", entries, err)
+	}
+	if e := entries[0]; e.Kind != "semaphore" || e.Name != "pool" || e.Owner != "ci@build-3:11" || e.Reason != "job 1 died" ||
+		e.TokenHash != inspect.TokenHash(a.Token) || e.Fence != a.Fence || e.TTL <= 0 {
+		t.Errorf("audit entry %+v", e)
+	}
+	if e := entries[1]; e.Owner != "ops@bastion:22" || e.TokenHash != inspect.TokenHash(b.Token) {
+		t.Errorf("audit entry %+v", e)
+	}
+	// The last slot's release leaves no keys behind.
+	d, _ := in.Lock(ctx, "pool")
+	if len(d.Holders) != 1 {
+		t.Fatalf("holders %+v", d.Holders)
+	}
+	if _, err := in.ForceRelease(ctx, "pool", d.Holders[0].TokenHash, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Exists(ctx, semKey, valKey).Val(); n != 0 {
+		t.Errorf("%d semaphore keys left", n)
+	}
+	if _, err := in.ForceRelease(ctx, "pool", b.Token, nil); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("empty semaphore: %v", err)
 	}
 }
 
@@ -183,7 +387,24 @@ func TestOrphansAndFix(t *testing.T) {
 		t.Fatalf("orphans %s, want %s", got, want)
 	}
 
-	// A raw prefix sees every key, but never lockctl's auxiliary ones.
+	// A raw prefix sees every key, but never lockctl's auxiliary ones:
+	// semaphores, FIFO queues and heartbeats (even without their TTL).
+	semaphore(t, c, prefix, "pool")
+	l := lock.New(c, &lock.Options{Prefix: prefix})
+	if _, err := l.Acquire(ctx, "q", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	fifoWaiters(t, c, prefix, "q", 1)
+	for _, kind := range []string{lock.KindSem, lock.KindSemVal, lock.KindQueue, lock.KindQueueHB} {
+		key := lock.AuxKey(kind, prefix+"pool")
+		if kind == lock.KindQueue || kind == lock.KindQueueHB {
+			key = lock.AuxKey(kind, prefix+"q")
+		}
+		if n := c.Exists(ctx, key).Val(); n != 1 {
+			t.Fatalf("%s missing", key)
+		}
+		do(t, c, "PERSIST", key)
+	}
 	raw := inspect.New(c, &inspect.Options{RawKeys: true})
 	err := raw.Orphans(ctx, "*", nil, func(o inspect.Orphan) error {
 		if strings.HasPrefix(o.Key, lock.AuxPrefix) {
@@ -218,6 +439,11 @@ func TestOrphansAndFix(t *testing.T) {
 	}
 	if got := orphanKeys(t, in); len(got) != 0 {
 		t.Errorf("orphans after fix: %v", got)
+	}
+	// The prefixed scan never sees them either.
+	do(t, c, "SET", prefix+"stuck2", "1")
+	if got := strings.Join(orphanKeys(t, in), ","); got != prefix+"stuck2|string" {
+		t.Errorf("orphans: %s", got)
 	}
 }
 

@@ -33,11 +33,14 @@ type ReleaseOptions struct {
 
 // Released describes a forced release: the holder that was removed.
 type Released struct {
-	Name      string
+	Name string
+	// Holder is the removed holder; Kind "semaphore" for a --limit slot.
 	Holder    lock.Holder
 	TokenHash string
 	// AuditID is the audit stream entry's ID.
 	AuditID string
+	// HoldersLeft is, for a semaphore slot, how many slots are still held.
+	HoldersLeft int64
 }
 
 // Operator is the OS user@host of this process, for audit records.
@@ -65,11 +68,13 @@ func Operator() string {
 // "uuid:threadId" field), or a prefix of 8 to 40 hex digits of
 // SHA-1(token), as TokenHash shows: the script hashes the stored token
 // itself, so the comparison and the delete are one atomic step and a holder
-// that took over a moment ago is never touched.
+// that took over a moment ago is never touched. For a semaphore (--limit)
+// lock, the slot token holds is freed and the other holders keep theirs.
 //
 // Errors: lock.ErrNotHeld when there is no lock; *lock.HeldError (errors.Is
-// lock.ErrNotOwner) naming the current holder when token does not match;
-// *lock.WrongTypeError; lock.ErrInvalid; Redis errors.
+// lock.ErrNotOwner) naming the current holder when token does not match
+// (for a semaphore, Kind "semaphore", the holder whose slot frees first and
+// Holders); *lock.WrongTypeError; lock.ErrInvalid; Redis errors.
 func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *ReleaseOptions) (*Released, error) {
 	if o == nil {
 		o = &ReleaseOptions{}
@@ -82,7 +87,7 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 		who = Operator()
 	}
 	key := in.Key(name)
-	keys := []string{key}
+	keys := []string{key, lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key)}
 	_, cluster := in.c.(*redis.ClusterClient)
 	if !cluster {
 		keys = append(keys, AuditKey)
@@ -114,10 +119,11 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 		return nil, err
 	}
 	r := &Released{Name: name, Holder: h, TokenHash: TokenHash(h.Token)}
-	if len(v) > 8 {
+	if len(v) > 9 {
 		if id, ok := v[8].(string); ok {
 			r.AuditID = id
 		}
+		r.HoldersLeft, _ = v[9].(int64)
 	}
 	if cluster {
 		fence := strconv.FormatInt(h.Fence, 10)
@@ -133,7 +139,9 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 	return r, nil
 }
 
-// holderOf decodes {code, type, value|fields, pttl, ...} replies.
+// holderOf decodes {code, type, value|fields, pttl, ...} replies: code 1
+// {1, type, body, pttl, kind, owner, token, fence, id, left}, code 2 {2,
+// type, body, pttl, holders}.
 func holderOf(key string, v []any) (lock.Holder, error) {
 	if len(v) < 4 {
 		return lock.Holder{}, fmt.Errorf("inspect: unexpected reply %v", v)
@@ -143,7 +151,22 @@ func holderOf(key string, v []any) (lock.Holder, error) {
 	ttl := ttlOf(time.Duration(pttl) * time.Millisecond)
 	switch body := v[2].(type) {
 	case string:
-		return lock.ParseValue(key, body, ttl), nil
+		h := lock.ParseValue(key, body, ttl)
+		if t != "zset" {
+			return h, nil
+		}
+		// A semaphore slot: its token is the zset member, whatever the
+		// value says.
+		h.Kind = "semaphore"
+		switch code, _ := v[0].(int64); {
+		case code == 1 && len(v) > 9:
+			h.Token, _ = v[6].(string)
+			h.Holders, _ = v[9].(int64)
+			h.Holders++
+		case code == 2 && len(v) > 4:
+			h.Holders, _ = v[4].(int64)
+		}
+		return h, nil
 	case []any:
 		fields := make(map[string]string, len(body)/2)
 		for i := 0; i+1 < len(body); i += 2 {

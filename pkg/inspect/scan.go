@@ -2,6 +2,9 @@ package inspect
 
 import (
 	"context"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -27,8 +30,13 @@ type Lock struct {
 	TokenHash   string
 }
 
-// Waiters is everyone known to be waiting for the lock.
-func (l Lock) Waiters() int64 { return l.Subscribers + l.Queued }
+// Waiters is the number of processes known to wait for the lock. Every
+// waiting lockctl process subscribes to the release channel, and a FIFO
+// waiter is in the queue as well, so the two counts overlap: the larger is
+// the estimate. (It can be off briefly: a FIFO waiter joins the queue just
+// before it subscribes, and the waiters of one process share a
+// subscription.)
+func (l Lock) Waiters() int64 { return max(l.Subscribers, l.Queued) }
 
 // ScanOptions tune one scan. A nil *ScanOptions means all defaults.
 type ScanOptions struct {
@@ -46,42 +54,80 @@ func (o *ScanOptions) progress(n int64) {
 // Locks calls fn for every held lock whose name matches glob ("" for all),
 // in SCAN order (unsorted), batch by batch: memory stays flat however large
 // the keyspace. Keys that are not locks (lists, sets, plain hashes, and
-// lockctl's auxiliary keys) are skipped. An error from fn stops the scan
-// and is returned.
+// lockctl's auxiliary keys) are skipped. A semaphore (--limit) has no lock
+// key; it is found by a second SCAN of its holder sets and yields one Lock
+// per live holder (Kind "semaphore", Holders and Limit set), earliest
+// acquisition first. An error from fn stops the scan and is returned.
 //
 // Each batch costs one round trip: the reads of one batch (TYPE, PTTL, GET,
-// the FIFO queue's length, PUBSUB NUMSUB) are pipelined together with the
-// SCAN for the next batch; Redisson hashes cost one more.
+// the FIFO queue's length, PUBSUB NUMSUB; for semaphores their holders and
+// values) are pipelined together with the SCAN for the next batch;
+// Redisson hashes cost one more.
 func (in *Inspector) Locks(ctx context.Context, glob string, o *ScanOptions, fn func(Lock) error) error {
 	var scanned int64
+	emit := func(keys []string, batch []Lock) error {
+		scanned += int64(len(keys))
+		o.progress(scanned)
+		for _, l := range batch {
+			if err := fn(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	return forEachNode(ctx, in.c, func(ctx context.Context, node redis.UniversalClient) error {
 		clk, err := serverClock(ctx, node)
 		if err != nil {
 			return err
 		}
-		return in.scan(ctx, node, glob, func(keys []string, next func(redis.Pipeliner)) error {
+		err = in.scan(ctx, node, in.Pattern(glob), in.notAux, func(keys []string, next func(redis.Pipeliner)) error {
 			batch, err := in.readLocks(ctx, node, keys, clk, next)
 			if err != nil {
 				return err
 			}
-			scanned += int64(len(keys))
-			o.progress(scanned)
-			for _, l := range batch {
-				if err := fn(l); err != nil {
+			return emit(keys, batch)
+		})
+		if err != nil {
+			return err
+		}
+		match := in.Pattern(glob)
+		semOf := func(aux string) (string, bool) {
+			kind, key, ok := lock.KeyOfAux(aux)
+			if !ok || kind != lock.KindSem || isAux(key) || !strings.HasPrefix(key, in.prefix) || !globMatch(match, key) {
+				return "", false
+			}
+			return key, true
+		}
+		return in.scan(ctx, node, in.semPattern(), func(aux string) bool { _, ok := semOf(aux); return ok },
+			func(auxKeys []string, next func(redis.Pipeliner)) error {
+				keys := make([]string, len(auxKeys))
+				for i, a := range auxKeys {
+					keys[i], _ = semOf(a)
+				}
+				batch, err := in.readSems(ctx, node, keys, clk, next)
+				if err != nil {
 					return err
 				}
-			}
-			return nil
-		})
+				return emit(keys, batch)
+			})
 	})
 }
 
-// scan walks the keys matching glob. batch gets the keys of one SCAN reply
-// (auxiliary keys removed) and a function that queues the next SCAN on the
-// pipeline batch sends, so scanning and reading share round trips.
-func (in *Inspector) scan(ctx context.Context, node redis.UniversalClient, glob string,
+// semPattern matches the holder sets of every semaphore whose lock key may
+// start with the prefix: both shapes of AuxKey ("{key}" and "{tag}key")
+// contain the whole key after "lockctl:sem:". Names are then checked
+// exactly by decoding the lock key (lock.KeyOfAux).
+func (in *Inspector) semPattern() string {
+	return EscapeGlob(lock.AuxPrefix+lock.KindSem+":") + "*" + EscapeGlob(in.prefix) + "*"
+}
+
+func (in *Inspector) notAux(key string) bool { return !isAux(key) }
+
+// scan walks the keys matching match that keep accepts. batch gets the
+// kept keys of one SCAN reply and a function that queues the next SCAN on
+// the pipeline batch sends, so scanning and reading share round trips.
+func (in *Inspector) scan(ctx context.Context, node redis.UniversalClient, match string, keep func(string) bool,
 	batch func(keys []string, next func(redis.Pipeliner)) error) error {
-	match := in.Pattern(glob)
 	keys, cursor, err := node.Scan(ctx, 0, match, in.count).Result()
 	if err != nil {
 		return err
@@ -95,7 +141,7 @@ func (in *Inspector) scan(ctx context.Context, node redis.UniversalClient, glob 
 		}
 		kept := keys[:0]
 		for _, k := range keys {
-			if !isAux(k) {
+			if keep(k) {
 				kept = append(kept, k)
 			}
 		}
@@ -135,7 +181,6 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 	pttls := make([]*redis.DurationCmd, n)
 	gets := make([]*redis.StringCmd, n)
 	zcards := make([]*redis.IntCmd, n)
-	llens := make([]*redis.IntCmd, n)
 	chans := make([]string, n)
 	for i, k := range keys {
 		types[i] = pipe.Type(ctx, k)
@@ -143,11 +188,8 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		// GET on a hash fails with WRONGTYPE, which costs less than a
 		// second round trip to ask for strings only.
 		gets[i] = pipe.Get(ctx, k)
-		// The FIFO queue is a sorted set or a list; the command that does
-		// not fit its type fails and the other counts.
-		q := lock.AuxKey(lock.KindQueue, k)
-		zcards[i] = pipe.ZCard(ctx, q)
-		llens[i] = pipe.LLen(ctx, q)
+		// The FIFO queue (a sorted set of waiting tokens).
+		zcards[i] = pipe.ZCard(ctx, lock.AuxKey(lock.KindQueue, k))
 		chans[i] = lock.Channel(k)
 	}
 	numsub := pipe.PubSubNumSub(ctx, chans...)
@@ -158,7 +200,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 	out := make([]Lock, 0, n)
 	subs, _ := numsub.Result()
 	for i, k := range keys {
-		for _, c := range []redis.Cmder{types[i], pttls[i], gets[i], zcards[i], llens[i]} {
+		for _, c := range []redis.Cmder{types[i], pttls[i], gets[i], zcards[i]} {
 			if err := cmdErr(c); err != nil {
 				return nil, err
 			}
@@ -167,7 +209,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		switch types[i].Val() {
 		case "string":
 			h := lock.ParseValue(k, gets[i].Val(), ttl)
-			out = append(out, in.record(h, clk, subs[chans[i]], zcards[i].Val()+llens[i].Val()))
+			out = append(out, in.record(h, clk, subs[chans[i]], zcards[i].Val()))
 		case "hash":
 			hashes = append(hashes, i)
 		}
@@ -190,10 +232,96 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 			if !ok {
 				continue
 			}
-			out = append(out, in.record(h, clk, subs[chans[i]], zcards[i].Val()+llens[i].Val()))
+			out = append(out, in.record(h, clk, subs[chans[i]], zcards[i].Val()))
 		}
 	}
 	return out, nil
+}
+
+// readSems reads the semaphores of one batch (keys are lock keys) and
+// returns one Lock per live holder.
+func (in *Inspector) readSems(ctx context.Context, node redis.UniversalClient, keys []string, clk clock,
+	next func(redis.Pipeliner)) ([]Lock, error) {
+	pipe := node.Pipeline()
+	next(pipe)
+	if len(keys) == 0 {
+		if pipe.Len() > 0 {
+			if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	now := clk.now()
+	sems := make([]*redis.ZSliceCmd, len(keys))
+	vals := make([]*redis.MapStringStringCmd, len(keys))
+	queues := make([]*redis.IntCmd, len(keys))
+	chans := make([]string, len(keys))
+	for i, k := range keys {
+		sems[i] = liveHolders(ctx, pipe, k, now)
+		vals[i] = pipe.HGetAll(ctx, lock.AuxKey(lock.KindSemVal, k))
+		queues[i] = pipe.ZCard(ctx, lock.AuxKey(lock.KindQueue, k))
+		chans[i] = lock.Channel(k)
+	}
+	numsub := pipe.PubSubNumSub(ctx, chans...)
+	if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
+		return nil, err
+	}
+	subs, _ := numsub.Result()
+	var out []Lock
+	for i, k := range keys {
+		for _, c := range []redis.Cmder{sems[i], vals[i], queues[i]} {
+			if err := cmdErr(c); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, in.semHolders(k, sems[i].Val(), vals[i].Val(), clk, subs[chans[i]], queues[i].Val())...)
+	}
+	return out, nil
+}
+
+// liveHolders queues a read of the semaphore slots of key that have not
+// expired by now. Expired members linger until the next acquire or release
+// trims them; they hold nothing.
+func liveHolders(ctx context.Context, p redis.Pipeliner, key string, now time.Time) *redis.ZSliceCmd {
+	return p.ZRangeByScoreWithScores(ctx, lock.AuxKey(lock.KindSem, key), &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"})
+}
+
+// semHolders turns a semaphore's slots (token -> expiry in server ms) and
+// values (token -> lockctl JSON) into one Lock per holder, earliest
+// acquisition first. Holders is the number of live slots; Limit is what
+// each holder passed (every holder should pass the same).
+func (in *Inspector) semHolders(key string, slots []redis.Z, vals map[string]string, clk clock, subs, queued int64) []Lock {
+	if len(slots) == 0 {
+		return nil
+	}
+	nowMS := clk.now().UnixMilli()
+	out := make([]Lock, 0, len(slots))
+	for _, z := range slots {
+		token, _ := z.Member.(string)
+		ttl := time.Duration(int64(z.Score)-nowMS) * time.Millisecond
+		if ttl < 0 {
+			ttl = 0
+		}
+		var h lock.Holder
+		if v, ok := vals[token]; ok {
+			h = lock.ParseValue(key, v, ttl)
+		} else {
+			// A slot whose value is missing: only the token is known.
+			h = lock.Holder{Key: key, TTL: ttl}
+		}
+		h.Token, h.Kind, h.Holders = token, "semaphore", int64(len(slots))
+		out = append(out, in.record(h, clk, subs, queued))
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.AcquiredAt.Equal(b.AcquiredAt) {
+			return a.AcquiredAt.Before(b.AcquiredAt)
+		}
+		return a.Fence < b.Fence
+	})
+	return out
 }
 
 // redisson queues a read of a hash that may be a Redisson lock. HSCAN from
@@ -226,7 +354,7 @@ func ttlOf(d time.Duration) time.Duration {
 
 func (in *Inspector) record(h lock.Holder, clk clock, subs, queued int64) Lock {
 	l := Lock{Name: in.Name(h.Key), Holder: h, Age: -1, Subscribers: subs, Queued: queued, TokenHash: TokenHash(h.Token)}
-	if h.Kind == "lockctl" {
+	if h.Kind == "lockctl" || h.Kind == "semaphore" {
 		if u, host, pid, ok := splitOwner(h.Owner); ok {
 			l.User, l.Host, l.PID = u, host, pid
 		}
@@ -256,7 +384,7 @@ type Orphan struct {
 func (in *Inspector) Orphans(ctx context.Context, glob string, o *ScanOptions, fn func(Orphan) error) error {
 	var scanned int64
 	return forEachNode(ctx, in.c, func(ctx context.Context, node redis.UniversalClient) error {
-		return in.scan(ctx, node, glob, func(keys []string, next func(redis.Pipeliner)) error {
+		return in.scan(ctx, node, in.Pattern(glob), in.notAux, func(keys []string, next func(redis.Pipeliner)) error {
 			batch, err := in.readOrphans(ctx, node, keys, next)
 			if err != nil {
 				return err

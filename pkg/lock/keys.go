@@ -84,3 +84,36 @@ func crc16(b []byte) uint16 {
 	}
 	return crc
 }
+
+// KeyOfAux inverts AuxKey: given an auxiliary key it returns its kind and
+// the lock key it belongs to. ok is false for anything AuxKey does not
+// produce (the audit stream, keys of other programs). Listings use it to
+// find the locks whose holders live only in auxiliary keys (semaphores).
+// The empty lock key is never a lock, so its one collision with another key
+// is resolved in favour of the non-empty key.
+func KeyOfAux(aux string) (kind, key string, ok bool) {
+	rest, found := strings.CutPrefix(aux, AuxPrefix)
+	if !found {
+		return "", "", false
+	}
+	kind, rest, found = strings.Cut(rest, ":")
+	if !found || kind == "" || !strings.HasPrefix(rest, "{") {
+		return "", "", false
+	}
+	// The braces never hold '}' (AuxKey picks another tag then), so the
+	// first '}' closes them.
+	tag, tail, found := strings.Cut(rest[1:], "}")
+	if !found {
+		return "", "", false
+	}
+	key = tail
+	if tail == "" {
+		key = tag
+	}
+	// Only AuxKey's own output counts: this rejects other tags, and keys
+	// whose tail would have fit in the braces.
+	if AuxKey(kind, key) != aux {
+		return "", "", false
+	}
+	return kind, key, true
+}

@@ -38,3 +38,46 @@ func TestAuxKeySameSlotOutsidePattern(t *testing.T) {
 		t.Errorf("common case = %q", got)
 	}
 }
+
+func TestKeyOfAuxInvertsAuxKey(t *testing.T) {
+	keys := []string{
+		"lock:deploy",         // {key}
+		"lock:{order}:1",      // a hash tag of its own: {order}lock:{order}:1
+		"lock:a}b",            // '}' in the key: a slot tag, then the key
+		"lock:a{}b",           // an empty {} is no hash tag, but braces in the key
+		"lock:a{b",            // an unclosed brace
+		"lock:}{",             // both
+		"lock:ü nicode *?[x]", // glob characters and UTF-8
+		"deploy",              // raw keys (--prefix '')
+		"{x}",
+		"lockctl:fence:{lock:deploy}", // a lock key that looks like an aux key
+	}
+	kinds := []string{lock.KindFence, lock.KindQueue, lock.KindSem, lock.KindSemVal, lock.KindQueueHB, lock.KindChannel, lock.KindChecked}
+	for _, k := range keys {
+		for _, kind := range kinds {
+			a := lock.AuxKey(kind, k)
+			gotKind, gotKey, ok := lock.KeyOfAux(a)
+			if !ok || gotKind != kind || gotKey != k {
+				t.Errorf("KeyOfAux(%q) = %q, %q, %v; want %q, %q", a, gotKind, gotKey, ok, kind, k)
+			}
+		}
+	}
+	// The slot-tag shape really is in use for these keys.
+	if a := lock.AuxKey(lock.KindSem, "lock:a}b"); !strings.HasSuffix(a, "}lock:a}b") || strings.HasPrefix(a, "lockctl:sem:{lock:a") {
+		t.Errorf("slot-tag shape: %q", a)
+	}
+	if a := lock.AuxKey(lock.KindSem, "lock:{order}:1"); a != "lockctl:sem:{order}lock:{order}:1" {
+		t.Errorf("hash-tag shape: %q", a)
+	}
+	for _, a := range []string{
+		"lockctl:audit", "lock:deploy", "lockctl:sem:lock:deploy", "lockctl::{x}", "lockctl:sem:{x",
+		"lockctl:sem:{zz}lock:deploy", // a tag AuxKey would not choose
+		"lockctl:sem:{order}lock:x",   // the key's slot differs from the tag's
+		"lockctl:sem:{lock:a}xyz",     // lock:axyz would have used {lock:axyz}
+		"",
+	} {
+		if kind, key, ok := lock.KeyOfAux(a); ok {
+			t.Errorf("KeyOfAux(%q) = %q, %q, true; want not ok", a, kind, key)
+		}
+	}
+}
