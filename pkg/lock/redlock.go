@@ -307,28 +307,35 @@ func (r *redlock) acquire(ctx context.Context, key string, a acquireArgs) (reply
 func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []nodeResult[reply], start time.Time, d time.Duration) (reply, error) {
 	var f int64
 	idx := make([]int, len(got))
+	differ := false
 	for i, x := range got {
 		idx[i] = x.node
 		n := x.v.fence
 		if x.v.code == 2 {
 			n = ParseValue(key, x.v.value, 0).Fence
 		}
+		differ = differ || (i > 0 && n != f)
 		f = max(f, n)
 	}
-	fs := strconv.FormatInt(max(f, 1), 10)
-	res := each(ctx, r, idx, d, func(ctx context.Context, s *single) (int64, error) {
-		return raiseScript.Run(ctx, s.c, []string{AuxKey(KindFence, key), key}, fs, valuePrefix(a.token), a.token).Int64()
-	}, nil)
-	ok := 0
-	for _, x := range res {
-		if x.err == nil && x.v == 1 {
-			ok++
+	// When every acquiring node returned the same fence (the usual case:
+	// counters in step), each already has a counter of at least F and
+	// stores F, which is all the write-back would achieve.
+	if differ {
+		fs := strconv.FormatInt(f, 10)
+		res := each(ctx, r, idx, d, func(ctx context.Context, s *single) (int64, error) {
+			return raiseScript.Run(ctx, s.c, []string{AuxKey(KindFence, key), key}, fs, valuePrefix(a.token), a.token).Int64()
+		}, nil)
+		ok := 0
+		for _, x := range res {
+			if x.err == nil && x.v == 1 {
+				ok++
+			}
 		}
-	}
-	if ok < r.quorum {
-		e := noQuorum(r, "fence write-back", res).(*QuorumError)
-		e.Reason = fmt.Sprintf("fence write-back: %d of %d Redlock nodes confirmed, %d needed", ok, len(r.nodes), r.quorum)
-		return reply{}, e
+		if ok < r.quorum {
+			e := noQuorum(r, "fence write-back", res).(*QuorumError)
+			e.Reason = fmt.Sprintf("fence write-back: %d of %d Redlock nodes confirmed, %d needed", ok, len(r.nodes), r.quorum)
+			return reply{}, e
+		}
 	}
 	if took, dr := time.Since(start), drift(a.ttl); a.ttl-took-dr <= 0 {
 		return reply{}, &QuorumError{Reason: fmt.Sprintf("acquire took %s: no time left of the %s lease after a clock drift allowance of %s",

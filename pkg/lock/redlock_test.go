@@ -439,3 +439,41 @@ func TestRedlockRefuses(t *testing.T) {
 		t.Errorf("wait replicas: %v", err)
 	}
 }
+
+// BenchmarkRedlockAcquireRelease: one acquire (3 nodes in parallel, then
+// the fence write-back) and one release per op, beside the same on one
+// node.
+func BenchmarkRedlockAcquireRelease(b *testing.B) {
+	var clients []redis.UniversalClient
+	for range 3 {
+		s, err := redistest.Start(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(s.Stop)
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+		b.Cleanup(func() { c.Close() })
+		clients = append(clients, c)
+	}
+	rl, err := lock.NewRedlock(clients, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		l    *lock.Locker
+	}{{"redlock-3", rl}, {"single", lock.New(clients[0], nil)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			name := uniqueName(b)
+			for b.Loop() {
+				lease, err := bc.l.Acquire(ctx, name, 30*time.Second, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := bc.l.Release(ctx, name, lease.Token); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
