@@ -128,7 +128,7 @@ func isRedisUnavailable(err error) bool {
 		opErr  *net.OpError
 		rerr   redis.Error
 	)
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+	if errors.Is(err, lock.ErrNoQuorum) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, redis.ErrClosed) ||
 		errors.As(err, &netErr) || errors.As(err, &opErr) {

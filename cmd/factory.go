@@ -40,7 +40,9 @@ type Globals struct {
 	Timeout        time.Duration
 	Verbose        bool
 
-	urlOnArgv bool // the URL came from the command line (a password there leaks to ps)
+	urlOnArgv     bool   // the URL came from the command line (a password there leaks to ps)
+	redlockOnArgv bool   // likewise for --redlock
+	command       string // the command being run, below the root (for messages)
 }
 
 // Factory hands commands what they need, lazily: nothing dials Redis until a
@@ -55,6 +57,10 @@ type Factory struct {
 	client     redis.UniversalClient
 	clientErr  error
 
+	redlockOnce    sync.Once
+	redlockClients []redis.UniversalClient
+	redlockErr     error
+
 	sigMu      sync.Mutex
 	sigHandler func(os.Signal)
 }
@@ -64,30 +70,123 @@ func NewFactory(io *ui.IOStreams) *Factory {
 	return &Factory{IO: io, Getenv: os.Getenv, Viper: viper.New()}
 }
 
-// Client returns the Redis client, creating it on first use.
+// Client returns the Redis client, creating it on first use. Commands
+// that work on one server (inspect, doctor, limit, once) use it; under
+// --redlock it is a usage error, since no one server has the whole picture.
 func (f *Factory) Client() (redis.UniversalClient, error) {
+	redlock, err := f.redlock()
+	if err != nil {
+		return nil, err
+	}
+	if redlock {
+		what := f.G.command
+		if what == "" {
+			what = "this command"
+		}
+		return nil, &UsageError{Err: fmt.Errorf("%s works on one server: pass --url", what),
+			Hints: []string{"--redlock applies to lock, renew, release, run and fence; give one of the Redlock masters with --url to look at it alone"}}
+	}
 	f.clientOnce.Do(func() { f.client, f.clientErr = f.newClient() })
 	return f.client, f.clientErr
 }
 
-// Locker returns a lock.Locker on the configured client and prefix.
-func (f *Factory) Locker() (*lock.Locker, error) {
-	c, err := f.Client()
-	if err != nil {
-		return nil, err
+// redlock reports whether locks go to the --redlock masters: --redlock is
+// set, unless only LOCKCTL_REDLOCK (or the config file) set it and --url
+// on the command line asks for one server.
+func (f *Factory) redlock() (bool, error) {
+	g := &f.G
+	if len(g.Redlock) == 0 {
+		return false, nil
 	}
-	return lock.New(c, &lock.Options{
+	if g.urlOnArgv && g.redlockOnArgv {
+		return false, usageErrorf("--url and --redlock cannot be combined")
+	}
+	return !g.urlOnArgv, nil
+}
+
+// Locker returns a lock.Locker on the configured client and prefix: on one
+// logical Redis, or on the --redlock masters.
+func (f *Factory) Locker() (*lock.Locker, error) {
+	opts := &lock.Options{
 		Prefix:              f.G.Prefix,
 		RawKeys:             f.G.Prefix == "",
 		WaitReplicas:        f.G.WaitReplicas,
 		WaitReplicasTimeout: f.G.WaitTimeout,
-	}), nil
+	}
+	redlock, err := f.redlock()
+	if err != nil {
+		return nil, err
+	}
+	if redlock {
+		if f.G.WaitReplicas > 0 {
+			return nil, &UsageError{Err: errors.New("--wait-replicas does not apply to --redlock"),
+				Hints: []string{"Redlock's masters are independent servers without replicas; drop --wait-replicas"}}
+		}
+		f.redlockOnce.Do(func() { f.redlockClients, f.redlockErr = f.newRedlockClients() })
+		if f.redlockErr != nil {
+			return nil, f.redlockErr
+		}
+		l, err := lock.NewRedlock(f.redlockClients, opts)
+		if err != nil {
+			return nil, &UsageError{Err: fmt.Errorf("--redlock: %w", err),
+				Hints: []string{"give the URLs of 3 (or 5) independent masters: --redlock redis://a:6379,redis://b:6379,redis://c:6379"}}
+		}
+		return l, nil
+	}
+	c, err := f.Client()
+	if err != nil {
+		return nil, err
+	}
+	return lock.New(c, opts), nil
 }
 
-// Close releases the client's connections.
+// RefuseRedlock is a usage error when --redlock is in use: for options the
+// Redlock backend does not support (flag names the option).
+func (f *Factory) RefuseRedlock(flag string) error {
+	redlock, err := f.redlock()
+	if err != nil || !redlock {
+		return err
+	}
+	return usageErrorf("%s is not supported with --redlock", flag)
+}
+
+// newRedlockClients makes one client per --redlock URL, each set up as the
+// --url client is (timeouts, no retries, password, TLS). --timeout bounds
+// each node's call; pkg/lock bounds it further by a per-node timeout
+// derived from the lease (a tenth of the ttl, within 50ms and 1s), so that
+// a dead node costs little of it.
+func (f *Factory) newRedlockClients() ([]redis.UniversalClient, error) {
+	redis.SetLogger(redisLogger{f})
+	password, err := f.password()
+	if err != nil {
+		return nil, err
+	}
+	var clients []redis.UniversalClient
+	for _, raw := range f.G.Redlock {
+		raw = strings.TrimSpace(raw)
+		if !strings.Contains(raw, "://") {
+			// host:port, as --cluster and --sentinel take them.
+			raw = "redis://" + raw
+		}
+		opt, err := f.optionsFor(raw, "--redlock", f.G.redlockOnArgv, password)
+		if err != nil {
+			for _, c := range clients {
+				c.Close()
+			}
+			return nil, err
+		}
+		clients = append(clients, redis.NewClient(opt))
+	}
+	return clients, nil
+}
+
+// Close releases the clients' connections.
 func (f *Factory) Close() {
 	if f.client != nil {
 		f.client.Close()
+	}
+	for _, c := range f.redlockClients {
+		c.Close()
 	}
 }
 
@@ -146,9 +245,6 @@ func (f *Factory) newClient() (redis.UniversalClient, error) {
 		o.DialerRetries, o.DialerRetryTimeout = 1, 50*time.Millisecond
 	}
 	switch {
-	case len(g.Redlock) > 0:
-		return nil, &UsageError{Err: errors.New("--redlock is not supported by this build"),
-			Hints: []string{"use --url with one master, --sentinel, or --cluster"}}
 	case len(g.Cluster) > 0:
 		o := &redis.UniversalOptions{Addrs: g.Cluster, IsClusterMode: true, Password: password}
 		common(o)
@@ -187,18 +283,24 @@ func (f *Factory) NodeOptions() (*redis.Options, error) {
 }
 
 func (f *Factory) nodeOptions(password string) (*redis.Options, error) {
+	return f.optionsFor(f.G.URL, "--url", f.G.urlOnArgv, password)
+}
+
+// optionsFor returns the client options for the server at raw, given by
+// flag (onArgv: on the command line).
+func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*redis.Options, error) {
 	g := &f.G
-	u, err := url.Parse(g.URL)
+	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
-		return nil, &UsageError{Err: fmt.Errorf("bad --url %q", redactURL(g.URL)),
+		return nil, &UsageError{Err: fmt.Errorf("bad %s %q", flag, redactURL(raw)),
 			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock"}}
 	}
-	if _, has := u.User.Password(); has && g.urlOnArgv {
+	if _, has := u.User.Password(); has && onArgv {
 		f.IO.Errorf("warning: a password on the command line is visible to other users in ps; use LOCKCTL_PASSWORD or --password-file")
 	}
-	opt, err := redis.ParseURL(g.URL)
+	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("bad --url %q: %v", redactURL(g.URL), err)}
+		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %v", flag, redactURL(raw), err)}
 	}
 	if password != "" {
 		opt.Password = password

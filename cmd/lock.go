@@ -124,6 +124,16 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 	if o.limit > 0 && o.fifo {
 		return usageErrorf("--limit and --fifo cannot be combined yet")
 	}
+	if o.limit > 0 {
+		if err := f.RefuseRedlock("--limit"); err != nil {
+			return err
+		}
+	}
+	if o.fifo {
+		if err := f.RefuseRedlock("--fifo"); err != nil {
+			return err
+		}
+	}
 	status := newWaitStatus(f, name)
 	lease, err := l.Acquire(ctx, name, o.ttl, &lock.AcquireOptions{
 		Owner:  o.owner,

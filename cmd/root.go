@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -87,6 +88,8 @@ func defaultHints(err error, code int) []string {
 			return []string{"set the password with LOCKCTL_PASSWORD or --password-file, or the user in --url redis://user@host"}
 		case strings.Contains(msg, "NOPERM"):
 			return []string{"the Redis user lacks a command lockctl needs; `lockctl doctor` lists them"}
+		case errors.Is(err, lock.ErrNoQuorum):
+			return []string{"a majority of the --redlock masters must answer in time; check the servers named above"}
 		case strings.Contains(msg, "READONLY"):
 			return []string{"this server is a replica; point --url at the master or use --sentinel"}
 		default:
@@ -268,6 +271,8 @@ func (f *Factory) resolve(c *cobra.Command) error {
 		return setErr
 	}
 	f.G.urlOnArgv = flags.Changed("url")
+	f.G.redlockOnArgv = flags.Changed("redlock")
+	f.G.command = topCommand(c).Name()
 	f.IO.DecideColor(f.G.Color, f.Getenv)
 	return nil
 }

@@ -130,6 +130,16 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	if err := o.validate(c); err != nil {
 		return err
 	}
+	if o.limit > 0 {
+		if err := f.RefuseRedlock("--limit"); err != nil {
+			return err
+		}
+	}
+	if o.fifo {
+		if err := f.RefuseRedlock("--fifo"); err != nil {
+			return err
+		}
+	}
 	onLost, err := runner.ParseOnLost(o.onLost)
 	if err != nil {
 		return &UsageError{Err: err}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,13 +51,79 @@ func Server(ts *testscript.TestScript) *redistest.Server {
 
 // Cmds are the custom script commands.
 var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"redis":     cmdRedis,
-	"waitfile":  cmdWaitFile,
-	"redis-sig": cmdRedisSig,
-	"exits":     cmdExits,
-	"sleep":     cmdSleep,
-	"cluster":   cmdCluster,
-	"sentinel":  cmdSentinel,
+	"redis":       cmdRedis,
+	"waitfile":    cmdWaitFile,
+	"redis-sig":   cmdRedisSig,
+	"exits":       cmdExits,
+	"sleep":       cmdSleep,
+	"cluster":     cmdCluster,
+	"sentinel":    cmdSentinel,
+	"servers":     cmdServers,
+	"servers-sig": cmdServersSig,
+}
+
+// servers N: start N more standalone servers for this script (independent
+// masters, as Redlock wants them) and export URL1..URLN, ADDR1..ADDRN and
+// REDLOCK_URLS, their URLs joined by commas. `servers-sig I STOP|CONT|KILL`
+// signals the I-th of them.
+func cmdServers(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: servers N")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	if n < 1 {
+		ts.Fatalf("servers: N must be at least 1")
+	}
+	var urls []string
+	var srvs []*redistest.Server
+	for i := 1; i <= n; i++ {
+		s, err := redistest.Start(nil)
+		ts.Check(err)
+		ts.Defer(s.Stop)
+		srvs = append(srvs, s)
+		urls = append(urls, s.URL)
+		ts.Setenv("URL"+strconv.Itoa(i), s.URL)
+		ts.Setenv("ADDR"+strconv.Itoa(i), s.Addr)
+	}
+	ts.Setenv("REDLOCK_URLS", strings.Join(urls, ","))
+	serversMu.Lock()
+	servers[ts] = srvs
+	serversMu.Unlock()
+	ts.Defer(func() {
+		serversMu.Lock()
+		delete(servers, ts)
+		serversMu.Unlock()
+	})
+}
+
+var (
+	serversMu sync.Mutex
+	servers   = map[*testscript.TestScript][]*redistest.Server{}
+)
+
+// servers-sig I STOP|CONT|KILL: signal the I-th server that `servers` started.
+func cmdServersSig(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: servers-sig I STOP|CONT|KILL")
+	}
+	i, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	serversMu.Lock()
+	srvs := servers[ts]
+	serversMu.Unlock()
+	if i < 1 || i > len(srvs) {
+		ts.Fatalf("servers-sig: no server %d (started %d)", i, len(srvs))
+	}
+	ts.Check(srvs[i-1].Signal(signalByName(ts, args[1])))
+}
+
+func signalByName(ts *testscript.TestScript, name string) syscall.Signal {
+	sig := map[string]syscall.Signal{"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT, "KILL": syscall.SIGKILL}[name]
+	if sig == 0 {
+		ts.Fatalf("unknown signal %q", name)
+	}
+	return sig
 }
 
 // cluster N: start an N-master Redis Cluster for this script and point
@@ -220,9 +287,5 @@ func cmdRedisSig(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: redis-sig STOP|CONT|KILL")
 	}
-	sig := map[string]syscall.Signal{"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT, "KILL": syscall.SIGKILL}[args[0]]
-	if sig == 0 {
-		ts.Fatalf("unknown signal %q", args[0])
-	}
-	ts.Check(Server(ts).Signal(sig))
+	ts.Check(Server(ts).Signal(signalByName(ts, args[0])))
 }

@@ -47,6 +47,9 @@
 //     acknowledgement (WAIT), which narrows the failover window; WAIT is not
 //     a consensus protocol, so fencing is still what makes a lock safe.
 //     The client's read timeout must exceed Options.WaitReplicasTimeout.
+//   - NewRedlock keeps each lock on a majority of independent masters,
+//     with fences that stay monotonic across different majorities (see
+//     redlock.go for the rules and why they hold).
 //
 // # Keys
 //

@@ -28,10 +28,16 @@ type Options struct {
 	// WaitReplicas > 0 makes every lock write (acquire, renew) wait until
 	// that many replicas acknowledged it, or fail with *ReplicationError.
 	// This narrows, but does not close, the window in which a failover
-	// loses a lock. Supported on single-server and Sentinel clients.
+	// loses a lock. Supported on single-server and Sentinel clients;
+	// NewRedlock refuses it (Redlock assumes masters without replicas).
 	WaitReplicas int
 	// WaitReplicasTimeout bounds that wait; 0 means 1s.
 	WaitReplicasTimeout time.Duration
+	// NodeTimeout bounds each node's reply in a Redlock call (NewRedlock);
+	// a node slower than that counts as not answering. 0 means ttl/10
+	// within [50ms, 1s] for acquire and renew, and 1s for other calls.
+	// Each client's own timeouts apply too. Ignored by New.
+	NodeTimeout time.Duration
 	// PollInterval is the longest a waiter sleeps between attempts when no
 	// release message arrives (a lock freed by expiry, or deleted by a
 	// client that does not publish). A waiter also retries as soon as the
@@ -53,6 +59,17 @@ func New(c redis.UniversalClient, opts *Options) *Locker {
 	if opts == nil {
 		opts = &Options{}
 	}
+	l := newLocker(opts)
+	wt := opts.WaitReplicasTimeout
+	if wt <= 0 {
+		wt = time.Second
+	}
+	l.b = &single{c: c, hub: &hub{c: c}, replicas: opts.WaitReplicas, replicasTimeout: wt}
+	return l
+}
+
+// newLocker is a Locker without a backend: the settings every backend shares.
+func newLocker(opts *Options) *Locker {
 	l := &Locker{prefix: opts.Prefix, clock: opts.Clock, replicas: opts.WaitReplicas, poll: opts.PollInterval}
 	if l.prefix == "" && !opts.RawKeys {
 		l.prefix = DefaultPrefix
@@ -63,11 +80,6 @@ func New(c redis.UniversalClient, opts *Options) *Locker {
 	if l.poll <= 0 {
 		l.poll = time.Second
 	}
-	wt := opts.WaitReplicasTimeout
-	if wt <= 0 {
-		wt = time.Second
-	}
-	l.b = &single{c: c, hub: &hub{c: c}, replicas: opts.WaitReplicas, replicasTimeout: wt}
 	return l
 }
 

@@ -1,0 +1,479 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+// redlockNodes starts three servers for one test and returns a Redlock
+// Locker on them. Clients are set up as lockctl's command line sets them
+// up: context deadlines honoured, no retries.
+func redlockNodes(t *testing.T, opts *lock.Options) (*lock.Locker, []*redistest.Server) {
+	t.Helper()
+	var srvs []*redistest.Server
+	var clients []redis.UniversalClient
+	for range 3 {
+		s, err := redistest.Start(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Stop)
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+			Protocol: 2, DisableIdentity: true, DialerRetries: 1})
+		t.Cleanup(func() { c.Close() })
+		srvs = append(srvs, s)
+		clients = append(clients, c)
+	}
+	l, err := lock.NewRedlock(clients, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, srvs
+}
+
+// pause stops s until the test ends or resume is called.
+func pause(t *testing.T, s *redistest.Server) (resume func()) {
+	t.Helper()
+	if err := s.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resume = func() { s.Signal(syscall.SIGCONT) }
+	t.Cleanup(resume)
+	return resume
+}
+
+// get returns the string at key on s ("" when missing).
+func get(t *testing.T, s *redistest.Server, key string) string {
+	t.Helper()
+	v, err := s.Do("GET", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func storedFence(t *testing.T, s *redistest.Server, key string) int64 {
+	t.Helper()
+	v := get(t, s, key)
+	if v == "" {
+		t.Fatalf("%s: no value at %s", s.Addr, key)
+	}
+	return lock.ParseValue(key, v, 0).Fence
+}
+
+func TestRedlockAcquireRenewRelease(t *testing.T) {
+	t.Parallel()
+	l, srvs := redlockNodes(t, nil)
+	name := uniqueName(t)
+	lease, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Owner: "ci@build:1", Note: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Fence != 1 || lease.Owner != "ci@build:1" {
+		t.Errorf("lease %+v", lease)
+	}
+	for _, s := range srvs {
+		v := get(t, s, lease.Key)
+		if !strings.HasPrefix(v, `{"token":"`+lease.Token+`","fence":1,`) {
+			t.Errorf("%s holds %q", s.Addr, v)
+		}
+		if n := s.Int(t, "GET", lock.AuxKey(lock.KindFence, lease.Key)); n != 1 {
+			t.Errorf("%s fence counter %d", s.Addr, n)
+		}
+	}
+	h, err := l.Get(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Token != lease.Token || h.Fence != 1 || h.TTL <= 0 || h.TTL > 10*time.Second {
+		t.Errorf("holder %+v", h)
+	}
+	if _, err := l.Renew(ctx, name, lease.Token, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srvs {
+		if ms := s.Int(t, "PTTL", lease.Key); ms <= 10000 {
+			t.Errorf("%s: pttl %dms after renewing to a minute", s.Addr, ms)
+		}
+	}
+	if _, err := l.Acquire(ctx, name, time.Second, nil); !errors.Is(err, lock.ErrNotObtained) {
+		t.Errorf("second acquire: %v", err)
+	}
+	if err := l.Release(ctx, name, lease.Token); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srvs {
+		if n := s.Int(t, "EXISTS", lease.Key); n != 0 {
+			t.Errorf("%s still has the key", s.Addr)
+		}
+	}
+	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Get after release: %v", err)
+	}
+	if err := l.Release(ctx, name, lease.Token); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second release: %v", err)
+	}
+	if _, err := l.Renew(ctx, name, lease.Token, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("renew after release: %v", err)
+	}
+}
+
+func TestRedlockOneNodePaused(t *testing.T) {
+	t.Parallel()
+	l, srvs := redlockNodes(t, nil)
+	pause(t, srvs[2])
+	name := uniqueName(t)
+	// ttl 2s: each node gets 200ms to answer.
+	start := time.Now()
+	lease, err := l.Acquire(ctx, name, 2*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Errorf("acquire took %s with one node paused; the node timeout is 200ms", took)
+	}
+	for _, s := range srvs[:2] {
+		if !strings.HasPrefix(get(t, s, lease.Key), `{"token":"`+lease.Token+`"`) {
+			t.Errorf("%s does not hold the lock", s.Addr)
+		}
+	}
+	if _, err := l.Renew(ctx, name, lease.Token, 2*time.Second); err != nil {
+		t.Errorf("renew: %v", err)
+	}
+	if n, err := l.Fences().Next(ctx, name); err != nil || n != 2 {
+		t.Errorf("fence next: %d, %v", n, err)
+	}
+	if err := l.Release(ctx, name, lease.Token); err != nil {
+		t.Errorf("release: %v", err)
+	}
+}
+
+func TestRedlockTwoNodesPaused(t *testing.T) {
+	t.Parallel()
+	l, srvs := redlockNodes(t, nil)
+	pause(t, srvs[1])
+	pause(t, srvs[2])
+	name := uniqueName(t)
+	start := time.Now()
+	_, err := l.Acquire(ctx, name, 2*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second})
+	if !errors.Is(err, lock.ErrNoQuorum) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("acquire with two of three nodes paused: %v", err)
+	}
+	var qe *lock.QuorumError
+	if !errors.As(err, &qe) || len(qe.Errs) != 2 {
+		t.Errorf("want a QuorumError with two node errors, got %#v", err)
+	}
+	// Two node timeouts (acquire, then release) of 200ms, not the wait.
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("failing took %s", took)
+	}
+	key := l.Key(name)
+	if n := srvs[0].Int(t, "EXISTS", key); n != 0 {
+		t.Errorf("the live node kept the lock: %q", get(t, srvs[0], key))
+	}
+	if _, err := l.Fences().Next(ctx, name); !errors.Is(err, lock.ErrNoQuorum) {
+		t.Errorf("fence next: %v", err)
+	}
+	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNoQuorum) {
+		t.Errorf("get: %v", err)
+	}
+}
+
+func TestRedlockHeldOnMajority(t *testing.T) {
+	t.Parallel()
+	l, srvs := redlockNodes(t, nil)
+	name := uniqueName(t)
+	key := l.Key(name)
+	other := `{"token":"0123456789abcdef0123456789abcdef","fence":4,"owner":"other@host:9","acquired_ms":1}`
+	for _, s := range srvs[:2] {
+		if _, err := s.Do("SET", key, other, "PX", "60000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := l.Acquire(ctx, name, 10*time.Second, nil)
+	var he *lock.HeldError
+	if !errors.Is(err, lock.ErrNotObtained) || !errors.As(err, &he) {
+		t.Fatalf("acquire: %v", err)
+	}
+	if he.Holder.Owner != "other@host:9" || he.Holder.TTL <= 0 {
+		t.Errorf("holder %+v", he.Holder)
+	}
+	if n := srvs[2].Int(t, "EXISTS", key); n != 0 {
+		t.Errorf("the free node kept our lock: %q", get(t, srvs[2], key))
+	}
+	h, err := l.Get(ctx, name)
+	if err != nil || h.Owner != "other@host:9" {
+		t.Errorf("get: %+v, %v", h, err)
+	}
+	// Held on one node only: a quorum is free, so the lock is.
+	srvs[1].Do("DEL", key)
+	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("get with the holder on one node: %v", err)
+	}
+	if _, err := l.Acquire(ctx, name, 10*time.Second, nil); err != nil {
+		t.Errorf("acquire with the holder on one node: %v", err)
+	}
+}
+
+// resumeClean continues a paused node and drops the lock key a timed-out call
+// may have left there when it finally ran, as its TTL would.
+func resumeClean(t *testing.T, s *redistest.Server, resume func(), key string) {
+	t.Helper()
+	resume()
+	if _, err := s.Do("PING"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do("DEL", key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRedlockFenceMonotonicAcrossMajorities(t *testing.T) {
+	t.Parallel()
+	l, srvs := redlockNodes(t, &lock.Options{NodeTimeout: 300 * time.Millisecond})
+	name := uniqueName(t)
+	key := l.Key(name)
+	fk := lock.AuxKey(lock.KindFence, key)
+	a, b, c := srvs[0], srvs[1], srvs[2]
+	// Counters A=9, B=0, C=0: the next acquisitions return A=10, B=1, C=1.
+	a.Int(t, "INCRBY", fk, "9")
+
+	var last int64
+	step := func(label string, paused *redistest.Server, live ...*redistest.Server) {
+		t.Helper()
+		resume := pause(t, paused)
+		lease, err := l.Acquire(ctx, name, 5*time.Second, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		if lease.Fence <= last {
+			t.Errorf("%s: fence %d after %d", label, lease.Fence, last)
+		}
+		last = lease.Fence
+		for _, s := range live {
+			if f := storedFence(t, s, key); f != lease.Fence {
+				t.Errorf("%s: %s stores fence %d, lease has %d", label, s.Addr, f, lease.Fence)
+			}
+			if n := s.Int(t, "GET", fk); n < lease.Fence {
+				t.Errorf("%s: %s counter %d below the fence %d", label, s.Addr, n, lease.Fence)
+			}
+		}
+		if err := l.Release(ctx, name, lease.Token); err != nil {
+			t.Fatalf("%s: release: %v", label, err)
+		}
+		resumeClean(t, paused, resume, key)
+	}
+	step("majority {A,B}", c, a, b) // 10
+	step("majority {B,C}", a, b, c) // 11, not max(2, 1)
+	step("majority {A,C}", b, a, c)
+
+	// Fences.Next across yet another pair.
+	resume := pause(t, a)
+	n, err := l.Fences().Next(ctx, name)
+	if err != nil || n <= last {
+		t.Errorf("fence next with A paused: %d after %d, %v", n, last, err)
+	}
+	last = n
+	resumeClean(t, a, resume, key)
+	resume = pause(t, c)
+	if p, err := l.Fences().Peek(ctx, name); err != nil || p != last {
+		t.Errorf("peek with C paused: %d, want %d, %v", p, last, err)
+	}
+	lease, err := l.Acquire(ctx, name, 5*time.Second, nil)
+	if err != nil || lease.Fence <= last {
+		t.Fatalf("acquire with C paused: %+v after %d, %v", lease, last, err)
+	}
+	resume()
+}
+
+func TestRedlockStaleHolder(t *testing.T) {
+	t.Parallel()
+	l, srvs := redlockNodes(t, nil)
+	name := uniqueName(t)
+	old, err := l.Acquire(ctx, name, 200*time.Millisecond, &lock.AcquireOptions{Owner: "old@h:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// old is paused past its lease; new takes the lock.
+	lease, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Owner: "new@h:2", Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Fence <= old.Fence {
+		t.Errorf("fence %d after %d", lease.Fence, old.Fence)
+	}
+	var he *lock.HeldError
+	if err := l.Release(ctx, name, old.Token); !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &he) || he.Holder.Owner != "new@h:2" {
+		t.Errorf("stale release: %v", err)
+	}
+	if _, err := l.Renew(ctx, name, old.Token, 10*time.Second); !errors.Is(err, lock.ErrNotOwner) {
+		t.Errorf("stale renew: %v", err)
+	}
+	for _, s := range srvs {
+		if !strings.HasPrefix(get(t, s, lease.Key), `{"token":"`+lease.Token+`"`) {
+			t.Errorf("%s lost the new holder's lock", s.Addr)
+		}
+	}
+}
+
+func TestRedlockSameTokenRetry(t *testing.T) {
+	t.Parallel()
+	l, srvs := redlockNodes(t, nil)
+	name := uniqueName(t)
+	token := strings.Repeat("ab", 16)
+	first, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: token, Owner: "me@h:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: token, Owner: "me@h:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Fence != first.Fence || again.Owner != "me@h:1" || !again.AcquiredAt.Equal(first.AcquiredAt) {
+		t.Errorf("retry %+v, first %+v", again, first)
+	}
+	// A retry after the first attempt reached one node only: the other
+	// two acquire afresh with a higher fence, which is written back to
+	// the first node as well.
+	for _, s := range srvs[1:] {
+		s.Do("DEL", first.Key)
+	}
+	third, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: token, Owner: "me@h:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Fence != 2 {
+		t.Errorf("fence %d, want 2", third.Fence)
+	}
+	for _, s := range srvs {
+		if f := storedFence(t, s, first.Key); f != third.Fence {
+			t.Errorf("%s stores fence %d", s.Addr, f)
+		}
+	}
+	if h, err := l.Get(ctx, name); err != nil || h.Fence != third.Fence {
+		t.Errorf("get: %+v, %v", h, err)
+	}
+}
+
+func TestRedlockWaiterWokenByRelease(t *testing.T) {
+	t.Parallel()
+	// Polling every 30s and a 30s TTL: only the release message can wake
+	// the waiter within its 10s wait.
+	l, _ := redlockNodes(t, &lock.Options{PollInterval: 30 * time.Second})
+	name := uniqueName(t)
+	held, err := l.Acquire(ctx, name, 30*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // let it subscribe
+	if err := l.Release(ctx, name, held.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("waiter: %v", err)
+	}
+}
+
+func TestRedlockCheck(t *testing.T) {
+	t.Parallel()
+	l, srvs := redlockNodes(t, nil)
+	res := uniqueName(t)
+	f := l.Fences()
+	if err := f.Check(ctx, res, 5); err != nil {
+		t.Fatal(err)
+	}
+	// Two nodes recorded 9 (a check whose reply was lost, say): 7 is stale
+	// on a majority.
+	for _, s := range srvs[:2] {
+		s.Do("SET", lock.AuxKey(lock.KindChecked, res), "9")
+	}
+	var se *lock.StaleFenceError
+	if err := f.Check(ctx, res, 7); !errors.As(err, &se) || se.Highest != 9 {
+		t.Errorf("check 7: %v", err)
+	}
+	// One node ahead does not refuse what a majority accepts.
+	srvs[2].Do("SET", lock.AuxKey(lock.KindChecked, res), "20")
+	for _, s := range srvs[:2] {
+		s.Do("SET", lock.AuxKey(lock.KindChecked, res), "5")
+	}
+	if err := f.Check(ctx, res, 10); err != nil {
+		t.Errorf("check 10: %v", err)
+	}
+	if err := f.Check(ctx, res, 10); !errors.Is(err, lock.ErrStaleFence) {
+		t.Errorf("check 10 again: %v", err)
+	}
+}
+
+func TestRedlockRefuses(t *testing.T) {
+	t.Parallel()
+	l, _ := redlockNodes(t, nil)
+	name := uniqueName(t)
+	if _, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Limit: 2}); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("semaphore: %v", err)
+	}
+	if _, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{FIFO: true}); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("fifo: %v", err)
+	}
+	c := newClient(t)
+	if _, err := lock.NewRedlock([]redis.UniversalClient{c, newClient(t)}, nil); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("two nodes: %v", err)
+	}
+	three := []redis.UniversalClient{c, c, newClient(t)}
+	if _, err := lock.NewRedlock(three, nil); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("one server three times: %v", err)
+	}
+	if _, err := lock.NewRedlock(three, &lock.Options{WaitReplicas: 1}); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("wait replicas: %v", err)
+	}
+}
+
+// BenchmarkRedlockAcquireRelease: one acquire (3 nodes in parallel, then
+// the fence write-back) and one release per op, beside the same on one
+// node.
+func BenchmarkRedlockAcquireRelease(b *testing.B) {
+	var clients []redis.UniversalClient
+	for range 3 {
+		s, err := redistest.Start(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(s.Stop)
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+		b.Cleanup(func() { c.Close() })
+		clients = append(clients, c)
+	}
+	rl, err := lock.NewRedlock(clients, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		l    *lock.Locker
+	}{{"redlock-3", rl}, {"single", lock.New(clients[0], nil)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			name := uniqueName(b)
+			for b.Loop() {
+				lease, err := bc.l.Acquire(ctx, name, 30*time.Second, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := bc.l.Release(ctx, name, lease.Token); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
