@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lockctl/lockctl/internal/benchcmp"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/redis/go-redis/v9"
 )
@@ -92,3 +93,35 @@ func BenchmarkDecisions(b *testing.B) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkVsFloor is BenchmarkDecisions with each algorithm and the
+// EVALSHA floor alternating in rounds of 20 calls per worker, so their
+// ratio ("ratio": the algorithm's throughput over the floor's) holds on a
+// machine whose speed drifts.
+func BenchmarkVsFloor(b *testing.B) {
+	client := srv.Client(b)
+	if err := trivial.Load(context.Background(), client).Err(); err != nil {
+		b.Fatal(err)
+	}
+	rate := limit.Rate{Limit: 1000000, Period: 1e9}
+	for _, g := range []int{1, 64} {
+		for _, hot := range []bool{true, false} {
+			keys := "distinct"
+			if hot {
+				keys = "hot"
+			}
+			for _, algo := range limit.Algorithms {
+				l, err := limit.New(client, rate, &limit.Options{Algorithm: algo, Prefix: "vs:" + string(algo) + ":"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Run(fmt.Sprintf("%s/g=%d/%s", algo, g, keys), func(b *testing.B) {
+					key := benchKeys(hot)
+					benchcmp.Compare(b, g, 20,
+						func(int) error { _, err := l.Allow(context.Background(), key(), 1); return err },
+						func(int) error { return trivial.Run(context.Background(), client, []string{key()}).Err() })
+				})
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/benchcmp"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -146,5 +147,36 @@ func contend(b *testing.B, workers int, acquire func(worker int) (release func()
 		b.ReportMetric(float64(slices.Max(counts))/float64(lo), "fairness-max/min")
 	} else {
 		b.ReportMetric(0, "fairness-max/min")
+	}
+}
+
+// BenchmarkVsFloor is BenchmarkAcquireRelease with the lock and the floor
+// alternating in rounds of 20 operations per worker, so their ratio holds
+// on a machine whose speed drifts (go test -bench VsFloor reports it as
+// "ratio": the lock's throughput over the floor's).
+func BenchmarkVsFloor(b *testing.B) {
+	for _, g := range []int{1, 64} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			c := benchClient(b)
+			l := lock.New(c, nil)
+			prefix := uniqueName(b)
+			benchcmp.Compare(b, g, 20,
+				func(w int) error {
+					name := fmt.Sprintf("%s.%d", prefix, w)
+					lease, err := l.Acquire(ctx, name, 30*time.Second, nil)
+					if err != nil {
+						return err
+					}
+					return l.Release(ctx, name, lease.Token)
+				},
+				func(w int) error {
+					key := fmt.Sprintf("lock:%s.floor.%d", prefix, w)
+					tok, _ := lock.NewToken()
+					if ok, err := c.SetNX(ctx, key, tok, 30*time.Second).Result(); err != nil || !ok {
+						return fmt.Errorf("SET NX: %v %v", ok, err)
+					}
+					return c.Del(ctx, key).Err()
+				})
+		})
 	}
 }
