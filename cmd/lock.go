@@ -18,6 +18,8 @@ type waitFlags struct {
 	ttl          time.Duration
 	owner        string
 	note         string
+	limit        int
+	fifo         bool
 }
 
 func (w *waitFlags) register(c *cobra.Command) {
@@ -28,6 +30,35 @@ func (w *waitFlags) register(c *cobra.Command) {
 	fs.Var(newDuration(&w.ttl, 30*time.Second, false, false), "ttl", "lease length")
 	fs.StringVar(&w.owner, "owner", "", "owner recorded with the lock (default user@host:pid)")
 	fs.StringVar(&w.note, "note", "", "free text recorded with the lock")
+	fs.IntVar(&w.limit, "limit", 0, "counting semaphore: up to N holders at once (every holder must use the same N)")
+	fs.BoolVar(&w.fifo, "fifo", false, "serve waiters in arrival order")
+}
+
+// acquireOptions checks --limit and --fifo and builds the acquisition
+// lock and run share.
+func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, onBusy func(lock.Holder)) (*lock.AcquireOptions, error) {
+	switch {
+	case w.limit < 0:
+		return nil, usageErrorf("--limit must be at least 1")
+	case w.limit > 0 && w.fifo:
+		return nil, usageErrorf("--limit and --fifo cannot be combined yet")
+	}
+	for flag, on := range map[string]bool{"--limit": w.limit > 0, "--fifo": w.fifo} {
+		if on {
+			if err := f.RefuseRedlock(flag); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &lock.AcquireOptions{
+		Owner:  owner,
+		Note:   w.note,
+		CI:     ciJobURL(f.Getenv),
+		Limit:  w.limit,
+		FIFO:   w.fifo,
+		Wait:   w.waitDuration(c),
+		OnBusy: onBusy,
+	}, nil
 }
 
 // waitDuration turns -n and -w into lock.AcquireOptions.Wait: 0 is
@@ -59,9 +90,7 @@ func validName(args []string, what string) (string, error) {
 
 type lockOptions struct {
 	waitFlags
-	test  bool
-	limit int
-	fifo  bool
+	test bool
 }
 
 func newLockCmd(f *Factory) *cobra.Command {
@@ -87,8 +116,6 @@ default; -n fails at once and -w bounds the wait.
 	}
 	o.register(c)
 	c.Flags().BoolVar(&o.test, "test", false, "only report: exit 0 when free, 1 when held")
-	c.Flags().IntVar(&o.limit, "limit", 0, "counting semaphore: up to N holders at once (every holder must use the same N)")
-	c.Flags().BoolVar(&o.fifo, "fifo", false, "serve waiters in arrival order")
 	return c
 }
 
@@ -118,32 +145,12 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		}
 		return &ExitError{Code: ExitFound, Silent: true}
 	}
-	if o.limit < 0 {
-		return usageErrorf("--limit must be at least 1")
-	}
-	if o.limit > 0 && o.fifo {
-		return usageErrorf("--limit and --fifo cannot be combined yet")
-	}
-	if o.limit > 0 {
-		if err := f.RefuseRedlock("--limit"); err != nil {
-			return err
-		}
-	}
-	if o.fifo {
-		if err := f.RefuseRedlock("--fifo"); err != nil {
-			return err
-		}
-	}
 	status := newWaitStatus(f, name)
-	lease, err := l.Acquire(ctx, name, o.ttl, &lock.AcquireOptions{
-		Owner:  o.owner,
-		Note:   o.note,
-		CI:     ciJobURL(f.Getenv),
-		Limit:  o.limit,
-		FIFO:   o.fifo,
-		Wait:   o.waitDuration(c),
-		OnBusy: status.busy,
-	})
+	opts, err := o.acquireOptions(c, f, o.owner, status.busy)
+	if err != nil {
+		return err
+	}
+	lease, err := l.Acquire(ctx, name, o.ttl, opts)
 	if err != nil {
 		return o.notAcquired(explainBusy(name, err))
 	}
@@ -264,6 +271,21 @@ func tokenFor(f *Factory, c *cobra.Command, token, key string) (string, error) {
 		Hints: []string{"pass the token `lockctl lock` printed, or run inside `lockctl run` where LOCKCTL_TOKEN and LOCKCTL_KEY are set"}}
 }
 
+// tokenTarget resolves what renew and release act on: NAME, the locker and
+// the token.
+func tokenTarget(f *Factory, c *cobra.Command, args []string, flagToken string) (string, *lock.Locker, string, error) {
+	name, err := validName(args, "lock NAME")
+	if err != nil {
+		return "", nil, "", err
+	}
+	l, err := f.Locker()
+	if err != nil {
+		return "", nil, "", err
+	}
+	token, err := tokenFor(f, c, flagToken, l.Key(name))
+	return name, l, token, err
+}
+
 type tokenOptions struct {
 	token string
 	ttl   time.Duration
@@ -276,15 +298,7 @@ func newRenewCmd(f *Factory) *cobra.Command {
 		Short: "Extend a held lock's TTL, only if the token still holds it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			name, err := validName(args, "lock NAME")
-			if err != nil {
-				return err
-			}
-			l, err := f.Locker()
-			if err != nil {
-				return err
-			}
-			token, err := tokenFor(f, c, o.token, l.Key(name))
+			name, l, token, err := tokenTarget(f, c, args, o.token)
 			if err != nil {
 				return err
 			}
@@ -310,15 +324,7 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 		Short: "Release a lock, only if the token still holds it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			name, err := validName(args, "lock NAME")
-			if err != nil {
-				return err
-			}
-			l, err := f.Locker()
-			if err != nil {
-				return err
-			}
-			token, err := tokenFor(f, c, o.token, l.Key(name))
+			name, l, token, err := tokenTarget(f, c, args, o.token)
 			if err != nil {
 				return err
 			}

@@ -23,8 +23,6 @@ type runOptions struct {
 	onLost     string
 	killAfter  time.Duration
 	maxRuntime time.Duration
-	limit      int
-	fifo       bool
 	reportFile string
 	script     string
 }
@@ -61,8 +59,6 @@ group.
 	fs.Var(newEnum(&o.onLost, "term", "term", "kill", "ignore"), "on-lost", "when the lock is lost: term (SIGTERM, then SIGKILL), kill, ignore")
 	fs.Var(newDuration(&o.killAfter, runner.DefaultKillAfter, false, false), "kill-after", "grace between SIGTERM and SIGKILL (capped to fit the lease's margin after a loss)")
 	fs.Var(newDuration(&o.maxRuntime, 0, true, false), "max-runtime", "kill the command after D (exit 124); 0 = no limit")
-	fs.IntVar(&o.limit, "limit", 0, "counting semaphore: up to N holders at once (every holder must use the same N)")
-	fs.BoolVar(&o.fifo, "fifo", false, "serve waiters in arrival order")
 	fs.StringVar(&o.reportFile, "report-file", "", "write a JSON record of the run to this file at the end")
 	fs.StringVarP(&o.script, "command", "c", "", "run this string with $SHELL -c (or /bin/sh) instead of CMD")
 	return c
@@ -108,12 +104,6 @@ type runReport struct {
 }
 
 func (o *runOptions) validate(c *cobra.Command) error {
-	if o.limit < 0 {
-		return usageErrorf("--limit must be at least 1")
-	}
-	if o.limit > 0 && o.fifo {
-		return usageErrorf("--limit and --fifo cannot be combined yet")
-	}
 	margin := lock.DefaultMargin(o.ttl)
 	every := o.renewEvery
 	if every == 0 {
@@ -129,16 +119,6 @@ func (o *runOptions) validate(c *cobra.Command) error {
 func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []string) (err error) {
 	if err := o.validate(c); err != nil {
 		return err
-	}
-	if o.limit > 0 {
-		if err := f.RefuseRedlock("--limit"); err != nil {
-			return err
-		}
-	}
-	if o.fifo {
-		if err := f.RefuseRedlock("--fifo"); err != nil {
-			return err
-		}
 	}
 	onLost, err := runner.ParseOnLost(o.onLost)
 	if err != nil {
@@ -168,15 +148,11 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	}
 
 	status := newWaitStatus(f, name)
-	lease, err := l.Acquire(ctx, name, o.ttl, &lock.AcquireOptions{
-		Owner:  owner,
-		Note:   o.note,
-		CI:     ciJobURL(f.Getenv),
-		Limit:  o.limit,
-		FIFO:   o.fifo,
-		Wait:   o.waitDuration(c),
-		OnBusy: status.busy,
-	})
+	opts, err := o.acquireOptions(c, f, owner, status.busy)
+	if err != nil {
+		return err
+	}
+	lease, err := l.Acquire(ctx, name, o.ttl, opts)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return err
