@@ -32,14 +32,14 @@ func commandArgs(c *cobra.Command, args []string, what string) (key string, argv
 	return before[0], argv, nil
 }
 
-// superviseCommand runs argv in its own process group with lockctl's
-// streams, forwards signals to the group and supervises it with
-// runner.Supervise (lease loss, if lease is not nil). From the moment it is
-// called, SIGINT, SIGTERM and SIGHUP no longer cancel ctx: they belong to
-// the child. A command that cannot be started comes back as an *ExitError
-// with the shell's 126 or 127 wrapping the *child.StartError. Any error
-// means the command did not run.
-func superviseCommand(ctx context.Context, f *Factory, argv, env []string, lease runner.Lease) (runner.Result, error) {
+// superviseCommand starts spec in its own process group with lockctl's
+// streams (unless spec names others), forwards signals to the group and
+// supervises it with runner.Supervise under cfg (lease loss, max runtime).
+// From the moment it is called, SIGINT, SIGTERM and SIGHUP no longer cancel
+// ctx: they belong to the child. A command that cannot be started comes back
+// as an *ExitError with the shell's 126 or 127 wrapping the
+// *child.StartError. Any error means the command did not run.
+func superviseCommand(ctx context.Context, f *Factory, spec child.Spec, cfg runner.Config) (runner.Result, error) {
 	restore := f.OnSignal(func(os.Signal) {}) // child.Notify below receives them too
 	defer restore()
 	sigs, stop := child.Notify()
@@ -48,7 +48,16 @@ func superviseCommand(ctx context.Context, f *Factory, argv, env []string, lease
 		// A signal arrived between the decision and now: nothing ran.
 		return runner.Result{}, context.Cause(ctx)
 	}
-	ch, err := child.Start(child.Spec{Argv: argv, Env: env, Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut})
+	if spec.Stdin == nil {
+		spec.Stdin = f.IO.In
+	}
+	if spec.Stdout == nil {
+		spec.Stdout = f.IO.Out
+	}
+	if spec.Stderr == nil {
+		spec.Stderr = f.IO.ErrOut
+	}
+	ch, err := child.Start(spec)
 	if err != nil {
 		var se *child.StartError
 		if errors.As(err, &se) {
@@ -56,9 +65,17 @@ func superviseCommand(ctx context.Context, f *Factory, argv, env []string, lease
 		}
 		return runner.Result{}, err
 	}
-	f.Verbosef("started %s (pid %d, its own process group)", argv[0], ch.Pid())
-	res := runner.Supervise(ctx, ch, &runner.Config{Signals: sigs, Lease: lease, Logf: f.IO.Errorf})
-	f.Verbosef("%s: %s", argv[0], res.Status)
+	name := spec.Script
+	if len(spec.Argv) > 0 {
+		name = spec.Argv[0]
+	}
+	f.Verbosef("started %s (pid %d, its own process group)", name, ch.Pid())
+	cfg.Signals = sigs
+	if cfg.Logf == nil {
+		cfg.Logf = f.IO.Errorf
+	}
+	res := runner.Supervise(ctx, ch, &cfg)
+	f.Verbosef("%s: %s", name, res.Status)
 	return res, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
@@ -72,7 +73,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // SignalError: interrupted by a signal while waiting (no child started).
 type SignalError struct{ Signal syscall.Signal }
 
-func (e *SignalError) Error() string { return "interrupted by " + signalName(e.Signal) }
+func (e *SignalError) Error() string { return "interrupted by " + child.SignalName(e.Signal) }
 
 // HintError attaches next steps to any error.
 type HintError struct {
@@ -158,20 +159,6 @@ func hintsOf(err error) []string {
 		}
 	}
 	return hints
-}
-
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	}
-	return s.String()
 }
 
 // msgError rewords err for people while keeping it for errors.Is/As.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/spf13/cobra"
 )
@@ -128,7 +130,7 @@ func runLimit(c *cobra.Command, f *Factory, o *limitOptions, key string, argv []
 	if len(argv) == 0 {
 		return nil
 	}
-	res, err := superviseCommand(ctx, f, argv, nil, nil)
+	res, err := superviseCommand(ctx, f, child.Spec{Argv: argv}, runner.Config{})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/spf13/cobra"
 )
@@ -98,7 +100,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 	keeper := claim.KeepAlive(kctx, 0)
 	lease := newKeeperLease(keeper)
 	env := []string{"LOCKCTL_ONCE_KEY=" + claim.Key, "LOCKCTL_ONCE_ATTEMPT=" + strconv.Itoa(claim.Attempt)}
-	res, runErr := superviseCommand(ctx, f, argv, env, lease)
+	res, runErr := superviseCommand(ctx, f, child.Spec{Argv: argv, Env: env}, runner.Config{Lease: lease})
 	keeper.Stop()
 	lease.close()
 

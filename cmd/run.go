@@ -163,18 +163,10 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	heldSince := time.Now()
 	f.Verbosef("acquired %s (fence %d) after %v", lease.Key, lease.Fence, lease.Waited.Round(time.Millisecond))
 
-	// From here on the forwarded signals belong to the child: they no
-	// longer cancel ctx, and they queue up until the child has started.
-	sigs, stopNotify := child.Notify()
-	defer stopNotify()
-	restore := f.OnSignal(func(os.Signal) {})
-	defer restore()
-
-	// The watchdog and the supervisor must outlive ctx's cancellation (a
-	// signal that arrived before OnSignal took over): the lease is kept and
-	// the child stopped in order, never abandoned.
-	base := context.WithoutCancel(ctx)
-	wdCtx, stopWD := context.WithCancel(base)
+	// The watchdog must outlive ctx's cancellation by a signal that lands
+	// before the child starts: the lease is then kept until it is released
+	// in order, never abandoned.
+	wdCtx, stopWD := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWD()
 	wd, err := lock.StartWatchdog(wdCtx, l.Renewer(lease), name, lease.Token, lease.TTL, &lock.WatchdogOptions{
 		RenewEvery: o.renewEvery,
@@ -190,32 +182,20 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		releaseAfterRun(f, l, lease, rep.Lost)
 		rep.HeldMS = time.Since(heldSince).Milliseconds()
 	}()
-	if ctx.Err() != nil {
-		// Interrupted between the acquire and the hand-over: no child yet.
-		return ctx.Err()
-	}
 
 	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(f, lease), Unset: []string{"LOCKCTL_PASSWORD"}}
-	ch, err := child.Start(spec)
-	if err != nil {
-		var se *child.StartError
-		if errors.As(err, &se) {
-			return &ExitError{Code: se.ExitCode(), Err: err}
-		}
-		return err
-	}
-	res := runner.Supervise(base, ch, &runner.Config{
-		Signals:    sigs,
+	res, err := superviseCommand(ctx, f, spec, runner.Config{
 		Lease:      wd,
 		OnLost:     onLost,
 		KillAfter:  o.killAfter,
 		MaxRuntime: o.maxRuntime,
-		Logf:       func(format string, args ...any) { f.IO.Errorf(format, args...) },
 	})
+	if err != nil {
+		return err
+	}
 	rep.Lost = res.Lost
 	if res.Status.Signal != 0 {
-		s := child.Status{Signal: res.Status.Signal}.String()
-		s = s[len("killed by "):]
+		s := child.SignalName(res.Status.Signal)
 		rep.ChildSignal = &s
 	} else {
 		code := res.Status.Code

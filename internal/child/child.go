@@ -303,7 +303,7 @@ func (s Status) ExitCode() int {
 
 func (s Status) String() string {
 	if s.Signal != 0 {
-		return "killed by " + signalName(s.Signal)
+		return "killed by " + SignalName(s.Signal)
 	}
 	return fmt.Sprintf("exit status %d", s.Code)
 }
@@ -318,7 +318,8 @@ func statusOf(ps *os.ProcessState) Status {
 	return Status{Code: ps.ExitCode()}
 }
 
-func signalName(s syscall.Signal) string {
+// SignalName is the conventional name of s (SIGTERM), or its description.
+func SignalName(s syscall.Signal) string {
 	switch s {
 	case syscall.SIGHUP:
 		return "SIGHUP"
