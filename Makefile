@@ -3,8 +3,9 @@ GO ?= go
 
 .PHONY: test build completions bench lint
 
+# CGO_ENABLED=0: one static binary, no libc to load at start-up.
 build:
-	$(GO) build -o bin/lockctl .
+	CGO_ENABLED=0 $(GO) build -o bin/lockctl .
 
 test:
 	./scripts/ensure-redis.sh

@@ -19,7 +19,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" --daemonize yes --logfile "$dir/redis.log"
 until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.05; done
 
-go build -o "$dir/lockctl" .
+CGO_ENABLED=0 go build -o "$dir/lockctl" .
 
 # RESP for: LOCKS lock values (SET ... PX 1h, every 100th without TTL) and
 # TOTAL-LOCKS unrelated keys, interleaved so SCAN sees both everywhere.

@@ -10,7 +10,7 @@ P=${P:-8}
 D=${D:-10}
 tmp=$(mktemp -d)
 trap 'kill $(cat "$tmp"/redis.pid 2>/dev/null) 2>/dev/null; rm -rf "$tmp"' EXIT
-go build -o "$tmp/lockctl" .
+CGO_ENABLED=0 go build -o "$tmp/lockctl" .
 port=$(( 20000 + $$ % 10000 ))
 redis-server --port $port --save '' --appendonly no --daemonize yes --pidfile "$tmp/redis.pid" >/dev/null
 export LOCKCTL_URL=redis://127.0.0.1:$port/0
