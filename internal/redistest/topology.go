@@ -84,9 +84,7 @@ type Sentinel struct {
 	Addr   string // the sentinel's host:port
 	Name   string // the master's name in the sentinel
 
-	cmd  *exec.Cmd
-	dir  string
-	done chan struct{}
+	proc *Server // the sentinel process itself
 }
 
 // StartSentinel starts a master and a sentinel monitoring it as name.
@@ -123,12 +121,12 @@ func StartSentinel(name string) (*Sentinel, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Sentinel{Master: m, Addr: "127.0.0.1:" + strconv.Itoa(port), Name: name, cmd: cmd, dir: dir, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(s.done) }()
-	probe := &Server{Addr: s.Addr, done: s.done}
+	proc := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(proc.done) }()
+	s := &Sentinel{Master: m, Addr: proc.Addr, Name: name, proc: proc}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r, err := probe.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)
+		r, err := proc.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)
 		if err == nil && r == "2" {
 			return s, nil
 		}
@@ -142,13 +140,6 @@ func StartSentinel(name string) (*Sentinel, error) {
 
 // Stop stops the sentinel and its master.
 func (s *Sentinel) Stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-	os.RemoveAll(s.dir)
+	s.proc.Stop()
 	s.Master.Stop()
 }
