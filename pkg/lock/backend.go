@@ -42,6 +42,10 @@ type backend interface {
 type subscription interface {
 	// C receives a value when the waiter should try again.
 	C() <-chan struct{}
+	// fifo marks the waiter as holding a place in the lock's FIFO queue
+	// that arrived at arrival (server µs; 0 while not yet known), so that a
+	// release wakes the local waiter nearest the head (see hub).
+	fifo(token string, arrival int64)
 	Close() error
 }
 
@@ -65,6 +69,7 @@ type reply struct {
 
 	holders int64 // semaphore refusal: live holders
 	queue   int64 // FIFO refusal: waiters ahead
+	arrival int64 // FIFO refusal: the waiter's arrival in the queue (server µs)
 }
 
 // holder turns a refusal into the Holder it describes, or a *WrongTypeError
@@ -73,11 +78,11 @@ func (r reply) holder(key string) (Holder, error) {
 	switch r.typ {
 	case "string":
 		h := ParseValue(key, r.value, r.pttl)
-		h.Queue = r.queue
+		h.Queue, h.arrival = r.queue, r.arrival
 		return h, nil
 	case "hash":
 		if h, ok := ParseRedisson(key, r.fields, r.pttl); ok {
-			h.Queue = r.queue
+			h.Queue, h.arrival = r.queue, r.arrival
 			return h, nil
 		}
 	case "semaphore":
@@ -87,7 +92,7 @@ func (r reply) holder(key string) (Holder, error) {
 	case "none":
 		// FIFO: the lock is free, but earlier waiters go first. TTL -1
 		// keeps waiters from timing their retry by it.
-		return Holder{Key: key, Kind: "queue", TTL: -1, Queue: r.queue}, nil
+		return Holder{Key: key, Kind: "queue", TTL: -1, Queue: r.queue, arrival: r.arrival}, nil
 	}
 	return Holder{}, &WrongTypeError{Key: key, Type: r.typ}
 }

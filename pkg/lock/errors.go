@@ -42,6 +42,8 @@ type Holder struct {
 	// Queue is, for a FIFO waiter, how many waiters are ahead of it. Kind is
 	// "queue" when the lock itself is free but earlier waiters go first.
 	Queue int64
+
+	arrival int64 // a FIFO waiter's own arrival in the queue (server µs)
 }
 
 // HeldError reports the current holder. It matches ErrNotObtained when

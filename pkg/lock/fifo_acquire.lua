@@ -5,9 +5,11 @@
 -- value's members after the fence; ARGV[5] how long a waiter's place is kept
 -- without a new attempt, in ms.
 --
--- Replies as acquire.lua, except that a refusal carries one more element:
--- {0, type, [value|fields, pttl,] waiters ahead}; type 'none' means the lock
--- is free but earlier waiters go first.
+-- Replies as acquire.lua, except that a refusal carries two more elements:
+-- {0, type, [value|fields, pttl,] waiters ahead, arrival}; type 'none' means
+-- the lock is free but earlier waiters go first. arrival is the waiter's
+-- score in the queue (server µs), which orders it among the waiters of its
+-- own process (hub.go).
 local key, q, hb = KEYS[1], KEYS[3], KEYS[4]
 local ms, us = now()
 -- A waiter that stopped trying (killed, partitioned) loses its place when its
@@ -41,9 +43,11 @@ if t == 'none' and ahead == 0 then
   return {1, fence, ms}
 end
 expire(hb, ms, {q, hb})
+local arrival = tonumber(redis.call('ZSCORE', q, token))
 if t == 'none' then
-  return {0, 'none', ahead}
+  return {0, 'none', ahead, arrival}
 end
 local r = held(0, key, t)
 table.insert(r, ahead)
+table.insert(r, arrival)
 return r

@@ -204,10 +204,12 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 }
 
 func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
-	if o.Wait != 0 && a.l.b.queued(Channel(a.key)) > 0 {
+	if o.Wait != 0 && !a.fifo && a.l.b.queued(Channel(a.key)) > 0 {
 		// Others in this process already wait for this lock: queue behind
 		// them instead of barging in, so local waiters are served in
 		// arrival order. The release that frees the lock wakes the first.
+		// A FIFO waiter joins the queue in Redis at once instead, which
+		// orders it among all waiters.
 		return a.wait(ctx, o, false)
 	}
 	lease, held, err := a.try(ctx)

@@ -611,6 +611,9 @@ type multiSub struct {
 
 func (m *multiSub) C() <-chan struct{} { return m.c }
 
+// fifo: Redlock has no FIFO waiting.
+func (m *multiSub) fifo(string, int64) {}
+
 func (m *multiSub) forward(s subscription) {
 	for {
 		select {

@@ -33,6 +33,11 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lea
 	if sub != nil {
 		defer sub.Close()
 		wake = sub.C()
+		if a.fifo {
+			// Before the next attempt: a release after it must find
+			// this waiter marked.
+			sub.fifo(a.args.token, 0)
+		}
 	}
 	var held Holder
 	for {
@@ -43,6 +48,9 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lea
 				return lease, err
 			}
 			held = h
+			if a.fifo && sub != nil {
+				sub.fifo(a.args.token, h.arrival)
+			}
 			if o.OnBusy != nil {
 				o.OnBusy(held)
 			}
