@@ -21,9 +21,13 @@ type backend interface {
 	renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error)
 	release(ctx context.Context, key, token string) (reply, error)
 	inspect(ctx context.Context, key string) (reply, error)
-	incr(ctx context.Context, key string) (int64, error)
+	// nextFence issues a fence from counter key (reply.fence, and
+	// reply.acked as a lock write has).
+	nextFence(ctx context.Context, key string) (reply, error)
 	peek(ctx context.Context, key string) (int64, error)
-	check(ctx context.Context, key string, n int64) (accepted bool, highest int64, err error)
+	// check accepts fence n for the record at key (reply.code 1), or
+	// refuses it with the highest fence recorded (code 0, reply.fence).
+	check(ctx context.Context, key string, n int64, token string) (reply, error)
 	publish(ctx context.Context, channel string) error
 	// subscribe returns once the server has confirmed the subscription, so
 	// that no release published after it returns can be missed.
@@ -110,15 +114,20 @@ var (
 	inspectLua string
 	//go:embed check.lua
 	checkLua string
+	//go:embed fence.lua
+	fenceLua string
+	//go:embed fence_next.lua
+	fenceNextLua string
 
 	// The SHA-1 of each script is computed once here; EVALSHA falls back to
 	// EVAL on NOSCRIPT, which also reloads the script into the server's
 	// cache, so SCRIPT FLUSH or a restart costs one extra round trip.
-	acquireScript = redis.NewScript(holderLua + acquireLua)
-	renewScript   = redis.NewScript(holderLua + renewLua)
-	releaseScript = redis.NewScript(holderLua + releaseLua)
-	inspectScript = redis.NewScript(holderLua + inspectLua)
-	checkScript   = redis.NewScript(checkLua)
+	acquireScript   = redis.NewScript(fenceLua + holderLua + acquireLua)
+	renewScript     = redis.NewScript(holderLua + renewLua)
+	releaseScript   = redis.NewScript(holderLua + releaseLua)
+	inspectScript   = redis.NewScript(holderLua + inspectLua)
+	checkScript     = redis.NewScript(fenceLua + checkLua)
+	fenceNextScript = redis.NewScript(fenceLua + fenceNextLua)
 )
 
 // single is a backend on one logical Redis: a server, a Sentinel-managed
@@ -207,8 +216,8 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 	}
 }
 
-func (s *single) incr(ctx context.Context, key string) (int64, error) {
-	return s.c.Incr(ctx, key).Result()
+func (s *single) nextFence(ctx context.Context, key string) (reply, error) {
+	return s.write(ctx, fenceNextScript, []string{key})
 }
 
 func (s *single) peek(ctx context.Context, key string) (int64, error) {
@@ -219,20 +228,34 @@ func (s *single) peek(ctx context.Context, key string) (int64, error) {
 	return n, err
 }
 
-func (s *single) check(ctx context.Context, key string, n int64) (bool, int64, error) {
-	v, err := checkScript.Run(ctx, s.c, []string{key}, strconv.FormatInt(n, 10)).Slice()
+func (s *single) check(ctx context.Context, key string, n int64, token string) (reply, error) {
+	return s.writeRaw(ctx, checkScript, []string{key}, decodeCheck, strconv.FormatInt(n, 10), token)
+}
+
+// decodeCheck reads check.lua's replies: {code, fence}.
+func decodeCheck(v any) (reply, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return reply{}, fmt.Errorf("unexpected fence check reply %v", v)
+	}
+	code, _ := a[0].(int64)
+	f, err := fenceOf(a[1])
 	if err != nil {
-		return false, 0, err
+		return reply{}, fmt.Errorf("fence check: recorded fence %v: %w", a[1], err)
 	}
-	if len(v) != 2 {
-		return false, 0, fmt.Errorf("unexpected fence check reply %v", v)
+	return reply{code: code, fence: f, acked: -1}, nil
+}
+
+// fenceOf reads a fence from a script reply: scripts return fences as
+// decimal strings (see fence.lua), which no Lua double ever rounded.
+func fenceOf(v any) (int64, error) {
+	switch f := v.(type) {
+	case string:
+		return strconv.ParseInt(f, 10, 64)
+	case int64:
+		return f, nil
 	}
-	code, _ := v[0].(int64)
-	h, err := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
-	if err != nil {
-		return false, 0, fmt.Errorf("fence check: recorded fence %v: %w", v[1], err)
-	}
-	return code == 1, h, nil
+	return 0, fmt.Errorf("not a fence: %v", v)
 }
 
 func (s *single) publish(ctx context.Context, channel string) error {
@@ -259,7 +282,8 @@ func decode(v any) (reply, error) {
 	bad := func() (reply, error) { return reply{}, fmt.Errorf("unexpected script reply %v", v) }
 	switch {
 	case len(a) == 3 && r.code == 1: // acquired: fence, ms
-		if r.fence, ok = a[1].(int64); !ok {
+		var err error
+		if r.fence, err = fenceOf(a[1]); err != nil {
 			return bad()
 		}
 		if r.nowMS, ok = a[2].(int64); !ok {

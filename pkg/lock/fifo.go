@@ -38,7 +38,7 @@ var (
 	//go:embed fifo_leave.lua
 	fifoLeaveLua string
 
-	fifoAcquireScript = redis.NewScript(holderLua + auxLua + fifoAcquireLua)
+	fifoAcquireScript = redis.NewScript(fenceLua + holderLua + auxLua + fifoAcquireLua)
 	fifoLeaveScript   = redis.NewScript(auxLua + fifoLeaveLua)
 )
 

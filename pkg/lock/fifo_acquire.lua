@@ -35,8 +35,8 @@ redis.call('ZADD', q, 'NX', string.format('%d', us), token)
 redis.call('ZADD', hb, string.format('%d', ms + tonumber(ARGV[5])), token)
 local ahead = redis.call('ZRANK', q, token)
 if t == 'none' and ahead == 0 then
-  local fence = redis.call('INCR', KEYS[2])
-  local v = ARGV[3] .. ',"fence":' .. string.format('%d', fence) .. ARGV[4] ..
+  local fence = next_fence(KEYS[2])
+  local v = ARGV[3] .. ',"fence":' .. fence .. ARGV[4] ..
     ',"acquired_ms":' .. string.format('%d', ms) .. '}'
   redis.call('SET', key, v, 'NX', 'PX', ARGV[2])
   leave()

@@ -39,7 +39,7 @@ var (
 	//go:embed sem_release.lua
 	semReleaseLua string
 
-	semAcquireScript = redis.NewScript(auxLua + semAcquireLua)
+	semAcquireScript = redis.NewScript(fenceLua + auxLua + semAcquireLua)
 	semRenewScript   = redis.NewScript(auxLua + semRenewLua)
 	semReleaseScript = redis.NewScript(auxLua + semReleaseLua)
 )

@@ -20,8 +20,8 @@ if redis.call('ZSCORE', z, ARGV[1]) then
 end
 local n = redis.call('ZCARD', z)
 if n < tonumber(ARGV[3]) then
-  local fence = redis.call('INCR', KEYS[3])
-  local v = ARGV[4] .. ',"fence":' .. string.format('%d', fence) .. ARGV[5] ..
+  local fence = next_fence(KEYS[3])
+  local v = ARGV[4] .. ',"fence":' .. fence .. ARGV[5] ..
     ',"acquired_ms":' .. string.format('%d', ms) .. '}'
   redis.call('ZADD', z, exp, ARGV[1])
   redis.call('HSET', vals, ARGV[1], v)
