@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -176,106 +175,6 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 	// acl
 	out = append(out, in.aclCheck(ctx, serverErr == nil && versionAtLeast(server["redis_version"], 7)))
 	return out, nil
-}
-
-// Commands returns the commands lockctl sends, with arguments shaped like
-// its own (keys under the prefix and in lockctl's auxiliary space), as ACL
-// DRYRUN takes them.
-func (in *Inspector) Commands() [][]string {
-	key := in.Key("lockctl-doctor")
-	fence, queue, sem := lock.AuxKey(lock.KindFence, key), lock.AuxKey(lock.KindQueue, key), lock.AuxKey(lock.KindSem, key)
-	checked, ch := lock.AuxKey(lock.KindChecked, key), lock.Channel(key)
-	const sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db" // SHA-1 of "return 1"
-	return [][]string{
-		{"EVALSHA", sha, "2", key, fence},
-		{"EVAL", "return 1", "2", key, fence},
-		{"SCRIPT", "LOAD", "return 1"},
-		{"SET", key, "v", "NX", "PX", "1000"},
-		{"GET", key},
-		{"DEL", key},
-		{"PEXPIRE", key, "1000"},
-		{"PTTL", key},
-		{"TYPE", key},
-		{"INCR", fence},
-		{"GET", checked},
-		{"PUBLISH", ch, "released"},
-		{"SUBSCRIBE", ch},
-		{"PUBSUB", "NUMSUB", ch},
-		{"SCAN", "0"},
-		{"HGETALL", key},
-		{"HSCAN", key, "0"},
-		{"ZADD", sem, "1", "m"},
-		{"ZCARD", queue},
-		{"ZRANGE", queue, "0", "-1"},
-		{"LLEN", queue},
-		{"LRANGE", queue, "0", "-1"},
-		{"XADD", AuditKey, "*", "who", "x"},
-		{"XRANGE", AuditKey, "-", "+"},
-		{"TIME"},
-		{"PING"},
-	}
-}
-
-// aclCheck asks the server, with ACL DRYRUN (Redis 7), whether the
-// connected user may run every command lockctl uses.
-func (in *Inspector) aclCheck(ctx context.Context, dryrun bool) Check {
-	ck := Check{Check: "acl"}
-	if !dryrun {
-		ck.Status, ck.Message = StatusWarn, "cannot verify permissions: ACL DRYRUN needs Redis 7"
-		ck.Hint = "check by hand that the user may run " + strings.Join(commandNames(in.Commands()), " ")
-		return ck
-	}
-	user, err := in.c.Do(ctx, "ACL", "WHOAMI").Text()
-	if err != nil {
-		ck.Status, ck.Message = StatusWarn, fmt.Sprintf("cannot verify permissions: %v", err)
-		ck.Hint = "grant the user ACL WHOAMI and ACL DRYRUN, or run doctor as an admin user"
-		return ck
-	}
-	var denied []string
-	seen := map[string]bool{}
-	for _, args := range in.Commands() {
-		a := append([]any{"ACL", "DRYRUN", user}, toAny(args)...)
-		res, err := in.c.Do(ctx, a...).Text()
-		if err != nil {
-			ck.Status, ck.Message = StatusWarn, fmt.Sprintf("cannot verify permissions of user %s: %v", user, err)
-			ck.Hint = "grant the user ACL DRYRUN (+acl|dryrun), or run doctor as an admin user"
-			return ck
-		}
-		if res != "OK" {
-			name := strings.ToUpper(args[0])
-			if (name == "SCRIPT" || name == "PUBSUB") && len(args) > 1 {
-				name += " " + strings.ToUpper(args[1])
-			}
-			if !seen[name] {
-				seen[name] = true
-				denied = append(denied, name)
-			}
-		}
-	}
-	if len(denied) > 0 {
-		ck.Status = StatusFail
-		ck.Message = fmt.Sprintf("user %s may not run %s", user, strings.Join(denied, ", "))
-		grants := make([]string, len(denied))
-		for i, d := range denied {
-			grants[i] = "+" + strings.ToLower(strings.ReplaceAll(d, " ", "|"))
-		}
-		ck.Hint = fmt.Sprintf("ACL SETUSER %s %s (with access to keys %s and %s*)", user, strings.Join(grants, " "), in.Pattern("*"), lock.AuxPrefix)
-		return ck
-	}
-	ck.Status, ck.Message = StatusOK, fmt.Sprintf("user %s may run every command lockctl uses", user)
-	return ck
-}
-
-func commandNames(cmds [][]string) []string {
-	var names []string
-	seen := map[string]bool{}
-	for _, c := range cmds {
-		if n := strings.ToUpper(c[0]); !seen[n] {
-			seen[n] = true
-			names = append(names, n)
-		}
-	}
-	return names
 }
 
 func toAny(s []string) []any {
