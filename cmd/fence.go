@@ -13,7 +13,9 @@ func newFenceCmd(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fence",
 		Short: "Fencing tokens: next, peek, and the storage-side check",
-		Long: `A fencing token is a number that grows with every acquisition of a lock.
+		Long: `A fencing token is a number that grows with every acquisition of a lock
+(the counter plus one or the server's time in µs, whichever is greater, so it
+keeps growing across a restart or failover that lost the counter).
 The protected resource remembers the highest token it has seen and refuses
 writes that carry an older one, so a holder whose lease expired during a pause
 cannot overwrite the work of the holder that came after it.`,
@@ -26,7 +28,7 @@ cannot overwrite the work of the holder that came after it.`,
 		newFenceCheckCmd(f),
 		&cobra.Command{
 			Use:   "next NAME",
-			Short: "Increment NAME's fencing counter and print it",
+			Short: "Issue a new fence from NAME's counter and print it",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				return fenceCounter(c, f, args, true)

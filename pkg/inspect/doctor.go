@@ -120,9 +120,10 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 		switch {
 		case strings.HasPrefix(p, "allkeys-"):
 			st := StatusFail
-			why := "with maxmemory set it evicts any key under memory pressure: held locks vanish and fence counters restart"
+			why := "with maxmemory set it evicts any key under memory pressure: held locks vanish (a second holder gets them) and fence check records too (a stale fence is accepted again); " +
+				"an evicted fence counter starts again from the server's clock, so fences stay ordered"
 			if !limited {
-				st, why = StatusWarn, "no maxmemory is set now, but once one is, any key can be evicted: held locks vanish and fence counters restart"
+				st, why = StatusWarn, "no maxmemory is set now, but once one is, any key can be evicted: held locks and fence check records vanish (fences stay ordered)"
 			}
 			add("maxmemory-policy", st, "CONFIG SET maxmemory-policy noeviction (or keep locks on a Redis of their own)", "%s: %s", p, why)
 		case strings.HasPrefix(p, "volatile-"):
@@ -131,7 +132,7 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 				st = StatusOK
 			}
 			add("maxmemory-policy", st, "CONFIG SET maxmemory-policy noeviction (or keep locks on a Redis of their own)",
-				"%s: keys with a TTL, held locks included, can be evicted before they expire", p)
+				"%s: keys with a TTL, held locks included, can be evicted before they expire (a second holder gets them); fence counters and fence check records have no TTL and are never evicted", p)
 		default:
 			add("maxmemory-policy", StatusOK, "", "%s", orDefault(p, "noeviction"))
 		}
@@ -143,14 +144,16 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 	} else {
 		aof, save := cfg["appendonly"] == "yes", strings.TrimSpace(cfg["save"])
 		switch {
+		case aof && cfg["appendfsync"] == "always":
+			add("persistence", StatusOK, "", "AOF on (appendfsync always): a restart keeps every lock and fence check record")
 		case aof:
-			add("persistence", StatusOK, "", "AOF on (appendfsync %s)", cfg["appendfsync"])
+			add("persistence", StatusOK, "", "AOF on (appendfsync %s): a crash loses up to a second of writes, locks and fence check records included; fences stay ordered", cfg["appendfsync"])
 		case save != "":
-			add("persistence", StatusWarn, "CONFIG SET appendonly yes, so a restart keeps fence counters current",
-				"RDB snapshots only (save %q): a restart rolls fence counters back to the last snapshot and revives expired locks", save)
+			add("persistence", StatusWarn, "CONFIG SET appendonly yes, so a restart keeps locks and fence check records",
+				"RDB snapshots only (save %q): a restart rolls locks and fence check records back to the last snapshot (a stale fence is accepted again, expired locks revive); fences stay ordered", save)
 		default:
 			add("persistence", StatusFail, "CONFIG SET appendonly yes (and CONFIG REWRITE)",
-				"none: a restart drops every lock and resets fence counters to 0, so old fences look new")
+				"none: a restart drops every lock (a second holder gets each at once) and every fence check record (a stale fence is accepted again); fences stay ordered")
 		}
 	}
 
@@ -166,7 +169,7 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 			add("replication", StatusWarn, cfgHint, "%d replica(s); cannot read min-replicas-to-write: %v", n, cfgErr)
 		case minw == "" || minw == "0":
 			add("replication", StatusWarn, "CONFIG SET min-replicas-to-write 1, or use --wait-replicas 1",
-				"%d replica(s), min-replicas-to-write 0: a failover can lose locks the master acknowledged (replication is asynchronous)", n)
+				"%d replica(s), min-replicas-to-write 0: a failover can lose locks and fence check records the master acknowledged (replication is asynchronous); fences stay ordered while the servers' clocks agree", n)
 		default:
 			add("replication", StatusOK, "", "%d replica(s), min-replicas-to-write %s", n, minw)
 		}
