@@ -273,3 +273,26 @@ func TestFencesGrowAfterTheCounterIsEvicted(t *testing.T) {
 		t.Errorf("after eviction, fence %d; before, %d", n, last)
 	}
 }
+
+// Every way of taking a fence has the clock floor: a semaphore slot, a FIFO
+// acquisition, a plain one and Fences.Next share the counter, and each fence
+// is at least the server's time when it was issued.
+func TestEveryFenceHasTheClockFloor(t *testing.T) {
+	l, c := newLocker(t, nil)
+	name := uniqueName(t)
+	var last int64
+	for _, o := range []*lock.AcquireOptions{{Limit: 2}, {FIFO: true}, nil} {
+		floor := serverMicros(t, c)
+		lease, err := l.Acquire(ctx, name, 10*time.Second, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lease.Fence < floor || lease.Fence <= last {
+			t.Errorf("%+v: fence %d, want at least %d and more than %d", o, lease.Fence, floor, last)
+		}
+		last = lease.Fence
+		if err := l.ReleaseLease(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
