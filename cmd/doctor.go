@@ -14,7 +14,7 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 		Short: "Check the Redis deployment for lock safety",
 		Long: `Check the Redis deployment behind --url for lock safety and print one
 verdict per check (ok, warn or fail) with why and what to do: reachable,
-latency, version, role (a replica refuses writes), mode (cluster, sentinel),
+latency, clock (fences after a failover rest on agreeing clocks), version, role (a replica refuses writes), mode (cluster, sentinel),
 maxmemory-policy (allkeys-* and volatile-* can evict locks; allkeys-* also
 fence check records), persistence (without it a restart drops every lock and
 fence check record; fences stay ordered by the server's clock), replication

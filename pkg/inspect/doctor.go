@@ -36,7 +36,7 @@ const slowRTT = 20 * time.Millisecond
 
 // Doctor checks the deployment behind the Inspector's client for lock
 // safety and returns one verdict per check, in a fixed order: reachable,
-// latency, version, role, mode, maxmemory-policy, persistence,
+// latency, clock, version, role, mode, maxmemory-policy, persistence,
 // replication, acl. Settings it is not permitted to read (CONFIG GET, INFO
 // under a restricted ACL user) give warnings, not failures.
 //
@@ -67,6 +67,8 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 	} else {
 		add("latency", StatusOK, "", "round trip %s (median of 5)", rtt.Round(10*time.Microsecond))
 	}
+
+	out = append(out, clockCheck(ctx, c))
 
 	server, serverErr := infoSection(ctx, c, "server")
 	repl, replErr := infoSection(ctx, c, "replication")
@@ -186,6 +188,33 @@ func toAny(s []string) []any {
 		a[i] = v
 	}
 	return a
+}
+
+// Clock difference above which the clock check warns.
+const clockSkew = time.Second
+
+// clockCheck compares the server's clock with this host's. Fences after a
+// restart or failover start from the server's clock, so they stay ordered
+// only while the servers' clocks agree; a server far from this host's
+// clock is the visible sign of one that does not.
+func clockCheck(ctx context.Context, c redis.UniversalClient) Check {
+	ck := Check{Check: "clock"}
+	before := time.Now()
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		ck.Status, ck.Message, ck.Hint = StatusWarn, fmt.Sprintf("cannot read the server's clock: %v", err), "grant the user TIME (+time)"
+		return ck
+	}
+	local := before.Add(time.Since(before) / 2)
+	d := now.Sub(local)
+	if d.Abs() > clockSkew {
+		ck.Status = StatusWarn
+		ck.Message = fmt.Sprintf("the server's clock is %s off this host's: fences stay ordered across a restart or failover only while the servers' clocks agree", d.Round(time.Millisecond))
+		ck.Hint = "run NTP (chrony, systemd-timesyncd) on the Redis servers and here"
+		return ck
+	}
+	ck.Status, ck.Message = StatusOK, fmt.Sprintf("server clock within %s of this host's", clockSkew)
+	return ck
 }
 
 func orDefault(s, d string) string {

@@ -53,6 +53,7 @@ func wantStatus(t *testing.T, m map[string]inspect.Check, check string, st inspe
 func TestDoctorDefaultServer(t *testing.T) {
 	m := doctor(t, clientFor(t, srv.URL))
 	wantStatus(t, m, "reachable", inspect.StatusOK, "")
+	wantStatus(t, m, "clock", inspect.StatusOK, "server clock within 1s of this host's")
 	wantStatus(t, m, "role", inspect.StatusOK, "master")
 	wantStatus(t, m, "maxmemory-policy", inspect.StatusOK, "noeviction")
 	wantStatus(t, m, "persistence", inspect.StatusFail, "none")
