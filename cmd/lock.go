@@ -26,7 +26,7 @@ func (w *waitFlags) register(c *cobra.Command) {
 	fs := c.Flags()
 	fs.BoolVarP(&w.nonblock, "nonblock", "n", false, "fail at once (exit 75) when the lock is held")
 	fs.VarP(newDuration(&w.wait, 0, true, true), "wait", "w", "wait at most D for the lock (a bare number is seconds; 0 = -n)")
-	fs.IntVarP(&w.conflictExit, "conflict-exit-code", "E", ExitNotAcquired, "exit code when the lock is not acquired")
+	fs.VarP(newExitCode(&w.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when the lock is not acquired")
 	fs.Var(newDuration(&w.ttl, 30*time.Second, false, false), "ttl", "lease length")
 	fs.StringVar(&w.owner, "owner", "", "owner recorded with the lock (default user@host:pid)")
 	fs.StringVar(&w.note, "note", "", "free text recorded with the lock")
@@ -38,7 +38,7 @@ func (w *waitFlags) register(c *cobra.Command) {
 // lock and run share.
 func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, onBusy func(lock.Holder)) (*lock.AcquireOptions, error) {
 	switch {
-	case w.limit < 0:
+	case w.limit < 0, w.limit == 0 && c.Flags().Changed("limit"):
 		return nil, usageErrorf("--limit must be at least 1")
 	case w.limit > 0 && w.fifo:
 		return nil, usageErrorf("--limit and --fifo cannot be combined yet")
@@ -120,6 +120,12 @@ default; -n fails at once and -w bounds the wait.
 }
 
 func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
+	if o.test && f.G.Output == "env" {
+		// --test never holds the lock: nothing to eval, and exit 0 for
+		// "free" would read as "acquired".
+		return &UsageError{Err: errors.New("--test and -o env exclude each other"),
+			Hints: []string{"use `lockctl lock NAME --test` and its exit status (0 free, 1 held)"}}
+	}
 	l, err := f.Locker()
 	if err != nil {
 		return err

@@ -58,6 +58,10 @@ func MainArgs(args []string, io *ui.IOStreams) int {
 	}
 	code := ExitCode(err)
 	printError(io, err, code)
+	if err != nil && envRefusalWanted(root, args, f) {
+		// Even when -E 0 makes the code 0: the shell stops either way.
+		io.PrintEnvRefusal(code)
+	}
 	return code
 }
 

@@ -64,13 +64,19 @@ group.
 	return c
 }
 
-// runArgs splits NAME from the command after "--".
+// runArgs splits NAME from the command after "--". Words after "--" are
+// the command's, never NAME: `run -n -- echo hi` would otherwise take a lock
+// called echo and run hi.
 func runArgs(c *cobra.Command, o *runOptions, args []string) (string, []string, error) {
+	dash := c.ArgsLenAtDash()
+	if dash == 0 {
+		return "", nil, &UsageError{Err: errors.New("missing lock NAME before --"),
+			Hints: []string{"usage: lockctl run NAME [flags] -- CMD [ARGS...]"}}
+	}
 	name, err := validName(args, "lock NAME")
 	if err != nil {
 		return "", nil, err
 	}
-	dash := c.ArgsLenAtDash()
 	scripted := c.Flags().Changed("command")
 	switch {
 	case dash > 1 || (dash == -1 && len(args) > 1):
