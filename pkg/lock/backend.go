@@ -63,7 +63,7 @@ type reply struct {
 	pttl   time.Duration
 	fence  int64
 	nowMS  int64
-	acked  int // replicas that acknowledged the write; -1 when not asked
+	acked  int   // replicas that acknowledged the write; -1 when not asked
 	num    int64 // {code, n} replies: a renewal's ttl in ms, the holds left, a semaphore's limit
 
 	holders int64 // semaphore refusal: live holders
