@@ -20,6 +20,7 @@ type waitFlags struct {
 	note         string
 	limit        int
 	fifo         bool
+	noReentry    bool
 }
 
 func (w *waitFlags) register(c *cobra.Command) {
@@ -32,6 +33,7 @@ func (w *waitFlags) register(c *cobra.Command) {
 	fs.StringVar(&w.note, "note", "", "free text recorded with the lock")
 	fs.IntVar(&w.limit, "limit", 0, "counting semaphore: up to N holders at once (every holder must use the same N)")
 	fs.BoolVar(&w.fifo, "fifo", false, "serve waiters in arrival order")
+	fs.BoolVar(&w.noReentry, "no-reentry", false, "wait even when LOCKCTL_KEY and LOCKCTL_TOKEN show this caller holds NAME (no re-entry)")
 }
 
 // acquireOptions checks --limit and --fifo and builds the acquisition
@@ -156,9 +158,9 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 	if err != nil {
 		return err
 	}
-	lease, err := l.Acquire(ctx, name, o.ttl, opts)
+	lease, err := o.take(ctx, f, l, name, opts)
 	if err != nil {
-		return o.notAcquired(explainBusy(name, err))
+		return o.notAcquired(o.explainBusy(name, err))
 	}
 	return printLease(f, lease)
 }
@@ -308,6 +310,7 @@ func newRenewCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// --ttl unset is 0: the TTL the lease was taken with.
 			ttl, err := l.Renew(c.Context(), name, token, o.ttl)
 			if err != nil {
 				return explainRefusal(name, err)
@@ -319,7 +322,7 @@ func newRenewCmd(f *Factory) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&o.token, "token", "", "the token `lockctl lock` printed (default LOCKCTL_TOKEN when LOCKCTL_KEY matches)")
-	c.Flags().Var(newDuration(&o.ttl, 30*time.Second, false, false), "ttl", "new lease length from now")
+	c.Flags().Var(newDuration(&o.ttl, 0, false, false), "ttl", "new lease length from now (default: the TTL the lease was taken with)")
 	return c
 }
 
@@ -334,8 +337,12 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := l.Release(c.Context(), name, token); err != nil {
+			left, err := l.ReleaseHold(c.Context(), &lock.Lease{Name: name, Key: l.Key(name), Token: token})
+			if err != nil {
 				return explainRefusal(name, err)
+			}
+			if left > 0 {
+				f.IO.Errorf("%s stays held: this token re-entered it and has %d hold(s) left; the last release frees it", name, left)
 			}
 			if f.G.Output == "json" {
 				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "released": true})
