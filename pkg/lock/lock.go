@@ -105,7 +105,8 @@ type AcquireOptions struct {
 	// Token identifies this lease; "" means NewToken(). A given token must
 	// be printable ASCII without '"' or '\' (it is stored verbatim in JSON).
 	// Acquiring again with the token that already holds the lock succeeds
-	// and refreshes its TTL, so a retry after a lost reply is safe.
+	// and refreshes its TTL, so a retry after a lost reply is safe; it
+	// adds no hold (Reenter does).
 	Token string
 	// Owner is shown to other users; "" means DefaultOwner().
 	Owner string
@@ -115,7 +116,9 @@ type AcquireOptions struct {
 	CI string
 	// Limit > 0 makes the lock a counting semaphore with up to Limit
 	// holders (see sem.go). Every user of the semaphore must pass the same
-	// Limit. Renew, Release and ReleaseLease find semaphore slots by token.
+	// Limit: another Limit than the live holders' fails with *LimitError.
+	// Slots and a plain lock of the same name exclude each other. Renew,
+	// Release and ReleaseLease find semaphore slots by token.
 	Limit int
 	// FIFO serves waiters in arrival order (see fifo.go). Not supported
 	// together with Limit.
