@@ -105,8 +105,13 @@ func newLockCmd(f *Factory) *cobra.Command {
 with 'lockctl renew' or freed with 'lockctl release'. Waits for the lock by
 default; -n fails at once and -w bounds the wait.
 
+With -o env, a refusal prints a statement that stops the shell evaluating
+it (exit with lockctl's status), so the script never goes on without the
+lock. Inside 'lockctl run NAME' (LOCKCTL_KEY and LOCKCTL_TOKEN set), lock
+re-enters NAME and prints the same token; --no-reentry waits instead.
+
   TOKEN=$(lockctl lock deploy --ttl 10m) || exit
-  eval "$(lockctl lock deploy -o env)"   # LOCKCTL_KEY, LOCKCTL_TOKEN, LOCKCTL_FENCE`,
+  eval "$(lockctl lock deploy -o env || echo "exit $?")"   # LOCKCTL_KEY, LOCKCTL_TOKEN, LOCKCTL_FENCE`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name, err := validName(args, "lock NAME")
