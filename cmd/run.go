@@ -41,6 +41,10 @@ group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
 group.
 
+A 'lockctl run NAME' (or 'lock NAME') inside CMD re-enters the lock at once
+(same token and fence, a hold count) instead of waiting for itself; the key
+goes with the last release. --no-reentry waits instead.
+
   lockctl run nightly -n -- /usr/local/bin/backup.sh
   lockctl run deploy -w 10m --ttl 1m -- ./deploy.sh prod
   lockctl run reindex --limit 3 -c 'reindex --shard "$SHARD"'`,
