@@ -170,11 +170,11 @@ func (s *single) release(ctx context.Context, key, token string) (reply, error) 
 }
 
 func (s *single) inspect(ctx context.Context, key string) (reply, error) {
-	v, err := inspectScript.Run(ctx, s.c, []string{key}).Result()
+	v, err := inspectScript.Run(ctx, s.c, append([]string{key}, semKeys(key)...)).Result()
 	if err != nil {
 		return reply{}, err
 	}
-	return decode(v)
+	return decodeSemAcquire(v)
 }
 
 // write runs a script that writes a lease. With WaitReplicas set, WAIT goes

@@ -80,7 +80,8 @@ func decodeSemAcquire(v any) (reply, error) {
 	return decode(v)
 }
 
-// decodeSem reads a semaphore refusal: {0, 'semaphore', value, pttl, holders}.
+// decodeSem reads a semaphore refusal: {0, 'semaphore', value, pttl,
+// holders}, or the same with code 2 (inspect.lua: held).
 func decodeSem(v any) (reply, bool) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 5 {
@@ -91,10 +92,10 @@ func decodeSem(v any) (reply, bool) {
 	val, _ := a[2].(string)
 	pttl, ok1 := a[3].(int64)
 	n, ok2 := a[4].(int64)
-	if code != 0 || typ != "semaphore" || !ok1 || !ok2 {
+	if (code != 0 && code != 2) || typ != "semaphore" || !ok1 || !ok2 {
 		return reply{}, false
 	}
-	return reply{code: 0, typ: typ, value: val, pttl: time.Duration(pttl) * time.Millisecond, holders: n, acked: -1}, true
+	return reply{code: code, typ: typ, value: val, pttl: time.Duration(pttl) * time.Millisecond, holders: n, acked: -1}, true
 }
 
 // semRenewer renews semaphore slots for a Watchdog.
