@@ -205,3 +205,30 @@ func TestReenterSemaphoreSlot(t *testing.T) {
 		t.Fatal("slots left after the last release")
 	}
 }
+
+func TestRedlockStaleReleaseOnAMinorityIsRefused(t *testing.T) {
+	t.Parallel()
+	l, srvs := redlockNodes(t, nil)
+	name := uniqueName(t)
+	key := l.Key(name)
+	const oldTok, newTok = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	// The old lease still lingers on one master; a majority belongs to the
+	// new holder.
+	if _, err := srvs[0].Do("SET", key, `{"token":"`+oldTok+`","fence":1,"owner":"old","acquired_ms":1}`, "PX", "10000"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srvs[1:] {
+		if _, err := s.Do("SET", key, `{"token":"`+newTok+`","fence":2,"owner":"new","acquired_ms":2}`, "PX", "10000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var he *lock.HeldError
+	if err := l.Release(ctx, name, oldTok); !errors.As(err, &he) || !errors.Is(err, lock.ErrNotOwner) || he.Holder.Owner != "new" {
+		t.Fatalf("release by the old token beside a majority of the new one: %v, want held by new", err)
+	}
+	for _, s := range srvs[1:] {
+		if v := get(t, s, key); v == "" {
+			t.Fatalf("%s lost the new holder's lock", s.Addr)
+		}
+	}
+}

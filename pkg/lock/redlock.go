@@ -472,6 +472,10 @@ func (r *redlock) release(ctx context.Context, key, token string) (reply, error)
 	}
 	n := answered(res)
 	switch {
+	case len(others) >= r.quorum:
+		// A majority belongs to another holder: this token's lease was
+		// over, even if a minority master still had it (and dropped it).
+		return mostCommon(key, others), nil
 	case left >= 0:
 		return reply{code: 4, num: left, acked: -1}, nil
 	case deleted > 0:
