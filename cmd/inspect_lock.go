@@ -1,0 +1,182 @@
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/spf13/cobra"
+)
+
+func newInspectLockCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "lock NAME",
+		Short: "Show one lock in full: holder, value, TTL, fence counter, waiters, semaphore holders",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name, err := validName(args, "lock NAME")
+			if err != nil {
+				return err
+			}
+			in, err := inspector(f)
+			if err != nil {
+				return err
+			}
+			d, err := in.Lock(c.Context(), name)
+			if err != nil {
+				return err
+			}
+			if f.G.Output == "json" {
+				return f.IO.PrintJSON(detailJSON(d))
+			}
+			return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"}, Rows: detailRows(d)})
+		},
+	}
+}
+
+func detailRows(d *inspect.Detail) [][]string {
+	rows := [][]string{{"name", d.Name}, {"key", d.Key}}
+	state := "free"
+	switch {
+	case d.Lock != nil:
+		state = "held"
+	case len(d.Holders) > 0:
+		state = "held " + strings.Trim(holdersText(int64(len(d.Holders)), d.Limit), "()")
+	}
+	rows = append(rows, []string{"state", state})
+	if l := d.Lock; l != nil {
+		rows = append(rows, []string{"kind", l.Kind}, []string{"owner", l.Owner})
+		if !l.AcquiredAt.IsZero() {
+			rows = append(rows, []string{"acquired", l.AcquiredAt.Local().Format(time.RFC3339) + " (" + ageText(l.Age) + " ago)"})
+		}
+		rows = append(rows, []string{"ttl", ttlCell(l.TTL)})
+		if l.Kind == "lockctl" {
+			rows = append(rows, []string{"fence", strconv.FormatInt(l.Fence, 10)})
+		}
+		if l.Kind == "redisson" {
+			rows = append(rows, []string{"reentry", strconv.FormatInt(l.Reentry, 10)})
+		}
+		rows = append(rows, []string{"token", l.TokenHash + " (sha1 prefix)"})
+		if l.Note != "" {
+			rows = append(rows, []string{"note", l.Note})
+		}
+		if l.CI != "" {
+			rows = append(rows, []string{"ci", l.CI})
+		}
+		if d.Raw != "" {
+			rows = append(rows, []string{"value", d.Raw})
+		}
+		for _, k := range sortedKeys(d.Fields) {
+			rows = append(rows, []string{"field", k + " = " + d.Fields[k]})
+		}
+	}
+	if len(d.Holders) > 0 {
+		rows = append(rows, []string{"kind", "semaphore"}, []string{"limit", limitText(d)},
+			[]string{"slots", d.SemKey + ", " + d.SemValKey})
+		for i, h := range d.Holders {
+			rows = append(rows, []string{fmt.Sprintf("holder %d", i+1), holderText(h)})
+		}
+	}
+	rows = append(rows, []string{"fence counter", fmt.Sprintf("%d (%s)", d.Fence, d.FenceKey)})
+	rows = append(rows, []string{"waiters", fmt.Sprintf("%d subscribed, %d queued", d.Subscribers, len(d.Queue))})
+	for i, w := range d.Queue {
+		rows = append(rows, []string{fmt.Sprintf("queue %d", i+1), waiterText(w)})
+	}
+	return rows
+}
+
+// limitText is the semaphore's bound, and every holder's when they differ
+// (each acquire compares with its own --limit, so a mismatch lets more in).
+func limitText(d *inspect.Detail) string {
+	if d.Limit == 0 {
+		return "unknown"
+	}
+	s := strconv.FormatInt(d.Limit, 10)
+	for _, h := range d.Holders {
+		if h.Limit != d.Limit {
+			var all []string
+			for _, h := range d.Holders {
+				all = append(all, strconv.FormatInt(h.Limit, 10))
+			}
+			return s + " (holders disagree: " + strings.Join(all, ", ") + ")"
+		}
+	}
+	return s
+}
+
+// holderText is one semaphore holder on one line.
+func holderText(h inspect.Lock) string {
+	s := orDash(h.Owner) + " (token " + h.TokenHash + ", fence " + strconv.FormatInt(h.Fence, 10) +
+		", age " + ageText(h.Age) + ", ttl " + ttlCell(h.TTL) + ")"
+	if h.Note != "" {
+		s += " note: " + h.Note
+	}
+	if h.CI != "" {
+		s += " ci: " + h.CI
+	}
+	return s
+}
+
+// waiterText is one FIFO waiter: the queue keeps only its token.
+func waiterText(w inspect.Waiter) string {
+	s := "token " + w.TokenHash + ", waiting " + ageText(w.Waiting)
+	switch {
+	case w.Heartbeat == 0:
+		s += ", stopped trying (dropped at the next attempt)"
+	case w.Heartbeat > 0:
+		s += ", heartbeat " + shortDuration(w.Heartbeat)
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+type waiterRecord struct {
+	TokenHash   string `json:"token_hash"`
+	ArrivedAt   string `json:"arrived_at"`
+	WaitingMS   int64  `json:"waiting_ms"`
+	HeartbeatMS int64  `json:"heartbeat_ms"`
+}
+
+func detailJSON(d *inspect.Detail) map[string]any {
+	queue := make([]waiterRecord, 0, len(d.Queue))
+	for _, w := range d.Queue {
+		queue = append(queue, waiterRecord{TokenHash: w.TokenHash, ArrivedAt: w.Arrived.Format(time.RFC3339Nano),
+			WaitingMS: msOrMinus(w.Waiting), HeartbeatMS: msOrMinus(w.Heartbeat)})
+	}
+	holders := make([]lockRecord, 0, len(d.Holders))
+	for _, h := range d.Holders {
+		holders = append(holders, lockJSON(h))
+	}
+	m := map[string]any{
+		"name": d.Name, "key": d.Key, "held": d.Held(),
+		"fence_counter": d.Fence, "fence_key": d.FenceKey,
+		"subscribers": d.Subscribers,
+		"queue_key":   d.QueueKey, "queue": queue,
+		"semaphore_key": d.SemKey, "semaphore_values_key": d.SemValKey,
+		"limit": d.Limit, "holders": holders,
+		"lock": nil,
+	}
+	if d.Lock != nil {
+		lj := lockJSON(*d.Lock)
+		m["lock"] = lj
+		if d.Raw != "" {
+			m["value"] = d.Raw
+		}
+		if d.Fields != nil {
+			m["fields"] = d.Fields
+		}
+	}
+	return m
+}
