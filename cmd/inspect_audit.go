@@ -37,14 +37,15 @@ func newAuditCmd(f *Factory) *cobra.Command {
 			}
 			rows := make([][]string, 0, len(entries))
 			for _, e := range entries {
-				rows = append(rows, []string{e.At.Local().Format(time.RFC3339), e.Who, e.Name, e.Owner, e.TokenHash,
-					strconv.FormatInt(e.Fence, 10), ttlCell(e.TTL), e.Reason})
+				esc := ui.Escape
+				rows = append(rows, []string{e.At.Local().Format(time.RFC3339), esc(e.Who), esc(e.Name), esc(e.Owner), esc(e.TokenHash),
+					strconv.FormatInt(e.Fence, 10), ttlCell(e.TTL), esc(e.Reason)})
 			}
 			if len(rows) == 0 && f.IO.IsStdoutTTY() {
 				f.IO.Errorf("no forced releases recorded")
 				return nil
 			}
-			return f.IO.PrintTable(ui.Table{Header: []string{"TIME", "WHO", "NAME", "OWNER", "TOKEN", "FENCE", "TTL LEFT", "REASON"}, Rows: rows})
+			return f.IO.PrintTable(ui.Table{Header: []string{"TIME", "WHO", "NAME", "OWNER", "TOKEN", "FENCE", "TTL LEFT", "REASON"}, Rows: rows, MaxCellWidth: ui.DataCellWidth})
 		},
 	}
 	c.Flags().Int64VarP(&n, "n", "n", 0, "show only the N newest entries (0: all)")

@@ -33,13 +33,14 @@ func newInspectLockCmd(f *Factory) *cobra.Command {
 			if f.G.Output == "json" {
 				return f.IO.PrintJSON(detailJSON(d))
 			}
-			return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"}, Rows: detailRows(d)})
+			return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"}, Rows: detailRows(d), MaxCellWidth: ui.DataCellWidth})
 		},
 	}
 }
 
 func detailRows(d *inspect.Detail) [][]string {
-	rows := [][]string{{"name", d.Name}, {"key", d.Key}}
+	esc := ui.Escape
+	rows := [][]string{{"name", esc(d.Name)}, {"key", esc(d.Key)}}
 	state := "free"
 	switch {
 	case d.Lock != nil:
@@ -49,7 +50,7 @@ func detailRows(d *inspect.Detail) [][]string {
 	}
 	rows = append(rows, []string{"state", state})
 	if l := d.Lock; l != nil {
-		rows = append(rows, []string{"kind", l.Kind}, []string{"owner", l.Owner})
+		rows = append(rows, []string{"kind", l.Kind}, []string{"owner", esc(l.Owner)})
 		if !l.AcquiredAt.IsZero() {
 			rows = append(rows, []string{"acquired", l.AcquiredAt.Local().Format(time.RFC3339) + " (" + ageText(l.Age) + " ago)"})
 		}
@@ -62,26 +63,26 @@ func detailRows(d *inspect.Detail) [][]string {
 		}
 		rows = append(rows, []string{"token", l.TokenHash + " (sha1 prefix)"})
 		if l.Note != "" {
-			rows = append(rows, []string{"note", l.Note})
+			rows = append(rows, []string{"note", esc(l.Note)})
 		}
 		if l.CI != "" {
-			rows = append(rows, []string{"ci", l.CI})
+			rows = append(rows, []string{"ci", esc(l.CI)})
 		}
 		if d.Raw != "" {
-			rows = append(rows, []string{"value", d.Raw})
+			rows = append(rows, []string{"value", esc(d.Raw)})
 		}
 		for _, k := range sortedKeys(d.Fields) {
-			rows = append(rows, []string{"field", k + " = " + d.Fields[k]})
+			rows = append(rows, []string{"field", esc(k) + " = " + esc(d.Fields[k])})
 		}
 	}
 	if len(d.Holders) > 0 {
 		rows = append(rows, []string{"kind", "semaphore"}, []string{"limit", limitText(d)},
-			[]string{"slots", d.SemKey + ", " + d.SemValKey})
+			[]string{"slots", esc(d.SemKey) + ", " + esc(d.SemValKey)})
 		for i, h := range d.Holders {
 			rows = append(rows, []string{fmt.Sprintf("holder %d", i+1), holderText(h)})
 		}
 	}
-	rows = append(rows, []string{"fence counter", fmt.Sprintf("%d (%s)", d.Fence, d.FenceKey)})
+	rows = append(rows, []string{"fence counter", fmt.Sprintf("%d (%s)", d.Fence, esc(d.FenceKey))})
 	rows = append(rows, []string{"waiters", fmt.Sprintf("%d subscribed, %d queued", d.Subscribers, len(d.Queue))})
 	for i, w := range d.Queue {
 		rows = append(rows, []string{fmt.Sprintf("queue %d", i+1), waiterText(w)})
@@ -110,13 +111,13 @@ func limitText(d *inspect.Detail) string {
 
 // holderText is one semaphore holder on one line.
 func holderText(h inspect.Lock) string {
-	s := orDash(h.Owner) + " (token " + h.TokenHash + ", fence " + strconv.FormatInt(h.Fence, 10) +
+	s := ui.Escape(orDash(h.Owner)) + " (token " + h.TokenHash + ", fence " + strconv.FormatInt(h.Fence, 10) +
 		", age " + ageText(h.Age) + ", ttl " + ttlCell(h.TTL) + ")"
 	if h.Note != "" {
-		s += " note: " + h.Note
+		s += " note: " + ui.Escape(h.Note)
 	}
 	if h.CI != "" {
-		s += " ci: " + h.CI
+		s += " ci: " + ui.Escape(h.CI)
 	}
 	return s
 }

@@ -111,7 +111,7 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 				f.IO.Errorf("no locks held under %s", in.Pattern(glob))
 				return nil
 			}
-			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows})
+			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth})
 		}
 		for _, l := range all {
 			if err := emit(l); err != nil {
@@ -158,7 +158,7 @@ func lockRow(l inspect.Lock, wide bool) []string {
 	if l.Kind == "lockctl" || l.Kind == "semaphore" {
 		fence = strconv.FormatInt(l.Fence, 10)
 	}
-	note := l.Note
+	note := ui.Escape(l.Note)
 	switch l.Kind {
 	case "string":
 		note = "(plain SET lock)"
@@ -167,9 +167,9 @@ func lockRow(l inspect.Lock, wide bool) []string {
 	case "semaphore":
 		note = strings.TrimSpace(holdersText(l.Holders, l.Limit) + " " + note)
 	}
-	row := []string{l.Name, owner, host, pid, ageText(l.Age), ttlCell(l.TTL), fence, strconv.FormatInt(l.Waiters(), 10), note}
+	row := []string{ui.Escape(l.Name), ui.Escape(owner), ui.Escape(host), pid, ageText(l.Age), ttlCell(l.TTL), fence, strconv.FormatInt(l.Waiters(), 10), note}
 	if wide {
-		row = append(row, l.Key, l.TokenHash, orDash(l.CI))
+		row = append(row, ui.Escape(l.Key), l.TokenHash, ui.Escape(orDash(l.CI)))
 	}
 	return row
 }

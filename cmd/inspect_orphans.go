@@ -68,7 +68,7 @@ func orphanOf(x inspect.Orphan) orphanRecord {
 }
 
 func (r orphanRecord) row() []string {
-	row := []string{r.Name, r.Key, r.Type, orDash(r.Owner)}
+	row := []string{ui.Escape(r.Name), ui.Escape(r.Key), r.Type, ui.Escape(orDash(r.Owner))}
 	if r.Action != "" {
 		row = append(row, r.Action)
 	}
@@ -156,7 +156,7 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 			for i, r := range found {
 				rows[i] = r.row()
 			}
-			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows}); err != nil {
+			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth}); err != nil {
 				return err
 			}
 		}
