@@ -48,11 +48,11 @@ waking the waiters and the audit record (who, when, which holder, why; see
 			switch {
 			case errors.As(err, &held) && held.Holder.Kind == "semaphore":
 				return withHint(reword(err, "no slot of %s is held by %s; nothing changed (%d holder(s); the first to expire is %s, token %s, ttl %s)",
-					name, o.token, held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),
+					name, givenToken(o.token), held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),
 					"`lockctl inspect lock "+name+"` lists every holder's token hash")
 			case errors.As(err, &held):
 				return withHint(reword(err, "%s is held by %s (token %s)%s, not by %s; nothing changed", name,
-					held.Holder.Owner, inspect.TokenHash(held.Holder.Token), ttlText(held.Holder.TTL), o.token),
+					held.Holder.Owner, inspect.TokenHash(held.Holder.Token), ttlText(held.Holder.TTL), givenToken(o.token)),
 					"the holder changed since you looked: run `lockctl inspect lock "+name+"` again")
 			case errors.Is(err, lock.ErrNotHeld):
 				return reword(err, "%s is not held (expired or already released); nothing changed", name)
@@ -80,4 +80,19 @@ waking the waiters and the audit record (who, when, which holder, why; see
 	c.Flags().StringVar(&o.token, "token", "", "the holder's token, or its hash from `inspect locks --wide`")
 	c.Flags().StringVar(&o.reason, "reason", "", "why, for the audit log")
 	return c
+}
+
+// givenToken names the --token an operator passed without repeating a full
+// token, which would let anyone who reads the terminal, the ticket or the CI
+// log release the lock: a hash prefix (hex, shorter or longer than
+// lockctl's 32-digit tokens) is shown as given, anything else as its hash.
+func givenToken(t string) string {
+	hex := len(t) >= 8 && len(t) <= 40 && len(t) != 32
+	for i := 0; hex && i < len(t); i++ {
+		hex = (t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')
+	}
+	if hex {
+		return t
+	}
+	return inspect.TokenHash(t)
 }

@@ -13,10 +13,20 @@ import (
 )
 
 func newInspectLockCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{
+	var showToken bool
+	c := &cobra.Command{
 		Use:   "lock NAME",
-		Short: "Show one lock in full: holder, value, TTL, fence counter, waiters, semaphore holders",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show one lock in full: holder, TTL, fence counter, waiters, semaphore holders",
+		Long: `Show one lock in full: the holder (owner, age, TTL, fence, note, CI job URL,
+token hash), the fence counter, the FIFO queue and, for a --limit lock, every
+holder.
+
+A holder's token is shown as its hash (the first 12 hex digits of
+SHA-1(token), as 'inspect locks --wide' shows and 'inspect force-release'
+accepts): the token itself lets anyone renew or release the lock, and this
+output ends up in terminals, tickets and chat. --show-token adds the full
+token of each holder and the raw stored value.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name, err := validName(args, "lock NAME")
 			if err != nil {
@@ -31,14 +41,25 @@ func newInspectLockCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			if f.G.Output == "json" {
-				return f.IO.PrintJSON(detailJSON(d))
+				return f.IO.PrintJSON(detailJSON(d, showToken))
 			}
-			return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"}, Rows: detailRows(d), MaxCellWidth: ui.DataCellWidth})
+			return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"}, Rows: detailRows(d, showToken), MaxCellWidth: ui.DataCellWidth})
 		},
 	}
+	c.Flags().BoolVar(&showToken, "show-token", false, "also show each holder's full token and the raw stored value (secrets: they let anyone release the lock)")
+	return c
 }
 
-func detailRows(d *inspect.Detail) [][]string {
+// tokenText is a holder's token as the detail view shows it: its hash, and
+// the token itself only when asked for.
+func tokenText(l inspect.Lock, show bool) string {
+	if show && l.Token != "" {
+		return ui.Escape(l.Token) + " (sha1 prefix " + l.TokenHash + ")"
+	}
+	return l.TokenHash + " (sha1 prefix)"
+}
+
+func detailRows(d *inspect.Detail, showToken bool) [][]string {
 	esc := ui.Escape
 	rows := [][]string{{"name", esc(d.Name)}, {"key", esc(d.Key)}}
 	state := "free"
@@ -61,14 +82,16 @@ func detailRows(d *inspect.Detail) [][]string {
 		if l.Kind == "redisson" {
 			rows = append(rows, []string{"reentry", strconv.FormatInt(l.Reentry, 10)})
 		}
-		rows = append(rows, []string{"token", l.TokenHash + " (sha1 prefix)"})
+		rows = append(rows, []string{"token", tokenText(*l, showToken)})
 		if l.Note != "" {
 			rows = append(rows, []string{"note", esc(l.Note)})
 		}
 		if l.CI != "" {
 			rows = append(rows, []string{"ci", esc(l.CI)})
 		}
-		if d.Raw != "" {
+		if d.Raw != "" && showToken {
+			// lockctl's value starts with the token; a plain SET lock's
+			// value is its token.
 			rows = append(rows, []string{"value", esc(d.Raw)})
 		}
 		for _, k := range sortedKeys(d.Fields) {
@@ -79,7 +102,7 @@ func detailRows(d *inspect.Detail) [][]string {
 		rows = append(rows, []string{"kind", "semaphore"}, []string{"limit", limitText(d)},
 			[]string{"slots", esc(d.SemKey) + ", " + esc(d.SemValKey)})
 		for i, h := range d.Holders {
-			rows = append(rows, []string{fmt.Sprintf("holder %d", i+1), holderText(h)})
+			rows = append(rows, []string{fmt.Sprintf("holder %d", i+1), holderText(h, showToken)})
 		}
 	}
 	rows = append(rows, []string{"fence counter", fmt.Sprintf("%d (%s)", d.Fence, esc(d.FenceKey))})
@@ -110,8 +133,12 @@ func limitText(d *inspect.Detail) string {
 }
 
 // holderText is one semaphore holder on one line.
-func holderText(h inspect.Lock) string {
-	s := ui.Escape(orDash(h.Owner)) + " (token " + h.TokenHash + ", fence " + strconv.FormatInt(h.Fence, 10) +
+func holderText(h inspect.Lock, showToken bool) string {
+	tok := h.TokenHash
+	if showToken && h.Token != "" {
+		tok = ui.Escape(h.Token)
+	}
+	s := ui.Escape(orDash(h.Owner)) + " (token " + tok + ", fence " + strconv.FormatInt(h.Fence, 10) +
 		", age " + ageText(h.Age) + ", ttl " + ttlCell(h.TTL) + ")"
 	if h.Note != "" {
 		s += " note: " + ui.Escape(h.Note)
@@ -150,7 +177,7 @@ type waiterRecord struct {
 	HeartbeatMS int64  `json:"heartbeat_ms"`
 }
 
-func detailJSON(d *inspect.Detail) map[string]any {
+func detailJSON(d *inspect.Detail, showToken bool) map[string]any {
 	queue := make([]waiterRecord, 0, len(d.Queue))
 	for _, w := range d.Queue {
 		queue = append(queue, waiterRecord{TokenHash: w.TokenHash, ArrivedAt: w.Arrived.Format(time.RFC3339Nano),
@@ -158,7 +185,11 @@ func detailJSON(d *inspect.Detail) map[string]any {
 	}
 	holders := make([]lockRecord, 0, len(d.Holders))
 	for _, h := range d.Holders {
-		holders = append(holders, lockJSON(h))
+		r := lockJSON(h)
+		if showToken {
+			r.Token = h.Token
+		}
+		holders = append(holders, r)
 	}
 	m := map[string]any{
 		"name": d.Name, "key": d.Key, "held": d.Held(),
@@ -171,10 +202,13 @@ func detailJSON(d *inspect.Detail) map[string]any {
 	}
 	if d.Lock != nil {
 		lj := lockJSON(*d.Lock)
-		m["lock"] = lj
-		if d.Raw != "" {
-			m["value"] = d.Raw
+		if showToken {
+			lj.Token = d.Lock.Token
+			if d.Raw != "" {
+				m["value"] = d.Raw
+			}
 		}
+		m["lock"] = lj
 		if d.Fields != nil {
 			m["fields"] = d.Fields
 		}

@@ -195,6 +195,9 @@ type lockRecord struct {
 	Holders     int64   `json:"holders"`
 	Limit       int64   `json:"limit"`
 	TokenHash   string  `json:"token_hash"`
+	// Token is set only on request (inspect lock --show-token): it is
+	// what renews and releases the lock.
+	Token string `json:"token,omitempty"`
 }
 
 func lockJSON(l inspect.Lock) lockRecord {
