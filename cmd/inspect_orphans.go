@@ -32,9 +32,15 @@ stream) are never listed, whatever the prefix.
   --fix expire:D   give each a TTL of D
   --fix delete     delete each (and wake its waiters)
 
---fix asks for confirmation on a terminal; elsewhere it needs --yes. Each key
-is re-checked and changed in one atomic step (only if it still has no TTL),
-so a lock someone took properly in the meantime is left alone.`,
+--fix asks for confirmation on a terminal (after a summary: the count and a
+few of the keys); elsewhere it needs --yes. Each key is re-checked and
+changed in one atomic step (only if it still has no TTL), so a lock someone
+took properly in the meantime is left alone.
+
+With --prefix '' every key of the database is in scope, and every cache entry
+or counter without a TTL would count as an orphan lock: a PATTERN naming the
+locks is then required (usage error otherwise). PATTERN '*' says "the whole
+keyspace" on purpose and is accepted for listing and --check, never for --fix.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			glob := ""
@@ -109,6 +115,9 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 	if err != nil {
 		return err
 	}
+	if err := orphanScope(in, glob, o.fix); err != nil {
+		return err
+	}
 	json := f.G.Output == "json"
 	tty := !json && f.IO.IsStdoutTTY()
 	var arr *ui.JSONArray
@@ -139,7 +148,7 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 	}
 	pattern := in.Pattern(glob)
 	if o.fix != "" && count > 0 {
-		if err := applyFix(c, f, in, fix, o, found); err != nil {
+		if err := applyFix(c, f, in, fix, o, glob, found); err != nil {
 			return err
 		}
 	}
@@ -184,14 +193,41 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 	return nil
 }
 
-func applyFix(c *cobra.Command, f *Factory, in *inspect.Inspector, fix inspect.Fix, o *orphansOptions, found []orphanRecord) error {
+// orphanScope refuses a scan of the whole keyspace unless PATTERN asked for
+// it, and a fix of the whole keyspace always.
+func orphanScope(in *inspect.Inspector, glob, fix string) error {
+	if !in.Unscoped(glob) {
+		return nil
+	}
+	if glob == "" {
+		return &UsageError{Err: errors.New("--prefix '' without a PATTERN would treat every key in the database as a lock"),
+			Hints: []string{"name the locks: `lockctl --prefix '' inspect orphans 'mylocks:*'`",
+				"PATTERN '*' lists every key without TTL in the database, on purpose (not with --fix)"}}
+	}
+	if fix != "" {
+		return &UsageError{Err: fmt.Errorf("refusing to --fix %s every key without TTL in the database (--prefix '' and PATTERN %s)", fix, glob),
+			Hints: []string{"give a PATTERN that names only the locks, e.g. 'mylocks:*'"}}
+	}
+	return nil
+}
+
+// confirmSample is how many keys the confirmation of a fix names; the rest
+// are counted. The full list is `inspect orphans` without --fix.
+const confirmSample = 5
+
+func applyFix(c *cobra.Command, f *Factory, in *inspect.Inspector, fix inspect.Fix, o *orphansOptions, glob string, found []orphanRecord) error {
 	what := "delete"
 	if !fix.Delete {
 		what = "set a TTL of " + fix.Expire.String() + " on"
 	}
 	if !o.yes {
-		for _, r := range found {
+		sort.Slice(found, func(i, j int) bool { return found[i].Key < found[j].Key })
+		f.IO.Errorf("%d key(s) under %s have no TTL:", len(found), in.Pattern(glob))
+		for _, r := range found[:min(len(found), confirmSample)] {
 			f.IO.Errorf("  %s (%s, owner %s)", r.Key, r.Type, orDash(r.Owner))
+		}
+		if more := len(found) - confirmSample; more > 0 {
+			f.IO.Errorf("  ... and %d more (inspect orphans without --fix lists them all)", more)
 		}
 		fmt.Fprintf(f.IO.ErrOut, "lockctl: %s these %d key(s)? [y/N] ", what, len(found))
 		line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
