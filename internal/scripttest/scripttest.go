@@ -229,19 +229,20 @@ func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Stdout().Write([]byte(b.String()))
 }
 
-// redis-sub [-s] FILE PATTERN...: subscribe on the script's server in the
-// background (PSUBSCRIBE; with -s, SSUBSCRIBE to shard channels, as Redisson
-// does on a Redis 7 Cluster) and append one "CHANNEL MESSAGE" line to FILE
-// per message, until the script ends. It returns once the server confirmed
-// the subscriptions, so nothing published afterwards is missed; publish a
-// marker last and wait for it to know every earlier message is in FILE.
+// redis-sub [-p|-s] FILE CHANNEL...: subscribe on the script's server in
+// the background, as a waiter does (SUBSCRIBE; -p: PSUBSCRIBE to patterns;
+// -s: SSUBSCRIBE to shard channels, as Redisson does on a Redis 7 Cluster),
+// and append one "CHANNEL MESSAGE" line to FILE per message, until the
+// script ends. It returns once the server confirmed the subscriptions, so
+// nothing published afterwards is missed; publish a marker last and wait
+// for it to know every earlier message is in FILE.
 func cmdRedisSub(ts *testscript.TestScript, neg bool, args []string) {
-	shard := len(args) > 0 && args[0] == "-s"
-	if shard {
-		args = args[1:]
+	mode := ""
+	if len(args) > 0 && (args[0] == "-p" || args[0] == "-s") {
+		mode, args = args[0], args[1:]
 	}
 	if neg || len(args) < 2 {
-		ts.Fatalf("usage: redis-sub [-s] FILE PATTERN...")
+		ts.Fatalf("usage: redis-sub [-p|-s] FILE CHANNEL...")
 	}
 	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	ts.Check(err)
@@ -251,10 +252,13 @@ func cmdRedisSub(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var ps *redis.PubSub
-	if shard {
-		ps = c.SSubscribe(ctx, args[1:]...)
-	} else {
+	switch mode {
+	case "-p":
 		ps = c.PSubscribe(ctx, args[1:]...)
+	case "-s":
+		ps = c.SSubscribe(ctx, args[1:]...)
+	default:
+		ps = c.Subscribe(ctx, args[1:]...)
 	}
 	for range args[1:] {
 		if _, err := ps.Receive(ctx); err != nil {
