@@ -37,7 +37,12 @@ waiting on the release channel plus the FIFO queue.
 Keys are read with SCAN and pipelined batches, never KEYS. On a terminal the
 table is sorted by name. Elsewhere (TSV, -o json) rows stream in SCAN order
 as they are read, so memory stays flat however many locks there are; an
-explicit --sort buffers every row to sort them.`,
+explicit --sort buffers every row to sort them.
+
+Names, owners, notes and CI URLs are whatever was written to Redis: control
+characters show escaped (\x1b, \n, \t, \xNN), so no value can drive the
+terminal or break a row; on a terminal, cells past 100 columns are cut with
+"…". -o json has every value exact.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			glob := ""
