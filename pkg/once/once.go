@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -322,7 +323,8 @@ func parseRecord(key string, pttl any, fields []any) Record {
 }
 
 func wrap(key string, err error) error {
-	if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+	var rerr redis.Error
+	if errors.As(err, &rerr) && (strings.HasPrefix(rerr.Error(), "WRONGTYPE") || strings.Contains(rerr.Error(), "not an integer")) {
 		return &WrongTypeError{Key: key, Msg: err.Error()}
 	}
 	return fmt.Errorf("once: %s: %w", key, err)
