@@ -222,7 +222,7 @@ func (f fault) hints(s server) []string {
 	case faultNoReplicas:
 		return []string{"the server refuses writes while fewer replicas than its min-replicas-to-write are connected and in time (min-replicas-max-lag): check the replicas (INFO replication) or those settings"}
 	case faultNotReplicated:
-		return []string{"fewer replicas than --wait-replicas acknowledged the write in time, so lockctl let the lock go: check that the replicas are up and connected (INFO replication), or give WAIT longer (--wait-replicas N:D) or ask for fewer"}
+		return []string{"fewer replicas than --wait-replicas acknowledged the write in time (a lock just acquired is let go again): check that the replicas are up and connected (INFO replication), or give WAIT longer (--wait-replicas N:D) or ask for fewer"}
 	case faultDBIndex:
 		return []string{fmt.Sprintf("the server has no database %d: its `databases` setting bounds the index in --url (CONFIG GET databases; the default is 16, so 0-15)", s.DB)}
 	case faultNoQuorum:

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -36,6 +38,11 @@ func Main() int {
 
 // MainArgs runs lockctl with args on the given streams.
 func MainArgs(args []string, io *ui.IOStreams) int {
+	return mainArgs(args, io, NewRootCmd)
+}
+
+// mainArgs is MainArgs with the command tree newRoot builds.
+func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Command) int {
 	f := NewFactory(io)
 	defer f.Close()
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -43,7 +50,7 @@ func MainArgs(args []string, io *ui.IOStreams) int {
 	stop := f.notifySignals(cancel)
 	defer stop()
 
-	root := NewRootCmd(f)
+	root := newRoot(f)
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
@@ -114,7 +121,13 @@ func defaultHints(err error, code int) []string {
 	var data *lock.DataError
 	switch {
 	case errors.As(err, &data):
-		return []string{"someone else wrote that key; lockctl changed nothing. Look at it with redis-cli, and remove it only if nothing else needs it (a fence counter must then be set above every fence already issued)"}
+		h := "someone else wrote that key: look at it with redis-cli (TYPE, GET) and remove it only if nothing else needs it"
+		if kind, _, _ := lock.KeyOfAux(data.Key); kind == lock.KindFence || kind == lock.KindChecked {
+			h += "; a fence counter must then be set above every fence already issued, or a stale holder's writes pass the check again"
+		}
+		return []string{h}
+	case errors.Is(err, limit.ErrWrongType), errors.Is(err, once.ErrWrongType):
+		return []string{"someone else wrote that key (for limit: or another --algo did): look at it with redis-cli and remove it only if nothing else needs it, or use another KEY"}
 	case code == ExitUsage:
 		return []string{"see `lockctl --help`"}
 	case code == ExitInternal:

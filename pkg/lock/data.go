@@ -14,7 +14,7 @@ import (
 // DataError: a key lockctl reads holds something lockctl did not write
 // there: another Redis type at a fence counter, semaphore or wait queue, or
 // a string that is no number where a counter belongs. Someone else wrote it;
-// the call changed nothing. It matches ErrWrongType.
+// the call did not take effect. It matches ErrWrongType.
 type DataError struct {
 	Key   string   // the offending key; empty when it could not be told apart
 	Keys  []string // the keys the call used, when Key is empty
