@@ -23,28 +23,28 @@ import (
 type fault int
 
 const (
-	faultNone        fault = iota
-	faultUnreachable       // connect refused, reset, closed, EOF
-	faultTimeout           // no answer within --timeout
-	faultTLS               // handshake or certificate failure
-	faultPlainTLS          // rediss:// at a server that speaks plain Redis
-	faultAuth              // NOAUTH, WRONGPASS
-	faultNoPerm            // ACL: NOPERM
-	faultReadOnly          // READONLY replica
-	faultClusterDown       // CLUSTERDOWN, TRYAGAIN
-	faultNotCluster        // --cluster at a server without cluster mode
-	faultMoved             // MOVED/ASK to a client that is no cluster client
-	faultNotSentinel       // --sentinel at a server that is no Sentinel
-	faultLoading           // LOADING its dataset
-	faultMasterDown        // MASTERDOWN (replica lost its master)
-	faultBusy              // BUSY running a script
-	faultOOM               // OOM under maxmemory-policy noeviction
-	faultNoReplicas        // NOREPLICAS: fewer replicas than min-replicas-to-write
-	faultNotReplicated     // fewer WAIT acks than --wait-replicas
-	faultDBIndex           // the URL's database index is out of range
-	faultNoQuorum          // Redlock: too few masters answered
-	faultWrongType         // WRONGTYPE: a key holds another type (someone else's)
-	faultRefused           // any other error reply: "Redis refused"
+	faultNone          fault = iota
+	faultUnreachable         // connect refused, reset, closed, EOF
+	faultTimeout             // no answer within --timeout
+	faultTLS                 // handshake or certificate failure
+	faultPlainTLS            // rediss:// at a server that speaks plain Redis
+	faultAuth                // NOAUTH, WRONGPASS
+	faultNoPerm              // ACL: NOPERM
+	faultReadOnly            // READONLY replica
+	faultClusterDown         // CLUSTERDOWN, TRYAGAIN
+	faultNotCluster          // --cluster at a server without cluster mode
+	faultMoved               // MOVED/ASK to a client that is no cluster client
+	faultNotSentinel         // --sentinel at a server that is no Sentinel
+	faultLoading             // LOADING its dataset
+	faultMasterDown          // MASTERDOWN (replica lost its master)
+	faultBusy                // BUSY running a script
+	faultOOM                 // OOM under maxmemory-policy noeviction
+	faultNoReplicas          // NOREPLICAS: fewer replicas than min-replicas-to-write
+	faultNotReplicated       // fewer WAIT acks than --wait-replicas
+	faultDBIndex             // the URL's database index is out of range
+	faultNoQuorum            // Redlock: too few masters answered
+	faultWrongType           // WRONGTYPE: a key holds another type (someone else's)
+	faultRefused             // any other error reply: "Redis refused"
 )
 
 // code is the contract's exit code of f.
