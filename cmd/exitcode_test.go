@@ -43,3 +43,36 @@ func TestPanicIsABug(t *testing.T) {
 		}
 	}
 }
+
+// Every error reply of the server is an environment condition: one of the
+// contract's classes, "Redis refused" (69) when unrecognised, never 70.
+func TestClassifyReply(t *testing.T) {
+	for _, tc := range []struct {
+		reply string
+		want  fault
+		code  int
+	}{
+		{"OOM command not allowed when used memory > 'maxmemory'.", faultOOM, ExitUnavailable},
+		{"NOREPLICAS Not enough good replicas to write.", faultNoReplicas, ExitUnavailable},
+		{"ERR DB index is out of range", faultDBIndex, ExitUnavailable},
+		{"ERR This instance has cluster support disabled", faultNotCluster, ExitUnavailable},
+		{"ERR unknown command 'sentinel', with args beginning with: 'get-master-addr-by-name' 'm' ", faultNotSentinel, ExitUnavailable},
+		{"MOVED 3999 127.0.0.1:7001", faultMoved, ExitUnavailable},
+		{"CLUSTERDOWN The cluster is down", faultClusterDown, ExitUnavailable},
+		{"READONLY You can't write against a read only replica.", faultReadOnly, ExitUnavailable},
+		{"LOADING Redis is loading the dataset in memory", faultLoading, ExitUnavailable},
+		{"NOAUTH Authentication required.", faultAuth, ExitUnavailable},
+		{"NOPERM this user has no permissions to run the 'evalsha' command", faultNoPerm, ExitUnavailable},
+		{"BUSY Redis is busy running a script.", faultBusy, ExitUnavailable},
+		{"WRONGTYPE Operation against a key holding the wrong kind of value", faultWrongType, ExitNotOwner},
+		{"ERR some reply no version of lockctl has seen", faultRefused, ExitUnavailable},
+	} {
+		f := classifyReply(tc.reply)
+		if f != tc.want || f.code() != tc.code {
+			t.Errorf("%q: fault %d (exit %d), want %d (exit %d)", tc.reply, f, f.code(), tc.want, tc.code)
+		}
+		if len(f.hints(server{Mode: "url", Addr: "127.0.0.1:6379"})) == 0 {
+			t.Errorf("%q: no hint", tc.reply)
+		}
+	}
+}
