@@ -317,7 +317,8 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 	if err != nil {
 		// go-redis may quote the URL in its message.
 		msg := strings.ReplaceAll(err.Error(), raw, redactURL(raw))
-		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %s", flag, redactURL(raw), msg)}
+		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %s", flag, redactURL(raw), msg),
+			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock?db=N"}}
 	}
 	if password != "" {
 		opt.Password = password

@@ -25,6 +25,7 @@ type fault int
 const (
 	faultNone          fault = iota
 	faultUnreachable         // connect refused, reset, closed, EOF
+	faultNoHost              // the host name does not resolve
 	faultTimeout             // no answer within --timeout
 	faultTLS                 // handshake or certificate failure
 	faultPlainTLS            // rediss:// at a server that speaks plain Redis
@@ -81,6 +82,10 @@ func classifyRedis(err error) fault {
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return faultTimeout
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) && !dnsErr.IsTimeout {
+		return faultNoHost
 	}
 	var netErr net.Error
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
@@ -187,6 +192,8 @@ func (f fault) hints(s server) []string {
 			return []string{"is redis-server listening for TLS there? check the host, the port and the rediss:// scheme"}
 		}
 		return []string{"is redis-server running there? set --url or LOCKCTL_URL (default redis://127.0.0.1:6379/0)"}
+	case faultNoHost:
+		return []string{"the host name does not resolve: check the host in --url (or --cluster, --sentinel, --redlock)"}
 	case faultTimeout:
 		hs := []string{"the server did not answer within --timeout: is it overloaded, paused or far away? raise --timeout if it is just slow"}
 		if s.Mode == "url" && s.TLS {
@@ -254,8 +261,13 @@ func explain(err error, f fault, s server) error {
 		leaf = rerr.Error()
 		verb = s.name() + " refused: "
 	} else if inner := errors.Unwrap(err); inner != nil {
+		// Before the network layer's own words ("dial tcp: ..."), else
+		// before the innermost cause.
 		for e := err; e != nil; e = errors.Unwrap(e) {
 			leaf = e.Error()
+			if _, ok := e.(*net.OpError); ok {
+				break
+			}
 		}
 	}
 	if i := strings.LastIndex(msg, leaf); leaf != "" && i >= 0 {
