@@ -128,6 +128,15 @@ func exitClass(err error) (int, fault) {
 	return ExitInternal, faultNone
 }
 
+// code is the contract's exit code of a Redis fault: every condition of
+// the server or the way to it is 69, except a key of the wrong type (65).
+func (f fault) code() int {
+	if f == faultWrongType {
+		return ExitNotOwner
+	}
+	return ExitUnavailable
+}
+
 // internalError is a violated invariant of lockctl's own: a bug, exit 70.
 type internalError struct {
 	What  string

@@ -48,14 +48,6 @@ const (
 	faultRefused             // any other error reply: "Redis refused"
 )
 
-// code is the contract's exit code of f.
-func (f fault) code() int {
-	if f == faultWrongType {
-		return ExitNotOwner
-	}
-	return ExitUnavailable
-}
-
 // classifyRedis sorts err into a fault, or faultNone when err did not come
 // from Redis or the way to it. Error replies are matched by their prefix,
 // the only type Redis gives them.

@@ -3,10 +3,7 @@ package limit
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -66,17 +63,4 @@ func ceilMS(us int64) time.Duration {
 		return 0
 	}
 	return time.Duration((us+999)/1000) * time.Millisecond
-}
-
-// isDataReply reports a server reply that blames the data at the key
-// (someone else's value there) rather than the call: WRONGTYPE, or numbers
-// the script cannot use.
-func isDataReply(err error) bool {
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return false
-	}
-	msg := rerr.Error()
-	return strings.HasPrefix(msg, "WRONGTYPE") || strings.Contains(msg, "not an integer") ||
-		strings.Contains(msg, "not a valid float") || strings.Contains(msg, "would overflow")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,18 +66,6 @@ func wantOf(key string) (typ, what string, counter bool) {
 	return "", "", false
 }
 
-// isDataReply reports a server reply that blames the data at a key rather
-// than the command: WRONGTYPE, or a counter that is no integer.
-func isDataReply(err error) bool {
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return false
-	}
-	msg := rerr.Error()
-	return strings.HasPrefix(msg, "WRONGTYPE") || strings.Contains(msg, "not an integer") ||
-		strings.Contains(msg, "would overflow")
-}
-
 func (s *single) dataError(ctx context.Context, err error, keys ...string) error {
 	return DataErrorOf(ctx, s.c, err, keys...)
 }
@@ -87,7 +76,7 @@ func (s *single) dataError(ctx context.Context, err error, keys ...string) error
 // scripts on those keys (inspect). Telling the key costs a TYPE (and a GET
 // for counters) per key, paid only on this path.
 func DataErrorOf(ctx context.Context, c redis.Cmdable, err error, keys ...string) error {
-	if !isDataReply(err) {
+	if !redisreply.IsData(err) {
 		return err
 	}
 	de := &DataError{Keys: keys, Err: err}

@@ -21,14 +21,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -323,8 +322,7 @@ func parseRecord(key string, pttl any, fields []any) Record {
 }
 
 func wrap(key string, err error) error {
-	var rerr redis.Error
-	if errors.As(err, &rerr) && (strings.HasPrefix(rerr.Error(), "WRONGTYPE") || strings.Contains(rerr.Error(), "not an integer")) {
+	if redisreply.IsData(err) {
 		return &WrongTypeError{Key: key, Msg: err.Error()}
 	}
 	return fmt.Errorf("once: %s: %w", key, err)
