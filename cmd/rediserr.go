@@ -183,6 +183,9 @@ func (f fault) hints(s server) []string {
 		if s.Mode == "url" && s.TLS {
 			return []string{"is redis-server listening for TLS there? check the host, the port and the rediss:// scheme"}
 		}
+		if s.Mode == "redlock" {
+			return []string{"is redis-server running there? check the --redlock URLs"}
+		}
 		return []string{"is redis-server running there? set --url or LOCKCTL_URL (default redis://127.0.0.1:6379/0)"}
 	case faultNoHost:
 		return []string{"the host name does not resolve: check the host in --url (or --cluster, --sentinel, --redlock)"}
@@ -223,6 +226,9 @@ func (f fault) hints(s server) []string {
 	case faultNotReplicated:
 		return []string{"fewer replicas than --wait-replicas acknowledged the write in time (a lock just acquired is let go again): check that the replicas are up and connected (INFO replication), or give WAIT longer (--wait-replicas N:D) or ask for fewer"}
 	case faultDBIndex:
+		if s.Mode != "url" {
+			return []string{"the server has no database of the index in the URL: its `databases` setting bounds it (CONFIG GET databases; the default is 16, so 0-15)"}
+		}
 		return []string{fmt.Sprintf("the server has no database %d: its `databases` setting bounds the index in --url (CONFIG GET databases; the default is 16, so 0-15)", s.DB)}
 	case faultNoQuorum:
 		return []string{"a majority of the --redlock masters must answer in time; check the servers named above"}
@@ -232,6 +238,24 @@ func (f fault) hints(s server) []string {
 		return []string{"the server refused the command; its reply is quoted above (`lockctl doctor` checks the server's version and settings)"}
 	}
 	return nil
+}
+
+// quorumHints adds to the Redlock hint those of the nodes' own faults
+// (out of memory, a database index, ...), each once.
+func quorumHints(err error, s server) []string {
+	hints := faultNoQuorum.hints(s)
+	var q *lock.QuorumError
+	if !errors.As(err, &q) {
+		return hints
+	}
+	seen := map[fault]bool{}
+	for _, e := range q.Errs {
+		if f := classifyRedis(e); f != faultNone && f != faultNoQuorum && !seen[f] {
+			seen[f] = true
+			hints = append(hints, f.hints(s)...)
+		}
+	}
+	return hints
 }
 
 // explain makes err, a failure classified as f, name the server: the

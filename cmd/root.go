@@ -92,7 +92,11 @@ func execute(ctx context.Context, root *cobra.Command) (err error) {
 func explainFault(err error, f fault, s server) error {
 	err = explain(err, f, s)
 	if len(hintsOf(err)) == 0 {
-		err = withHint(err, f.hints(s)...)
+		hints := f.hints(s)
+		if f == faultNoQuorum {
+			hints = quorumHints(err, s)
+		}
+		err = withHint(err, hints...)
 	}
 	return err
 }
