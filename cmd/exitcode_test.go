@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -74,5 +76,13 @@ func TestClassifyReply(t *testing.T) {
 		if len(f.hints(server{Mode: "url", Addr: "127.0.0.1:6379"})) == 0 {
 			t.Errorf("%q: no hint", tc.reply)
 		}
+	}
+}
+
+// go-redis's nil reply reaching the top is lockctl's own slip, not the
+// server's: 70.
+func TestNilReplyIsABug(t *testing.T) {
+	if code := ExitCode(fmt.Errorf("lock: get x: %w", redis.Nil)); code != ExitInternal {
+		t.Fatalf("exit %d, want %d", code, ExitInternal)
 	}
 }

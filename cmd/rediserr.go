@@ -65,6 +65,11 @@ func classifyRedis(err error) fault {
 	if errors.Is(err, lock.ErrNotReplicated) {
 		return faultNotReplicated
 	}
+	if errors.Is(err, redis.Nil) {
+		// go-redis's "no such key" is a reply lockctl must handle itself:
+		// one that reaches the top is a bug.
+		return faultNone
+	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
 		return classifyReply(rerr.Error())
