@@ -36,6 +36,7 @@ const (
 	faultNotCluster          // --cluster at a server without cluster mode
 	faultMoved               // MOVED/ASK to a client that is no cluster client
 	faultNotSentinel         // --sentinel at a server that is no Sentinel
+	faultNoMaster            // the Sentinels monitor no master of that name
 	faultLoading             // LOADING its dataset
 	faultMasterDown          // MASTERDOWN (replica lost its master)
 	faultBusy                // BUSY running a script
@@ -65,6 +66,18 @@ func classifyRedis(err error) fault {
 	if errors.Is(err, lock.ErrNotReplicated) {
 		return faultNotReplicated
 	}
+	// go-redis reports a Sentinel setup it could not use with plain
+	// errors; an unknown master name is a nil reply beneath them.
+	if strings.Contains(err.Error(), "redis: all sentinels") || strings.Contains(err.Error(), "redis: can't find master") {
+		if errors.Is(err, redis.Nil) {
+			return faultNoMaster
+		}
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			return classifyReply(rerr.Error())
+		}
+		return faultNotSentinel
+	}
 	if errors.Is(err, redis.Nil) {
 		// go-redis's "no such key" is a reply lockctl must handle itself:
 		// one that reaches the top is a bug.
@@ -93,10 +106,6 @@ func classifyRedis(err error) fault {
 			return faultTimeout
 		}
 		return faultUnreachable
-	}
-	// go-redis reports a Sentinel setup it could not use with plain errors.
-	if strings.HasPrefix(err.Error(), "redis: all sentinels") || strings.Contains(err.Error(), "redis: can't find master") {
-		return faultNotSentinel
 	}
 	return faultNone
 }
@@ -218,6 +227,8 @@ func (f fault) hints(s server) []string {
 		return []string{"this server is a Redis Cluster node: give the cluster's nodes with --cluster H:P,... instead of --url"}
 	case faultNotSentinel:
 		return []string{"--sentinel takes the addresses of Sentinel processes (usually port 26379) and --sentinel-master the name they monitor; for a plain server drop --sentinel and use --url"}
+	case faultNoMaster:
+		return []string{"the Sentinels monitor no master by the name --sentinel-master gives: check the name (SENTINEL MASTERS lists them)"}
 	case faultLoading:
 		return []string{"the server is loading its dataset after a restart; retry when it is done"}
 	case faultMasterDown:
