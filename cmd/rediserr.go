@@ -67,17 +67,20 @@ func classifyRedis(err error) fault {
 		return faultNotReplicated
 	}
 	// go-redis reports a Sentinel setup it could not use with plain
-	// errors; an unknown master name is a nil reply beneath them.
-	if strings.Contains(err.Error(), "redis: all sentinels") || strings.Contains(err.Error(), "redis: can't find master") {
-		if errors.Is(err, redis.Nil) {
-			return faultNoMaster
-		}
-		var rerr redis.Error
-		if errors.As(err, &rerr) {
-			return classifyReply(rerr.Error())
-		}
-		return faultNotSentinel
+	// errors, over the sentinels' own (an unknown master name is a nil
+	// reply beneath them).
+	sentinel := strings.Contains(err.Error(), "redis: all sentinels") || strings.Contains(err.Error(), "redis: can't find master")
+	if sentinel && errors.Is(err, redis.Nil) {
+		return faultNoMaster
 	}
+	if f := classifyCause(err); f != faultNone || !sentinel {
+		return f
+	}
+	return faultNotSentinel
+}
+
+// classifyCause sorts what is beneath err: a reply, or the way to the server.
+func classifyCause(err error) fault {
 	if errors.Is(err, redis.Nil) {
 		// go-redis's "no such key" is a reply lockctl must handle itself:
 		// one that reaches the top is a bug.
@@ -197,8 +200,13 @@ func (f fault) hints(s server) []string {
 		if s.Mode == "url" && s.TLS {
 			return []string{"is redis-server listening for TLS there? check the host, the port and the rediss:// scheme"}
 		}
-		if s.Mode == "redlock" {
+		switch s.Mode {
+		case "redlock":
 			return []string{"is redis-server running there? check the --redlock URLs"}
+		case "cluster":
+			return []string{"is redis-server running there? check the --cluster addresses (LOCKCTL_CLUSTER)"}
+		case "sentinel":
+			return []string{"is redis-sentinel running there? check the --sentinel addresses (LOCKCTL_SENTINEL; Sentinel's port is usually 26379)"}
 		}
 		return []string{"is redis-server running there? set --url or LOCKCTL_URL (default redis://127.0.0.1:6379/0)"}
 	case faultNoHost:
