@@ -46,17 +46,22 @@ func tlsDialer(cfg *tls.Config, timeout time.Duration) func(context.Context, str
 		}
 		done := make(chan error, 1)
 		go func() { done <- conn.HandshakeContext(ctx) }()
-		probe := time.NewTimer(min(tlsProbeAfter, max(timeout/4, time.Millisecond)))
+		// Look again while the handshake hangs: one look may itself be
+		// slow on a loaded machine.
+		probe := time.NewTicker(min(tlsProbeAfter, max(timeout/4, time.Millisecond)))
 		defer probe.Stop()
-		select {
-		case err = <-done:
-		case <-probe.C:
-			if speaksPlainRedis(ctx, network, addr, timeout) {
-				raw.Close()
-				<-done
-				return nil, &plainServerError{Addr: addr}
+	wait:
+		for {
+			select {
+			case err = <-done:
+				break wait
+			case <-probe.C:
+				if speaksPlainRedis(ctx, network, addr, timeout) {
+					raw.Close()
+					<-done
+					return nil, &plainServerError{Addr: addr}
+				}
 			}
-			err = <-done
 		}
 		if err != nil {
 			raw.Close()
