@@ -67,6 +67,7 @@ func needs(key, stream string) []need {
 		{"ZSCORE", sem, "m"},
 		{"ZRANK", queue, "m"},
 		{"ZCARD", queue},
+		{"ZCOUNT", sem, "-inf", "+inf"},
 		{"ZRANGE", queue, "0", "-1"},
 		{"ZRANGEBYSCORE", queue, "-inf", "0"},
 		{"ZREMRANGEBYSCORE", queue, "-inf", "0"},

@@ -13,7 +13,7 @@ var scriptCall = regexp.MustCompile(`redis\.p?call\('([A-Z]+)'`)
 func ScriptCommands() []string {
 	seen := map[string]bool{}
 	for _, src := range []string{fenceLua, holderLua, acquireLua, renewLua, releaseLua, inspectLua, checkLua, fenceNextLua,
-		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua} {
+		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua, reenterLua} {
 		for _, m := range scriptCall.FindAllStringSubmatch(src, -1) {
 			seen[m[1]] = true
 		}
