@@ -105,12 +105,16 @@ func (l *Locker) renewSem(ctx context.Context, key, token string, ttl time.Durat
 		return 0, err
 	}
 	ttl = ttl.Truncate(time.Millisecond)
+	sent := l.clock.Now()
 	r, err := l.b.semRenew(ctx, key, token, ttl)
 	if err != nil {
 		return 0, fmt.Errorf("lock: renew %s: %w", AuxKey(KindSem, key), err)
 	}
 	if r.code != 1 {
 		return 0, fmt.Errorf("%w: %s (semaphore slot)", ErrNotHeld, key)
+	}
+	if err := l.late("renew", key, sent, ttl); err != nil {
+		return 0, err
 	}
 	return ttl, l.replicated(key, r)
 }
