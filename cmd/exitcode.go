@@ -109,7 +109,7 @@ func ExitCode(err error) int {
 	case errors.As(err, &unav):
 		return ExitUnavailable
 	case errors.Is(err, lock.ErrNotObtained), errors.Is(err, limit.ErrLimited),
-		errors.Is(err, once.ErrInProgress):
+		errors.Is(err, once.ErrInProgress), errors.Is(err, once.ErrLate):
 		return ExitNotAcquired
 	case errors.Is(err, lock.ErrNotOwner), errors.Is(err, lock.ErrNotHeld),
 		errors.Is(err, lock.ErrStaleFence), errors.Is(err, lock.ErrWrongType),

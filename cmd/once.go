@@ -202,14 +202,10 @@ func newKeeperLease(k *once.Keeper) *keeperLease {
 	return l
 }
 
-func (l *keeperLease) Lost() <-chan error { return l.lost }
-func (l *keeperLease) Renewals() int64    { return int64(l.k.Renewals()) }
-
-// Margin is 0: the keeper reports a loss when the claim is gone or taken
-// over, or when a whole TTL has passed without a renewal, so by then the
-// server may already have dropped it and there is no margin to fit the
-// kill grace into.
-func (l *keeperLease) Margin() time.Duration { return 0 }
+func (l *keeperLease) Lost() <-chan error    { return l.lost }
+func (l *keeperLease) Renewals() int64       { return int64(l.k.Renewals()) }
+func (l *keeperLease) Margin() time.Duration { return l.k.Margin() }
+func (l *keeperLease) Held() bool            { return l.k.Held() }
 
 func (l *keeperLease) close() { close(l.stop) }
 

@@ -168,9 +168,9 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	// in order, never abandoned.
 	wdCtx, stopWD := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWD()
-	wd, err := lock.StartWatchdog(wdCtx, l.Renewer(lease), name, lease.Token, lease.TTL, &lock.WatchdogOptions{
-		RenewEvery: o.renewEvery,
-		Since:      lease.Sent,
+	wd, err := l.Watch(wdCtx, lease, &lock.WatchdogOptions{
+		RenewEvery:   o.renewEvery,
+		OnRenewError: renewWarning(f, name),
 	})
 	if err != nil {
 		releaseAfterRun(f, l, lease, false)
@@ -191,6 +191,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		MaxRuntime: o.maxRuntime,
 	})
 	if err != nil {
+		rep.Lost = errors.Is(err, runner.ErrLapsed)
 		return err
 	}
 	rep.Lost = res.Lost
@@ -205,6 +206,19 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		return &ExitError{Code: res.Exit, Silent: true}
 	}
 	return nil
+}
+
+// renewWarning reports renewal trouble that has not lost the lease (Redis
+// unreachable for a moment, a failover, replicas behind) on stderr, at most
+// every few seconds: the first one at once, as it may precede a loss.
+func renewWarning(f *Factory, name string) func(error) {
+	var last time.Time
+	return func(err error) {
+		if now := time.Now(); last.IsZero() || now.Sub(last) >= statusEvery {
+			last = now
+			f.IO.Errorf("warning: renewing %s: %v; retrying (the lease is held until its local deadline)", name, err)
+		}
+	}
 }
 
 // releaseAfterRun frees the lease once the child's group is gone, on a
