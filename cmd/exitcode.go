@@ -106,7 +106,7 @@ func ExitCode(err error) int {
 		errors.Is(err, limit.ErrInvalid), errors.Is(err, limit.ErrNeverAllowed),
 		errors.Is(err, once.ErrInvalid):
 		return ExitUsage
-	case errors.As(err, &unav):
+	case errors.As(err, &unav), errors.Is(err, lock.ErrNotReplicated):
 		return ExitUnavailable
 	case errors.Is(err, lock.ErrNotObtained), errors.Is(err, limit.ErrLimited),
 		errors.Is(err, once.ErrInProgress), errors.Is(err, once.ErrLate):

@@ -128,12 +128,12 @@ type single struct {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.write(ctx, acquireScript, []string{key, AuxKey(KindFence, key)},
+	return s.write(ctx, acquireScript, []string{key, AuxKey(KindFence, key)}, a.ttl,
 		a.token, ms(a.ttl), valuePrefix(a.token), a.rest)
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, renewScript, []string{key, AuxKey(KindSem, key)}, token, ms(ttl), valuePrefix(token))
+	return s.write(ctx, renewScript, []string{key, AuxKey(KindSem, key)}, ttl, token, ms(ttl), valuePrefix(token))
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
@@ -152,16 +152,26 @@ func (s *single) inspect(ctx context.Context, key string) (reply, error) {
 	return decode(v)
 }
 
-// write runs a script that writes a lease. With WaitReplicas set, WAIT goes
-// in the same pipeline: WAIT counts replicas that caught up with writes made
-// on its own connection, so on any other pooled connection it would report
-// success for writes it never waited for.
-func (s *single) write(ctx context.Context, sc *redis.Script, keys []string, args ...any) (reply, error) {
-	return s.writeRaw(ctx, sc, keys, decode, args...)
+// write runs a script that writes a lease of ttl. With WaitReplicas set,
+// WAIT goes in the same pipeline: WAIT counts replicas that caught up with
+// writes made on its own connection, so on any other pooled connection it
+// would report success for writes it never waited for.
+func (s *single) write(ctx context.Context, sc *redis.Script, keys []string, ttl time.Duration, args ...any) (reply, error) {
+	return s.writeRaw(ctx, sc, keys, ttl, decode, args...)
+}
+
+// waitTimeout bounds WAIT after a write of a lease of ttl: the configured
+// timeout, but at most ttl/6. While no replica is in sync (a failover, a
+// resync) every WAIT runs to its timeout, and a lease's deadline leaves
+// ttl*3/4 for renewals: a sixth leaves room for several attempts, so the
+// lease rides through on the master (*ReplicationError) instead of being
+// lost waiting.
+func (s *single) waitTimeout(ttl time.Duration) time.Duration {
+	return max(min(s.replicasTimeout, ttl/6), time.Millisecond)
 }
 
 // writeRaw is write with the script's own reply decoder.
-func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, decode func(any) (reply, error), args ...any) (reply, error) {
+func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, ttl time.Duration, decode func(any) (reply, error), args ...any) (reply, error) {
 	if s.replicas <= 0 {
 		v, err := sc.Run(ctx, s.c, keys, args...).Result()
 		if err != nil {
@@ -171,35 +181,29 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		r.acked = -1
 		return r, err
 	}
-	for attempt := 0; ; attempt++ {
-		pipe := s.c.Pipeline()
-		var ev *redis.Cmd
-		if attempt == 0 {
-			ev = sc.EvalSha(ctx, pipe, keys, args...)
-		} else {
-			ev = sc.Eval(ctx, pipe, keys, args...)
-		}
-		// The client's read timeout must exceed replicasTimeout.
-		wait := pipe.Do(ctx, "WAIT", s.replicas, s.replicasTimeout.Milliseconds())
-		_, _ = pipe.Exec(ctx)
-		if attempt == 0 && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
-			continue
-		}
-		v, err := ev.Result()
-		if err != nil {
-			return reply{}, err
-		}
-		r, err := decode(v)
-		if err != nil {
-			return r, err
-		}
-		n, err := wait.Int64()
-		if err != nil {
-			return r, fmt.Errorf("wait for replicas: %w", err)
-		}
-		r.acked = int(n)
-		return r, nil
+	// EVAL, not EVALSHA: after a NOSCRIPT the WAIT in the same pipeline
+	// still waits its whole timeout whenever no replica is in sync, and a
+	// promoted replica starts with an empty script cache, so a renewal
+	// right after a failover would pay that wait twice.
+	pipe := s.c.Pipeline()
+	ev := sc.Eval(ctx, pipe, keys, args...)
+	// The client's read timeout must exceed replicasTimeout.
+	wait := pipe.Do(ctx, "WAIT", s.replicas, s.waitTimeout(ttl).Milliseconds())
+	_, _ = pipe.Exec(ctx)
+	v, err := ev.Result()
+	if err != nil {
+		return reply{}, err
 	}
+	r, err := decode(v)
+	if err != nil {
+		return r, err
+	}
+	n, err := wait.Int64()
+	if err != nil {
+		return r, fmt.Errorf("wait for replicas: %w", err)
+	}
+	r.acked = int(n)
+	return r, nil
 }
 
 func (s *single) incr(ctx context.Context, key string) (int64, error) {

@@ -49,12 +49,12 @@ func semKeys(key string) []string {
 }
 
 func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquireArgs) (reply, error) {
-	return s.writeRaw(ctx, semAcquireScript, append(semKeys(key), AuxKey(KindFence, key)), decodeSemAcquire,
+	return s.writeRaw(ctx, semAcquireScript, append(semKeys(key), AuxKey(KindFence, key)), a.ttl, decodeSemAcquire,
 		a.token, ms(a.ttl), strconv.Itoa(limit), valuePrefix(a.token), a.rest)
 }
 
 func (s *single) semRenew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, semRenewScript, semKeys(key), token, ms(ttl))
+	return s.write(ctx, semRenewScript, semKeys(key), ttl, token, ms(ttl))
 }
 
 func (s *single) semRelease(ctx context.Context, key, token string) (reply, error) {
