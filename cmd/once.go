@@ -39,8 +39,11 @@ runs, and records CMD's exit code for --result-ttl. Later calls:
     that code was not 0);
   - with another --fingerprint than the record's: exit 65.
 A claimant that dies stops renewing; its claim expires after --ttl and the
-next call runs CMD. If the claim is lost while CMD runs, CMD's process group
-gets SIGTERM (SIGKILL 5s later) and lockctl exits 76.
+next call runs CMD. The claim is a lease: it counts as held until its send
+time (or its last renewal's) + ttl - ttl/4. A claim whose reply comes later
+than that is re-confirmed once or given up, and CMD does not run (exit 75).
+If the claim is lost while CMD runs, CMD's process group gets SIGTERM
+(SIGKILL after a grace that fits the claim's margin) and lockctl exits 76.
 
 CMD sees LOCKCTL_ONCE_KEY (the Redis key) and LOCKCTL_ONCE_ATTEMPT (1, or
 more when rerunning a failure).

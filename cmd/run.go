@@ -36,8 +36,12 @@ func newRunCmd(f *Factory) *cobra.Command {
 lease in the background, run CMD in its own process group, release once the
 whole group is gone. CMD's exit status is lockctl's.
 
+The lease counts as held until the send time of the call that granted or
+last renewed it + ttl - ttl/4. A grant whose reply comes later than that is
+re-confirmed once or released (the wait goes on); CMD never starts on it.
 If the lease is lost while CMD runs (no renewal succeeded in time), CMD's
-group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76.
+group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76;
+so it does if any part of CMD's run fell outside the lease.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
 group.
 
