@@ -181,29 +181,38 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		r.acked = -1
 		return r, err
 	}
-	// EVAL, not EVALSHA: after a NOSCRIPT the WAIT in the same pipeline
-	// still waits its whole timeout whenever no replica is in sync, and a
-	// promoted replica starts with an empty script cache, so a renewal
-	// right after a failover would pay that wait twice.
-	pipe := s.c.Pipeline()
-	ev := sc.Eval(ctx, pipe, keys, args...)
-	// The client's read timeout must exceed replicasTimeout.
-	wait := pipe.Do(ctx, "WAIT", s.replicas, s.waitTimeout(ttl).Milliseconds())
-	_, _ = pipe.Exec(ctx)
-	v, err := ev.Result()
-	if err != nil {
-		return reply{}, err
+	for attempt := 0; ; attempt++ {
+		pipe := s.c.Pipeline()
+		var ev *redis.Cmd
+		if attempt == 0 {
+			ev = sc.EvalSha(ctx, pipe, keys, args...)
+		} else {
+			ev = sc.Eval(ctx, pipe, keys, args...)
+		}
+		// The client's read timeout must exceed replicasTimeout. After a
+		// NOSCRIPT (a promoted replica starts with an empty script cache)
+		// this WAIT has waited in vain; the ttl/6 bound keeps the two
+		// within the lease's room for renewals.
+		wait := pipe.Do(ctx, "WAIT", s.replicas, s.waitTimeout(ttl).Milliseconds())
+		_, _ = pipe.Exec(ctx)
+		if attempt == 0 && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
+			continue
+		}
+		v, err := ev.Result()
+		if err != nil {
+			return reply{}, err
+		}
+		r, err := decode(v)
+		if err != nil {
+			return r, err
+		}
+		n, err := wait.Int64()
+		if err != nil {
+			return r, fmt.Errorf("wait for replicas: %w", err)
+		}
+		r.acked = int(n)
+		return r, nil
 	}
-	r, err := decode(v)
-	if err != nil {
-		return r, err
-	}
-	n, err := wait.Int64()
-	if err != nil {
-		return r, fmt.Errorf("wait for replicas: %w", err)
-	}
-	r.acked = int(n)
-	return r, nil
 }
 
 func (s *single) incr(ctx context.Context, key string) (int64, error) {
