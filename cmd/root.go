@@ -90,6 +90,8 @@ func defaultHints(err error, code int) []string {
 			return []string{"the Redis user lacks a command lockctl needs; `lockctl doctor` lists them"}
 		case errors.Is(err, lock.ErrNoQuorum):
 			return []string{"a majority of the --redlock masters must answer in time; check the servers named above"}
+		case errors.Is(err, lock.ErrNotReplicated):
+			return []string{"the lock was given back; check the replicas' link to the master (INFO replication), or lower --wait-replicas N or raise its :D timeout"}
 		case strings.Contains(msg, "READONLY"):
 			return []string{"this server is a replica; point --url at the master or use --sentinel"}
 		default:

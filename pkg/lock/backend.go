@@ -128,7 +128,7 @@ type single struct {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.write(ctx, acquireScript, []string{key, AuxKey(KindFence, key)}, a.ttl,
+	return s.write(ctx, acquireScript, []string{key, AuxKey(KindFence, key)}, 0,
 		a.token, ms(a.ttl), valuePrefix(a.token), a.rest)
 }
 
@@ -152,26 +152,31 @@ func (s *single) inspect(ctx context.Context, key string) (reply, error) {
 	return decode(v)
 }
 
-// write runs a script that writes a lease of ttl. With WaitReplicas set,
-// WAIT goes in the same pipeline: WAIT counts replicas that caught up with
-// writes made on its own connection, so on any other pooled connection it
-// would report success for writes it never waited for.
-func (s *single) write(ctx context.Context, sc *redis.Script, keys []string, ttl time.Duration, args ...any) (reply, error) {
-	return s.writeRaw(ctx, sc, keys, ttl, decode, args...)
+// write runs a script that writes a lease. With WaitReplicas set, WAIT goes
+// in the same pipeline: WAIT counts replicas that caught up with writes made
+// on its own connection, so on any other pooled connection it would report
+// success for writes it never waited for. renewTTL is the TTL a renewal
+// sets, 0 for an acquire (see waitTimeout).
+func (s *single) write(ctx context.Context, sc *redis.Script, keys []string, renewTTL time.Duration, args ...any) (reply, error) {
+	return s.writeRaw(ctx, sc, keys, renewTTL, decode, args...)
 }
 
-// waitTimeout bounds WAIT after a write of a lease of ttl: the configured
-// timeout, but at most ttl/6. While no replica is in sync (a failover, a
-// resync) every WAIT runs to its timeout, and a lease's deadline leaves
-// ttl*3/4 for renewals: a sixth leaves room for several attempts, so the
-// lease rides through on the master (*ReplicationError) instead of being
-// lost waiting.
-func (s *single) waitTimeout(ttl time.Duration) time.Duration {
-	return max(min(s.replicasTimeout, ttl/6), time.Millisecond)
+// waitTimeout bounds WAIT: the configured timeout, and for a renewal at
+// most ttl/6. While no replica is in sync (a failover, a resync) every
+// WAIT runs to its timeout, and a lease's deadline leaves ttl*3/4 for
+// renewals: a sixth leaves room for several attempts, so that the lease
+// rides through on the master (a renewal's *ReplicationError keeps it)
+// instead of being lost waiting. An acquire, whose shortfall gives the
+// lock back, waits the whole timeout.
+func (s *single) waitTimeout(renewTTL time.Duration) time.Duration {
+	if renewTTL <= 0 {
+		return s.replicasTimeout
+	}
+	return max(min(s.replicasTimeout, renewTTL/6), time.Millisecond)
 }
 
 // writeRaw is write with the script's own reply decoder.
-func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, ttl time.Duration, decode func(any) (reply, error), args ...any) (reply, error) {
+func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, renewTTL time.Duration, decode func(any) (reply, error), args ...any) (reply, error) {
 	if s.replicas <= 0 {
 		v, err := sc.Run(ctx, s.c, keys, args...).Result()
 		if err != nil {
@@ -191,9 +196,9 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		}
 		// The client's read timeout must exceed replicasTimeout. After a
 		// NOSCRIPT (a promoted replica starts with an empty script cache)
-		// this WAIT has waited in vain; the ttl/6 bound keeps the two
-		// within the lease's room for renewals.
-		wait := pipe.Do(ctx, "WAIT", s.replicas, s.waitTimeout(ttl).Milliseconds())
+		// this WAIT has waited in vain; a renewal's ttl/6 bound keeps the
+		// two within the lease's room for renewals.
+		wait := pipe.Do(ctx, "WAIT", s.replicas, s.waitTimeout(renewTTL).Milliseconds())
 		_, _ = pipe.Exec(ctx)
 		if attempt == 0 && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
 			continue

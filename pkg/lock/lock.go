@@ -31,9 +31,9 @@ type Options struct {
 	// loses a lock. Supported on single-server and Sentinel clients;
 	// NewRedlock refuses it (Redlock assumes masters without replicas).
 	WaitReplicas int
-	// WaitReplicasTimeout bounds that wait; 0 means 1s. A write of a
-	// lease waits at most a sixth of its TTL, so that renewals blocked by
-	// lagging replicas leave time for retries before the deadline.
+	// WaitReplicasTimeout bounds that wait; 0 means 1s. A renewal waits
+	// at most a sixth of its TTL, so that renewals blocked by lagging
+	// replicas leave time for retries before the deadline.
 	WaitReplicasTimeout time.Duration
 	// NodeTimeout bounds each node's reply in a Redlock call (NewRedlock);
 	// a node slower than that counts as not answering. 0 means ttl/10

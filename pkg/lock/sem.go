@@ -49,7 +49,7 @@ func semKeys(key string) []string {
 }
 
 func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquireArgs) (reply, error) {
-	return s.writeRaw(ctx, semAcquireScript, append(semKeys(key), AuxKey(KindFence, key)), a.ttl, decodeSemAcquire,
+	return s.writeRaw(ctx, semAcquireScript, append(semKeys(key), AuxKey(KindFence, key)), 0, decodeSemAcquire,
 		a.token, ms(a.ttl), strconv.Itoa(limit), valuePrefix(a.token), a.rest)
 }
 
