@@ -67,7 +67,7 @@ more when rerunning a failure).
 	fs.Var(newDuration(&o.resultTTL, once.DefaultResultTTL, false, false), "result-ttl", "how long the outcome is kept (and CMD not run again)")
 	fs.StringVar(&o.fingerprint, "fingerprint", "", "identifies the request; a call with the same KEY and another fingerprint exits 65")
 	fs.BoolVar(&o.rerunFailed, "rerun-failed", false, "run CMD again when the recorded exit code was not 0")
-	fs.IntVarP(&o.conflictExit, "conflict-exit-code", "E", ExitNotAcquired, "exit code when KEY is in progress elsewhere")
+	fs.VarP(newExitCode(&o.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when KEY is in progress elsewhere")
 	fs.StringVar(&o.owner, "owner", "", "claimant recorded with KEY (default user@host:pid)")
 	return c
 }
@@ -238,7 +238,7 @@ expired) the state is "none".`,
 					return f.IO.PrintJSON(map[string]any{"name": key, "key": store.Key(key), "state": "none"})
 				}
 				return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"},
-					Rows: [][]string{{"name", key}, {"key", store.Key(key)}, {"state", "none"}}})
+					Rows: [][]string{{"name", ui.Escape(key)}, {"key", ui.Escape(store.Key(key))}, {"state", "none"}}})
 			}
 			if err != nil {
 				return err
@@ -290,7 +290,7 @@ func onceRecordTable(name string, r once.Record) ui.Table {
 		if s == "" {
 			return "-"
 		}
-		return s
+		return ui.Escape(s)
 	}
 	when := func(t time.Time) string {
 		if t.IsZero() {
@@ -307,11 +307,12 @@ func onceRecordTable(name string, r once.Record) ui.Table {
 		ttl = r.TTL.Round(time.Millisecond).String()
 	}
 	return ui.Table{
-		Header: []string{"FIELD", "VALUE"},
+		Header:       []string{"FIELD", "VALUE"},
+		MaxCellWidth: ui.DataCellWidth,
 		Rows: [][]string{
-			{"name", name},
-			{"key", r.Key},
-			{"state", r.State},
+			{"name", ui.Escape(name)},
+			{"key", ui.Escape(r.Key)},
+			{"state", ui.Escape(r.State)},
 			{"owner", dash(r.Owner)},
 			{"fingerprint", dash(r.Fingerprint)},
 			{"started", when(r.StartedAt)},

@@ -81,6 +81,14 @@ func (in *Inspector) Pattern(glob string) string {
 	return EscapeGlob(in.prefix) + glob
 }
 
+// Unscoped reports whether glob selects every key of the database: there is
+// no prefix (raw keys) and glob is empty or wildcards only ("*", "?*"). Then
+// every cache entry, session and counter without a TTL looks like an orphan
+// lock, so callers that act on what a scan finds should refuse it.
+func (in *Inspector) Unscoped(glob string) bool {
+	return in.prefix == "" && strings.Trim(glob, "*?") == ""
+}
+
 // EscapeGlob quotes the characters Redis glob patterns treat specially, so
 // that s matches only itself.
 func EscapeGlob(s string) string {
@@ -133,11 +141,13 @@ func isRedisErr(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, redis.Nil)
 }
 
-// cmdErr is a command's error unless it is a nil reply or a reply error
-// (expected when a batch probes keys of unknown type).
+// cmdErr is a command's error unless it is a nil reply or WRONGTYPE
+// (expected when a batch probes keys of unknown type). Any other reply
+// (NOPERM, LOADING, MOVED, ...) means the listing would be wrong: it is
+// returned.
 func cmdErr(c redis.Cmder) error {
 	err := c.Err()
-	if err == nil || errors.Is(err, redis.Nil) || isRedisErr(err) {
+	if err == nil || errors.Is(err, redis.Nil) || redis.HasErrorPrefix(err, "WRONGTYPE") {
 		return nil
 	}
 	return err

@@ -36,12 +36,13 @@ var ErrLate = errors.New("lock: reply after the lease's local deadline")
 
 // LateError reports a grant or renewal whose reply came too late to count.
 // From Acquire it matches ErrNotObtained too (the lease was re-confirmed
-// once, that was late as well, and it has been released); from Renew it
+// once, that was late as well, and it has been released), and from Reenter
+// (the hold was given back); from Renew it
 // matches ErrNotHeld (the lease can no longer be counted on, although the
 // server did extend it).
 type LateError struct {
 	Key string
-	Op  string // "acquire" or "renew"
+	Op  string // "acquire", "re-enter" or "renew"
 	TTL time.Duration
 	// Took is the time from sending the call to reading its reply.
 	Took time.Duration
@@ -57,7 +58,7 @@ func (e *LateError) Is(target error) bool {
 	case ErrLate:
 		return true
 	case ErrNotObtained:
-		return e.Op == "acquire"
+		return e.Op == "acquire" || e.Op == "re-enter"
 	case ErrNotHeld:
 		return e.Op == "renew"
 	}
