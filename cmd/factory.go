@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -302,6 +303,16 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 	if err != nil {
 		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %v", flag, redactURL(raw), err)}
 	}
+	// go-redis takes any port and database number; out of range they
+	// would fail only at dial or SELECT, as if Redis were unavailable.
+	if u.Scheme != "unix" {
+		if p, err := strconv.Atoi(u.Port()); u.Port() != "" && (err != nil || p < 1 || p > 65535) {
+			return nil, usageErrorf("bad %s %q: port %s is not in 1..65535", flag, redactURL(raw), u.Port())
+		}
+	}
+	if opt.DB < 0 {
+		return nil, usageErrorf("bad %s %q: database %d is negative", flag, redactURL(raw), opt.DB)
+	}
 	if password != "" {
 		opt.Password = password
 	}
@@ -366,13 +377,27 @@ func (f *Factory) tlsConfig(force bool, serverName string) (*tls.Config, error) 
 // redactURL hides a password for messages.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
 		return raw
 	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if err == nil && !strings.Contains(raw, "@") {
+		return raw
 	}
-	return u.String()
+	// Unparsable, or an '@' net/url did not read as user info (a typo in
+	// the scheme, say): a password may still be in it, so hide everything
+	// between the scheme and the last '@'.
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + 3
+	}
+	if at := strings.LastIndexByte(raw, '@'); at >= start {
+		return raw[:start] + "xxxxx" + raw[at:]
+	}
+	return raw
 }
 
 // notifySignals delivers SIGINT, SIGTERM and SIGHUP to the current handler,
