@@ -86,11 +86,7 @@ func decodeSem(v any) (reply, bool) {
 	if code != 0 || typ != "semaphore" || !ok1 || !ok2 {
 		return reply{}, false
 	}
-	r := reply{code: 0, typ: typ, value: val, pttl: time.Duration(pttl) * time.Millisecond, holders: n, acked: -1}
-	if pttl < 0 {
-		r.pttl = -1 // as decode: a negative TTL means none, never a deadline in the past
-	}
-	return r, true
+	return reply{code: 0, typ: typ, value: val, pttl: pttlDuration(pttl), holders: n, acked: -1}, true
 }
 
 // semRenewer renews semaphore slots for a Watchdog.
