@@ -28,9 +28,12 @@ while read -r dir fuzz; do
 	[ "$dir" = . ] && pkg=.
 	[ -z "$only_pkg" ] || [ "$pkg" = "./${only_pkg#./}" ] || [ "$pkg" = "$only_pkg" ] || continue
 	[ -z "$only_fuzz" ] || [ "$fuzz" = "$only_fuzz" ] || continue
-	echo "fuzz: $pkg $fuzz ($FUZZTIME)" >&2
-	if ! $GO test -run '^$' -fuzz "^$fuzz\$" -fuzztime "$FUZZTIME" "$pkg" >"$tmp/out" 2>&1; then
+	t0=$(date +%s)
+	if $GO test -run '^$' -fuzz "^$fuzz\$" -fuzztime "$FUZZTIME" "$pkg" >"$tmp/out" 2>&1; then
+		echo "fuzz: ok   $pkg $fuzz ($(($(date +%s) - t0))s)" >&2
+	else
 		cat "$tmp/out" >&2
+		echo "fuzz: FAIL $pkg $fuzz ($(($(date +%s) - t0))s)" >&2
 		echo "$pkg $fuzz" >>"$tmp/failed"
 	fi
 done <"$tmp/targets"
