@@ -29,7 +29,7 @@ while read -r dir fuzz; do
 	[ -z "$only_pkg" ] || [ "$pkg" = "./${only_pkg#./}" ] || [ "$pkg" = "$only_pkg" ] || continue
 	[ -z "$only_fuzz" ] || [ "$fuzz" = "$only_fuzz" ] || continue
 	t0=$(date +%s)
-	if $GO test -run '^$' -fuzz "^$fuzz\$" -fuzztime "$FUZZTIME" "$pkg" >"$tmp/out" 2>&1; then
+	if $GO test -run '^$' -fuzz "^$fuzz\$" -fuzztime "$FUZZTIME" "$pkg" </dev/null >"$tmp/out" 2>&1; then
 		echo "fuzz: ok   $pkg $fuzz ($(($(date +%s) - t0))s)" >&2
 	else
 		cat "$tmp/out" >&2
