@@ -15,15 +15,15 @@ import (
 // "none" leaves the key absent.
 var Types = []string{"string", "hash", "zset", "list", "set", "stream", "none"}
 
-// Huge is the size a huge string value is repeated to.
+// Huge is the size of a huge string value.
 const Huge = 1 << 20
 
 // Value replaces key with a value of type Types[typ%len(Types)] built from
-// payload: a string (repeated to Huge bytes when huge); a hash, sorted set
+// payload: a string (repeated to at least size bytes); a hash, sorted set
 // or stream of "a=b,c=d" pairs (field=value, score=member); a list or a set
 // of the comma-separated items. A sorted-set score that does not parse is
 // the pair's index.
-func Value(ctx context.Context, c redis.Cmdable, key string, typ byte, payload string, huge bool) error {
+func Value(ctx context.Context, c redis.Cmdable, key string, typ byte, payload string, size int) error {
 	if err := c.Del(ctx, key).Err(); err != nil {
 		return err
 	}
@@ -39,8 +39,8 @@ func Value(ctx context.Context, c redis.Cmdable, key string, typ byte, payload s
 	switch Types[int(typ)%len(Types)] {
 	case "string":
 		v := payload
-		if huge && v != "" {
-			v = strings.Repeat(v, Huge/len(v)+1)
+		if v != "" && len(v) < size {
+			v = strings.Repeat(v, size/len(v)+1)
 		}
 		return c.Set(ctx, key, v, 0).Err()
 	case "hash":

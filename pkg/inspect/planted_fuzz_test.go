@@ -70,7 +70,7 @@ func FuzzPlantedInspect(f *testing.F) {
 		default:
 			at = lock.AuxKey(where, key)
 		}
-		if err := plant.Value(ctx, c, at, typ, payload, huge); err != nil {
+		if err := plant.Value(ctx, c, at, typ, payload, hugeSize(huge)); err != nil {
 			t.Fatalf("plant at %s: %v", at, err)
 		}
 		defer func() {
@@ -107,6 +107,13 @@ func FuzzPlantedInspect(f *testing.F) {
 			}
 		}
 	})
+}
+
+func hugeSize(huge bool) int {
+	if huge {
+		return plant.Huge
+	}
+	return 0
 }
 
 func abbrev(s string) string {

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/plant"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/redis/go-redis/v9"
 )
@@ -41,53 +41,6 @@ func FuzzParseRate(f *testing.F) {
 
 var plantSeq atomic.Int64
 
-// plant writes a value of the Redis type typ%6 at key, built from payload:
-// a string (repeated to 1 MB when huge), a hash or a sorted set of
-// "a=b,c=d" pairs, a list, a set, or nothing.
-func plant(ctx context.Context, t *testing.T, c *redis.Client, key string, typ byte, payload string, huge bool) {
-	t.Helper()
-	pairs := func() [][2]string {
-		var out [][2]string
-		for _, p := range strings.Split(payload, ",") {
-			a, b, _ := strings.Cut(p, "=")
-			out = append(out, [2]string{a, b})
-		}
-		return out
-	}
-	var err error
-	switch typ % 6 {
-	case 0:
-		v := payload
-		if huge && v != "" {
-			v = strings.Repeat(v, (1<<20)/len(v)+1)
-		}
-		err = c.Set(ctx, key, v, 0).Err()
-	case 1:
-		args := []any{}
-		for _, p := range pairs() {
-			args = append(args, p[0], p[1])
-		}
-		err = c.HSet(ctx, key, args...).Err()
-	case 2:
-		var zs []redis.Z
-		for i, p := range pairs() {
-			var score float64
-			if _, perr := fmt.Sscan(p[0], &score); perr != nil || score != score {
-				score = float64(i)
-			}
-			zs = append(zs, redis.Z{Score: score, Member: p[1]})
-		}
-		err = c.ZAdd(ctx, key, zs...).Err()
-	case 3:
-		err = c.RPush(ctx, key, payload).Err()
-	case 4:
-		err = c.SAdd(ctx, key, payload).Err()
-	}
-	if err != nil {
-		t.Fatalf("plant %q at %s: %v", payload, key, err)
-	}
-}
-
 // FuzzPlantedLimit plants foreign, corrupted and wrong-type values at a
 // limit key: every algorithm must decide or refuse with a typed error
 // (ErrWrongType or a Redis error reply), never panic or leak a parse error.
@@ -103,7 +56,7 @@ func FuzzPlantedLimit(f *testing.F) {
 		{1, "tk=1,ts=2", false}, {1, "tk=inf,ts=0", false}, {1, "tk=nan,ts=nan", false}, {1, "tk=x,ts=1", false},
 		{1, "tk=1e308,ts=-1e308", false}, {1, "other=1", false}, {1, "tk=5", false},
 		{2, "1=a,2=b", false}, {2, "inf=a", false}, {2, "-inf=a,inf=b", false}, {2, "1e300=x", false},
-		{3, "x", false}, {4, "x", false}, {5, "", false},
+		{3, "x", false}, {4, "x", false}, {5, "f=v", false}, {6, "", false},
 	}
 	for _, s := range seeds {
 		f.Add(s.typ, s.payload, s.huge, int64(1))
@@ -121,19 +74,25 @@ func FuzzPlantedLimit(f *testing.F) {
 				t.Fatal(err)
 			}
 			key := l.Key("k")
-			plant(ctx, t, c, key, typ, payload, huge)
+			size := 0
+			if huge {
+				size = plant.Huge
+			}
+			if err := plant.Value(ctx, c, key, typ, payload, size); err != nil {
+				t.Fatalf("plant at %s: %v", key, err)
+			}
 			r, err := l.Allow(ctx, "k", cost)
 			c.Del(ctx, key)
 			var rerr redis.Error
 			switch {
 			case err == nil:
 				if r.RetryAfter < 0 || r.ResetAfter < 0 || (r.Allowed && r.RetryAfter != 0) {
-					t.Fatalf("%s on %q (type %d): %+v", algo, payload, typ%6, r)
+					t.Fatalf("%s on %q (type %d): %+v", algo, payload, int(typ)%len(plant.Types), r)
 				}
 			case errors.Is(err, limit.ErrWrongType):
 			case errors.As(err, &rerr):
 			default:
-				t.Fatalf("%s on %q (type %d): %T %v: not a typed error", algo, payload, typ%6, err, err)
+				t.Fatalf("%s on %q (type %d): %T %v: not a typed error", algo, payload, int(typ)%len(plant.Types), err, err)
 			}
 		}
 	})

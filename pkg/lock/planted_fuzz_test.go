@@ -77,7 +77,7 @@ func FuzzPlantedLock(f *testing.F) {
 		default:
 			at = lock.AuxKey(where, key)
 		}
-		if err := plant.Value(ctx, c, at, typ, payload, huge); err != nil {
+		if err := plant.Value(ctx, c, at, typ, payload, hugeSize(huge)); err != nil {
 			t.Fatalf("plant at %s: %v", at, err)
 		}
 		defer func() {
@@ -117,6 +117,13 @@ func FuzzPlantedLock(f *testing.F) {
 		check("Fences.Next", err)
 		check("Fences.Check", l.Fences().Check(ctx, name, 5))
 	})
+}
+
+func hugeSize(huge bool) int {
+	if huge {
+		return plant.Huge
+	}
+	return 0
 }
 
 func abbrev(s string) string {

@@ -56,7 +56,7 @@ func FuzzPlantedOnce(f *testing.F) {
 		defer cancel()
 		s := once.New(c, &once.Options{Prefix: fmt.Sprintf("once:fuzz:%d.%d:", os.Getpid(), plantSeq.Add(1)), TTL: 5 * time.Second})
 		key := s.Key("k")
-		if err := plant.Value(ctx, c, key, typ, payload, huge); err != nil {
+		if err := plant.Value(ctx, c, key, typ, payload, hugeSize(huge)); err != nil {
 			t.Fatalf("plant at %s: %v", key, err)
 		}
 		defer c.Del(context.Background(), key)
@@ -87,6 +87,13 @@ func FuzzPlantedOnce(f *testing.F) {
 			}
 		}
 	})
+}
+
+func hugeSize(huge bool) int {
+	if huge {
+		return plant.Huge
+	}
+	return 0
 }
 
 func abbrev(s string) string {
