@@ -17,7 +17,19 @@ import (
 // Inf, NaN) is not a duration anyone types.
 var bareNumber = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)$`)
 
-var decimalInt = regexp.MustCompile(`^[+-]?[0-9]+$`)
+var plainInt = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
+
+// inRange reports whether some reading of s as an integer (trimmed,
+// decimal or with a base prefix) is in 0..255.
+func inRange(s string) bool {
+	t := strings.TrimSpace(s)
+	for _, base := range []int{10, 0} {
+		if n, err := strconv.ParseInt(t, base, 64); err == nil && n >= 0 && n <= 255 {
+			return true
+		}
+	}
+	return false
+}
 
 func FuzzParseDuration(f *testing.F) {
 	for _, s := range []string{"30s", "500ms", "1h30m", "5", "0", "0.5", "-1", "-1s", "1d", "", " 2m ",
@@ -197,7 +209,7 @@ func urlPassword(raw string) string {
 // fail this target until it is, and then it guards the rule.
 func FuzzConflictExitCode(f *testing.F) {
 	for _, s := range []string{"0", "1", "75", "255", "256", "-1", "1000", "", "x", "0x10", "1e2", "007",
-		"+5", " 5", "99999999999999999999", "-0"} {
+		"08", "+5", " 5", "99999999999999999999", "-0", "-256", "0x100", " 300"} {
 		f.Add(s)
 	}
 	f.Setenv("HOME", f.TempDir())
@@ -213,15 +225,15 @@ func FuzzConflictExitCode(f *testing.F) {
 			io, _, _, errOut := ui.Test()
 			args = append(args, "--conflict-exit-code="+s, "--url", url, "--timeout", "1s")
 			code := MainArgs(args, io)
+			// Plain decimal numbers decide exactly; signs, spaces, leading
+			// zeros and hex may be read either way, but never out of range.
 			want := []int{ExitUsage}
-			if n, err := strconv.ParseInt(s, 0, 64); err == nil && n >= 0 && n <= 255 {
-				if decimalInt.MatchString(s) {
+			if plainInt.MatchString(s) {
+				if n, err := strconv.Atoi(s); err == nil && n <= 255 {
 					want = []int{ExitUnavailable}
-				} else {
-					// Hex and the like: pflag's syntax, which a stricter
-					// parser may refuse.
-					want = append(want, ExitUnavailable)
 				}
+			} else if inRange(s) {
+				want = append(want, ExitUnavailable)
 			}
 			ok := false
 			for _, w := range want {
