@@ -6,9 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,6 +247,12 @@ func (f *Factory) newClient() (redis.UniversalClient, error) {
 		o.Protocol = 2
 		o.DialerRetries, o.DialerRetryTimeout = 1, 50*time.Millisecond
 	}
+	if err := checkAddrs("--cluster", g.Cluster); err != nil {
+		return nil, err
+	}
+	if err := checkAddrs("--sentinel", g.Sentinel); err != nil {
+		return nil, err
+	}
 	switch {
 	case len(g.Cluster) > 0:
 		o := &redis.UniversalOptions{Addrs: g.Cluster, IsClusterMode: true, Password: password}
@@ -296,20 +304,24 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 		return nil, &UsageError{Err: fmt.Errorf("bad %s %q", flag, redactURL(raw)),
 			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock"}}
 	}
+	if u.Scheme != "unix" {
+		if err := checkPort(u.Port()); err != nil {
+			return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %v", flag, redactURL(raw), err),
+				Hints: []string{"the port is a number from 1 to 65535 (redis-server's default is 6379): redis://host:6379/0"}}
+		}
+	}
 	if _, has := u.User.Password(); has && onArgv {
 		f.IO.Errorf("warning: a password on the command line is visible to other users in ps; use LOCKCTL_PASSWORD or --password-file")
 	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %v", flag, redactURL(raw), err)}
+		// go-redis may quote the URL in its message.
+		msg := strings.ReplaceAll(err.Error(), raw, redactURL(raw))
+		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %s", flag, redactURL(raw), msg),
+			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock?db=N"}}
 	}
-	// go-redis takes any port and database number; out of range they
-	// would fail only at dial or SELECT, as if Redis were unavailable.
-	if u.Scheme != "unix" {
-		if p, err := strconv.Atoi(u.Port()); u.Port() != "" && (err != nil || p < 1 || p > 65535) {
-			return nil, usageErrorf("bad %s %q: port %s is not in 1..65535", flag, redactURL(raw), u.Port())
-		}
-	}
+	// go-redis takes any database number; a negative one would fail only
+	// at SELECT, as if Redis were unavailable.
 	if opt.DB < 0 {
 		return nil, usageErrorf("bad %s %q: database %d is negative", flag, redactURL(raw), opt.DB)
 	}
@@ -328,6 +340,7 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 		if opt.TLSConfig, err = f.tlsConfig(true, u.Hostname()); err != nil {
 			return nil, err
 		}
+		opt.Dialer = tlsDialer(opt.TLSConfig, g.Timeout)
 	}
 	return opt, nil
 }
@@ -374,18 +387,57 @@ func (f *Factory) tlsConfig(force bool, serverName string) (*tls.Config, error) 
 	return cfg, nil
 }
 
-// redactURL hides a password for messages.
+// checkPort accepts an empty port (the default) or 1..65535.
+func checkPort(port string) error {
+	if port == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not in 1-65535", port)
+	}
+	return nil
+}
+
+// checkAddrs requires host:port with a valid port for --cluster and --sentinel.
+func checkAddrs(flag string, addrs []string) error {
+	for _, a := range addrs {
+		_, port, err := net.SplitHostPort(strings.TrimSpace(a))
+		if err == nil {
+			err = checkPort(port)
+		}
+		if err == nil && port == "" {
+			err = errors.New("missing port")
+		}
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("bad %s address %q: %v", flag, a, err),
+				Hints: []string{fmt.Sprintf("%s takes host:port,... (ports 1-65535)", flag)}}
+		}
+	}
+	return nil
+}
+
+// userInfo is the user:password part of a URL, whether or not the rest parses.
+var userInfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):[^@]*@`)
+
+// redactURL hides a password for messages (redis://user:***@host), also in
+// a URL that does not parse.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && u.User != nil {
 		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			return u.String()
+			name := u.User.Username()
+			u.User = nil
+			rest := strings.TrimPrefix(u.String(), u.Scheme+"://")
+			return u.Scheme + "://" + url.User(name).String() + ":***@" + rest
 		}
-		return raw
+		return u.String()
 	}
 	if err == nil && !strings.Contains(raw, "@") {
 		return raw
+	}
+	if r := userInfo.ReplaceAllString(raw, "$1:***@"); r != raw {
+		return r
 	}
 	// Unparsable, or an '@' net/url did not read as user info (a typo in
 	// the scheme, say): a password may still be in it, so hide everything
@@ -395,7 +447,7 @@ func redactURL(raw string) string {
 		start = i + 3
 	}
 	if at := strings.LastIndexByte(raw, '@'); at >= start {
-		return raw[:start] + "xxxxx" + raw[at:]
+		return raw[:start] + "***" + raw[at:]
 	}
 	return raw
 }
@@ -421,4 +473,23 @@ func (f *Factory) notifySignals(cancel func(error)) (stop func()) {
 		}
 	}()
 	return func() { signal.Stop(ch); close(done) }
+}
+
+// target names the server(s) this invocation talks to, for messages.
+func (f *Factory) target() server {
+	g := &f.G
+	if redlock, _ := f.redlock(); redlock {
+		return server{Mode: "redlock"}
+	}
+	switch {
+	case len(g.Cluster) > 0:
+		return server{Mode: "cluster", Addr: strings.Join(g.Cluster, ",")}
+	case len(g.Sentinel) > 0:
+		return server{Mode: "sentinel", Addr: strings.Join(g.Sentinel, ",")}
+	}
+	s := server{Mode: "url", TLS: strings.HasPrefix(g.URL, "rediss://")}
+	if opt, err := redis.ParseURL(g.URL); err == nil {
+		s.Addr, s.DB = opt.Addr, opt.DB
+	}
+	return s
 }

@@ -21,6 +21,8 @@ type backend interface {
 	acquire(ctx context.Context, key string, a acquireArgs) (reply, error)
 	renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error)
 	release(ctx context.Context, key, token string) (reply, error)
+	// reenter adds a hold to the lease token holds at key (reenter.lua).
+	reenter(ctx context.Context, key, token string) (reply, error)
 	inspect(ctx context.Context, key string) (reply, error)
 	incr(ctx context.Context, key string) (int64, error)
 	peek(ctx context.Context, key string) (int64, error)
@@ -62,7 +64,8 @@ type reply struct {
 	pttl   time.Duration
 	fence  int64
 	nowMS  int64
-	acked  int // replicas that acknowledged the write; -1 when not asked
+	acked  int   // replicas that acknowledged the write; -1 when not asked
+	num    int64 // {code, n} replies: a renewal's ttl in ms, the holds left, a semaphore's limit
 
 	holders int64 // semaphore refusal: live holders
 	queue   int64 // FIFO refusal: waiters ahead
@@ -106,6 +109,8 @@ var (
 	inspectLua string
 	//go:embed check.lua
 	checkLua string
+	//go:embed reenter.lua
+	reenterLua string
 
 	// The SHA-1 of each script is computed once here; EVALSHA falls back to
 	// EVAL on NOSCRIPT, which also reloads the script into the server's
@@ -115,6 +120,7 @@ var (
 	releaseScript = redis.NewScript(holderLua + releaseLua)
 	inspectScript = redis.NewScript(holderLua + inspectLua)
 	checkScript   = redis.NewScript(checkLua)
+	reenterScript = redis.NewScript(holderLua + reenterLua)
 )
 
 // single is a backend on one logical Redis: a server, a Sentinel-managed
@@ -129,8 +135,27 @@ type single struct {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.write(ctx, acquireScript, []string{key, AuxKey(KindFence, key)},
+	return s.writeRaw(ctx, acquireScript, append([]string{key, AuxKey(KindFence, key)}, semKeys(key)...), decodeSemAcquire,
 		a.token, ms(a.ttl), valuePrefix(a.token), a.rest)
+}
+
+func (s *single) reenter(ctx context.Context, key, token string) (reply, error) {
+	return s.writeRaw(ctx, reenterScript, append([]string{key}, semKeys(key)...), decodeReenter, token, valuePrefix(token))
+}
+
+// decodeReenter reads reenter.lua's {1|3, value, pttl, server ms}, else the
+// usual shapes.
+func decodeReenter(v any) (reply, error) {
+	if a, ok := v.([]any); ok && len(a) == 4 {
+		code, _ := a[0].(int64)
+		val, ok1 := a[1].(string)
+		pttl, ok2 := a[2].(int64)
+		now, ok3 := a[3].(int64)
+		if (code == 1 || code == 3) && ok1 && ok2 && ok3 {
+			return reply{code: code, value: val, pttl: time.Duration(pttl) * time.Millisecond, nowMS: now, acked: -1}, nil
+		}
+	}
+	return decode(v)
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
@@ -138,19 +163,20 @@ func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
-	v, err := releaseScript.Run(ctx, s.c, []string{key, AuxKey(KindSem, key)}, token, valuePrefix(token), AuxKey(KindChannel, key)).Result()
+	keys := []string{key, AuxKey(KindSem, key)}
+	v, err := releaseScript.Run(ctx, s.c, keys, token, valuePrefix(token), AuxKey(KindChannel, key)).Result()
 	if err != nil {
-		return reply{}, err
+		return reply{}, s.dataError(ctx, err, keys...)
 	}
 	return decode(v)
 }
 
 func (s *single) inspect(ctx context.Context, key string) (reply, error) {
-	v, err := inspectScript.Run(ctx, s.c, []string{key}).Result()
+	v, err := inspectScript.Run(ctx, s.c, append([]string{key}, semKeys(key)...)).Result()
 	if err != nil {
 		return reply{}, err
 	}
-	return decode(v)
+	return decodeSemAcquire(v)
 }
 
 // write runs a script that writes a lease. With WaitReplicas set, WAIT goes
@@ -166,7 +192,7 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 	if s.replicas <= 0 {
 		v, err := sc.Run(ctx, s.c, keys, args...).Result()
 		if err != nil {
-			return reply{}, err
+			return reply{}, s.dataError(ctx, err, keys...)
 		}
 		r, err := decode(v)
 		r.acked = -1
@@ -188,7 +214,7 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		}
 		v, err := ev.Result()
 		if err != nil {
-			return reply{}, err
+			return reply{}, s.dataError(ctx, err, keys...)
 		}
 		r, err := decode(v)
 		if err != nil {
@@ -204,7 +230,8 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 }
 
 func (s *single) incr(ctx context.Context, key string) (int64, error) {
-	return s.c.Incr(ctx, key).Result()
+	n, err := s.c.Incr(ctx, key).Result()
+	return n, s.dataError(ctx, err, key)
 }
 
 func (s *single) peek(ctx context.Context, key string) (int64, error) {
@@ -212,13 +239,16 @@ func (s *single) peek(ctx context.Context, key string) (int64, error) {
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
-	return n, err
+	if err != nil {
+		return 0, s.counterError(ctx, key, err)
+	}
+	return n, nil
 }
 
 func (s *single) check(ctx context.Context, key string, n int64) (bool, int64, error) {
 	v, err := checkScript.Run(ctx, s.c, []string{key}, strconv.FormatInt(n, 10)).Slice()
 	if err != nil {
-		return false, 0, err
+		return false, 0, s.dataError(ctx, err, key)
 	}
 	if len(v) != 2 {
 		return false, 0, fmt.Errorf("unexpected fence check reply %v", v)
@@ -226,7 +256,7 @@ func (s *single) check(ctx context.Context, key string, n int64) (bool, int64, e
 	code, _ := v[0].(int64)
 	h, err := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
 	if err != nil {
-		return false, 0, fmt.Errorf("fence check: recorded fence %v: %w", v[1], err)
+		return false, 0, s.counterError(ctx, key, err)
 	}
 	return code == 1, h, nil
 }
@@ -256,6 +286,11 @@ func pttlDuration(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+func isInt(v any) bool {
+	_, ok := v.(int64)
+	return ok
+}
+
 // decode reads the reply shapes the lock scripts document.
 func decode(v any) (reply, error) {
 	a, ok := v.([]any)
@@ -269,6 +304,8 @@ func decode(v any) (reply, error) {
 	}
 	bad := func() (reply, error) { return reply{}, fmt.Errorf("unexpected script reply %v", v) }
 	switch {
+	case len(a) == 2 && isInt(a[1]): // {code, n}
+		r.num = a[1].(int64)
 	case len(a) == 3 && r.code == 1: // acquired: fence, ms
 		if r.fence, ok = a[1].(int64); !ok {
 			return bad()
