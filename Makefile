@@ -12,13 +12,14 @@ test:
 	./scripts/ensure-redis.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
-	GO=$(GO) FUZZTIME=3s ./scripts/fuzz.sh
+	GO=$(GO) FUZZTIME=3s FUZZJOBS=2 FUZZPARALLEL=1 ./scripts/fuzz.sh
 
-# A longer search: every fuzz target for 60s (FUZZTIME=10m make fuzz for more).
+# A longer search: every fuzz target for 60s in turn, a worker per CPU
+# (make fuzz FUZZTIME=10m for more).
 FUZZTIME ?= 60s
 fuzz:
 	./scripts/ensure-redis.sh
-	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZJOBS=1 FUZZPARALLEL=0 ./scripts/fuzz.sh
 
 # Regenerates the committed completion scripts; TestCompletionsUpToDate fails when they drift.
 completions:
