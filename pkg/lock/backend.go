@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -288,6 +289,21 @@ func (s *single) subscribe(ctx context.Context, channel string) (subscription, e
 
 func (s *single) queued(channel string) int { return s.hub.queued(channel) }
 
+// pttlDuration turns a PTTL reply into a duration: -1 when the key has no
+// TTL (the lock never frees itself). A TTL someone set centuries ahead
+// saturates at half the range, so that callers' small additions (a waiter
+// retries at TTL+1ms) cannot overflow into the past.
+func pttlDuration(ms int64) time.Duration {
+	const most = math.MaxInt64 / 2 / int64(time.Millisecond)
+	switch {
+	case ms < 0:
+		return -1
+	case ms > most:
+		ms = most
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 func isInt(v any) bool {
 	_, ok := v.(int64)
 	return ok
@@ -342,10 +358,7 @@ func decode(v any) (reply, error) {
 			if !ok {
 				return bad()
 			}
-			r.pttl = time.Duration(pttl) * time.Millisecond
-			if pttl < 0 {
-				r.pttl = -1 // no TTL: the lock never frees itself
-			}
+			r.pttl = pttlDuration(pttl)
 		}
 	}
 	return r, nil

@@ -95,7 +95,7 @@ func decodeSem(v any) (reply, bool) {
 	if (code != 0 && code != 2) || typ != "semaphore" || !ok1 || !ok2 {
 		return reply{}, false
 	}
-	return reply{code: code, typ: typ, value: val, pttl: time.Duration(pttl) * time.Millisecond, holders: n, acked: -1}, true
+	return reply{code: code, typ: typ, value: val, pttl: pttlDuration(pttl), holders: n, acked: -1}, true
 }
 
 // semRenewer renews semaphore slots for a Watchdog.

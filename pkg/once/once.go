@@ -234,7 +234,13 @@ func (s *Store) Get(ctx context.Context, key string) (Record, error) {
 	if len(fields) == 0 {
 		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, k)
 	}
-	return parseRecord(k, reply[0], fields), nil
+	rec := parseRecord(k, reply[0], fields)
+	if rec.State != StateRunning && rec.State != StateDone {
+		// As claim.lua decides: a hash without a known state is someone
+		// else's, not a record to show.
+		return Record{}, &WrongTypeError{Key: k, Msg: "hash is not a once record"}
+	}
+	return rec, nil
 }
 
 // Claim is the right to run a key's command once. Renew it while the
