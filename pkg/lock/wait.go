@@ -40,30 +40,43 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lea
 		}
 	}
 	var held Holder
+	var late error // the last attempt's grant came too late to count
 	for {
 		delay := a.l.poll
 		if retry {
 			lease, h, err := a.try(ctx)
-			if lease != nil || err != nil {
+			if isLate(err) {
+				// Given back already; try again like any waiter. A FIFO
+				// waiter left the queue with the grant: its place is
+				// unknown until it joins again.
+				late = err
+				if a.fifo && sub != nil {
+					sub.fifo(a.args.token, 0)
+				}
+			} else if lease != nil || err != nil {
 				return lease, err
-			}
-			held = h
-			if a.fifo && sub != nil {
-				sub.fifo(a.args.token, h.arrival)
-			}
-			if o.OnBusy != nil {
-				o.OnBusy(held)
-			}
-			if held.TTL >= 0 {
-				// Retry as the key expires; the extra millisecond covers
-				// PTTL's rounding down.
-				delay = min(delay, held.TTL+time.Millisecond)
+			} else {
+				held, late = h, nil
+				if a.fifo && sub != nil {
+					sub.fifo(a.args.token, h.arrival)
+				}
+				if o.OnBusy != nil {
+					o.OnBusy(held)
+				}
+				if held.TTL >= 0 {
+					// Retry as the key expires; the extra millisecond
+					// covers PTTL's rounding down.
+					delay = min(delay, held.TTL+time.Millisecond)
+				}
 			}
 		}
 		retry = true
 		if !deadline.IsZero() {
 			left := deadline.Sub(a.l.clock.Now())
 			if left <= 0 {
+				if late != nil {
+					return nil, late
+				}
 				return nil, NewHeldError(ErrNotObtained, held)
 			}
 			delay = min(delay, left)
