@@ -22,6 +22,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/benchcmp"
 	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -241,15 +242,69 @@ func serverWorkload(ctx context.Context, addr string, ctl *redis.Client, rounds 
 				samples[i][len(samples[i])-1].detail)
 		}
 	}
+	if err := splitServerTime(ctx, addr, ctl, rounds, n); err != nil {
+		return err
+	}
 	fmt.Println("\n(middle value of the rounds, then min–max)")
+	return nil
+}
+
+// splitServerTime is lockctl's acquire and release scripts apart: n
+// acquisitions of distinct names, then their n releases.
+func splitServerTime(ctx context.Context, addr string, ctl *redis.Client, rounds, n int) error {
+	h := &nameHook{names: map[string]int64{}}
+	cl := newClient(addr, h)
+	defer cl.Close()
+	l := lock.New(cl, nil)
+	var acq, rel []serverSample
+	for r := 0; r < rounds; r++ {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("peers.split.%d.%d", r, i)
+		}
+		tokens := make([]string, n)
+		i := 0
+		s, err := serverTime(ctx, ctl, h, func(int) error {
+			lease, err := l.Acquire(ctx, names[i], ttl, nil)
+			if err == nil {
+				tokens[i] = lease.Token
+			}
+			i++
+			return err
+		}, n)
+		if err != nil {
+			return err
+		}
+		acq = append(acq, s)
+		i = 0
+		if s, err = serverTime(ctx, ctl, h, func(int) error {
+			err := l.Release(ctx, names[i], tokens[i])
+			i++
+			return err
+		}, n); err != nil {
+			return err
+		}
+		rel = append(rel, s)
+	}
+	for _, x := range []struct {
+		name string
+		s    []serverSample
+	}{{"lockctl acquire alone", acq}, {"lockctl release alone", rel}} {
+		us := make([]float64, len(x.s))
+		for j, s := range x.s {
+			us[j] = s.usecPerOp
+		}
+		slices.Sort(us)
+		fmt.Printf("| acquire+release | %s | %.1f (%.1f–%.1f) | %s |\n", x.name, us[len(us)/2], us[0], us[len(us)-1], x.s[len(x.s)-1].detail)
+	}
 	return nil
 }
 
 func allocWorkload(c *redis.Client) error {
 	const n = 2000
 	fmt.Printf("\n### Allocations per op (one goroutine, %d ops)\n\n", n)
-	fmt.Println("| workload | contender | allocs/op | bytes/op |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| workload | contender | allocs/op | bytes/op | client CPU µs/op (min–max of 3) |")
+	fmt.Println("|---|---|---|---|---|")
 	groups := []struct {
 		name string
 		cs   []contender
@@ -257,14 +312,20 @@ func allocWorkload(c *redis.Client) error {
 	for _, grp := range groups {
 		for _, ct := range grp.cs {
 			op := ct.make(c)
-			if _, _, err := allocs(op, 50); err != nil {
+			if _, _, _, err := allocs(op, 50); err != nil {
 				return err
 			}
-			m, b, err := allocs(op, n)
-			if err != nil {
-				return err
+			var m, b float64
+			cpu := make([]time.Duration, 3)
+			for i := range cpu {
+				var err error
+				if m, b, cpu[i], err = allocs(op, n); err != nil {
+					return err
+				}
 			}
-			fmt.Printf("| %s | %s | %.1f | %.0f |\n", grp.name, ct.name, m, b)
+			slices.Sort(cpu)
+			us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+			fmt.Printf("| %s | %s | %.1f | %.0f | %.1f (%.1f–%.1f) |\n", grp.name, ct.name, m, b, us(cpu[1]), us(cpu[0]), us(cpu[2]))
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -80,4 +81,21 @@ func BenchmarkLimit(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkScriptRun: what go-redis's Script.Run (EVALSHA through the
+// Script's hash, EVAL on NOSCRIPT) costs beside a precomputed EVALSHA of
+// the same script, interleaved; ratio is Run's throughput over EvalSha's.
+func BenchmarkScriptRun(b *testing.B) {
+	c := client(b)
+	ctx := context.Background()
+	sha := trivial.Hash()
+	keys := []string{"k"}
+	if err := trivial.Load(ctx, c).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	benchcmp.Compare(b, 1, 20,
+		func(int) error { return trivial.Run(ctx, c, keys).Err() },
+		func(int) error { return c.EvalSha(ctx, sha, keys).Err() })
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/benchcmp"
 	"github.com/redis/go-redis/v9"
@@ -117,18 +119,30 @@ func serverTime(ctx context.Context, ctl *redis.Client, h *nameHook, op benchcmp
 	return serverSample{usecPerOp: float64(total) / float64(n), detail: strings.Join(parts, " + ")}, nil
 }
 
+// cpuTime is this process's user+system CPU time so far: the client's side
+// of every op (redis-server is another process).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // allocs is what one op allocates, counted over n ops on one worker (every
 // goroutine's allocations count, as in testing.AllocsPerRun: a contender
 // that starts goroutines per op pays for them).
-func allocs(op benchcmp.Op, n int) (mallocs, bytes float64, err error) {
+// The client CPU per op comes with it (including the GC those allocations
+// cause, and whatever else the process does meanwhile, which is nothing).
+func allocs(op benchcmp.Op, n int) (mallocs, bytes float64, cpu time.Duration, err error) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	c0 := cpuTime()
 	for i := 0; i < n; i++ {
 		if err := op(0); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 	}
+	cpu = (cpuTime() - c0) / time.Duration(n)
 	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / float64(n), float64(after.TotalAlloc-before.TotalAlloc) / float64(n), nil
+	return float64(after.Mallocs-before.Mallocs) / float64(n), float64(after.TotalAlloc-before.TotalAlloc) / float64(n), cpu, nil
 }
