@@ -6,7 +6,7 @@
 // drift hits all of them alike; every ratio is printed with its min–max
 // over rounds. Output is Markdown tables on stdout.
 //
-//	go run . [-rounds 10] [-only lock,server,allocs,contention,limit]
+//	go run . [-rounds 10] [-only lock,server,allocs,contention,procs,limit]
 package main
 
 import (
@@ -28,8 +28,18 @@ import (
 
 func main() {
 	rounds := flag.Int("rounds", 10, "rounds per workload; ratios are given with their min–max over rounds")
-	only := flag.String("only", "lock,server,allocs,contention,limit", "workloads to run, comma-separated")
+	only := flag.String("only", "lock,server,allocs,contention,procs,limit", "workloads to run, comma-separated")
+	worker := flag.String("worker", "", "run as one worker process of the procs workload, for this contender")
+	addr := flag.String("addr", "", "-worker: redis-server address")
+	n := flag.Int("n", 0, "-worker: acquisitions")
 	flag.Parse()
+	if *worker != "" {
+		if err := workerMain(*addr, *worker, *n); err != nil {
+			fmt.Fprintln(os.Stderr, "peers worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*rounds, strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
 		os.Exit(1)
@@ -58,6 +68,8 @@ func run(rounds int, only []string) error {
 			err = allocWorkload(c)
 		case "contention":
 			err = contentionWorkload(c, max(3, rounds/2))
+		case "procs":
+			err = procsWorkload(srv.Addr, max(3, rounds/2))
 		case "limit":
 			err = limitWorkload(c, rounds)
 		default:
@@ -301,33 +313,44 @@ func splitServerTime(ctx context.Context, addr string, ctl *redis.Client, rounds
 }
 
 func allocWorkload(c *redis.Client) error {
-	const n = 2000
-	fmt.Printf("\n### Allocations per op (one goroutine, %d ops)\n\n", n)
-	fmt.Println("| workload | contender | allocs/op | bytes/op | client CPU µs/op (min–max of 3) |")
+	const n, rounds = 1000, 5
+	fmt.Printf("\n### Allocations and client CPU per op (one goroutine, %d ops × %d rounds, interleaved)\n\n", n, rounds)
+	fmt.Println("| workload | contender | allocs/op | bytes/op | client CPU µs/op (min–max) |")
 	fmt.Println("|---|---|---|---|---|")
 	groups := []struct {
 		name string
 		cs   []contender
 	}{{"acquire+release", lockContenders()}, {"rate limit, hot key", limitContenders(true)}}
 	for _, grp := range groups {
-		for _, ct := range grp.cs {
-			op := ct.make(c)
-			if _, _, _, err := allocs(op, 50); err != nil {
+		ops := make([]benchcmp.Op, len(grp.cs))
+		for i, ct := range grp.cs {
+			ops[i] = ct.make(c)
+			if _, _, _, err := allocs(ops[i], 50); err != nil {
 				return err
 			}
-			var m, b float64
-			cpu := make([]time.Duration, 3)
-			for i := range cpu {
-				var err error
-				if m, b, cpu[i], err = allocs(op, n); err != nil {
+		}
+		mallocs := make([]float64, len(ops))
+		bytes := make([]float64, len(ops))
+		cpu := make([][]time.Duration, len(ops))
+		for r := 0; r < rounds; r++ {
+			for k := range ops {
+				i := (k + r) % len(ops)
+				m, b, t, err := allocs(ops[i], n)
+				if err != nil {
 					return err
 				}
+				mallocs[i], bytes[i] = m, b
+				cpu[i] = append(cpu[i], t)
 			}
-			slices.Sort(cpu)
+		}
+		for i, ct := range grp.cs {
+			slices.Sort(cpu[i])
 			us := func(d time.Duration) float64 { return float64(d) / 1e3 }
-			fmt.Printf("| %s | %s | %.1f | %.0f | %.1f (%.1f–%.1f) |\n", grp.name, ct.name, m, b, us(cpu[1]), us(cpu[0]), us(cpu[2]))
+			fmt.Printf("| %s | %s | %.1f | %.0f | %.1f (%.1f–%.1f) |\n", grp.name, ct.name, mallocs[i], bytes[i],
+				us(cpu[i][rounds/2]), us(cpu[i][0]), us(cpu[i][rounds-1]))
 		}
 	}
+	fmt.Println("\n(client CPU: middle value of the rounds, then min–max)")
 	return nil
 }
 
@@ -352,9 +375,17 @@ func contentionWorkload(c *redis.Client, rounds int) error {
 			res[i] = append(res[i], cr)
 		}
 	}
-	mutex := len(ws) - 1
 	fmt.Printf("\n### Contention: %d workers, one key, %s hold (%d rounds of %d acquisitions, interleaved)\n\n", workers, hold, rounds, perRound)
-	fmt.Println("| contender | acq/s | ÷ sync.Mutex (min–max) | wait p50 | wait p99 (min–max per round) | wait max | fairness max/min |")
+	printContention(ws, res, workers, len(ws)-1, "sync.Mutex", true)
+	return nil
+}
+
+// printContention prints one row per contender; ceiling is the index of the
+// contender the others are divided by. fair says whether workers competed
+// for a shared count of acquisitions (else each had a fixed quota and
+// fairness is not measured).
+func printContention(ws []waiter, res [][]contendResult, workers, ceiling int, ceilingName string, fair bool) {
+	fmt.Printf("| contender | acq/s | ÷ %s (min–max) | wait p50 | wait p99 (min–max per round) | wait max | fairness max/min |\n", ceilingName)
 	fmt.Println("|---|---|---|---|---|---|---|")
 	wall := make([][]time.Duration, len(ws))
 	for i := range ws {
@@ -376,11 +407,13 @@ func contentionWorkload(c *redis.Client, rounds int) error {
 			p99lo, p99hi = min(p99lo, p), max(p99hi, p)
 		}
 		slices.Sort(all)
-		fair := float64(slices.Max(counts)) / float64(max(1, slices.Min(counts)))
+		fairness := "—"
+		if fair {
+			fairness = fmt.Sprintf("%.2f", float64(slices.Max(counts))/float64(max(1, slices.Min(counts))))
+		}
 		ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
-		fmt.Printf("| %s | %.0f | %s | %s | %s (%s–%s) | %s | %.2f |\n", w.name,
-			float64(len(all))/sum(wall[i]).Seconds(), fmtRatio(ratio(wall, i, mutex)),
-			ms(percentile(all, 0.5)), ms(percentile(all, 0.99)), ms(p99lo), ms(p99hi), ms(all[len(all)-1]), fair)
+		fmt.Printf("| %s | %.0f | %s | %s | %s (%s–%s) | %s | %s |\n", w.name,
+			float64(len(all))/sum(wall[i]).Seconds(), fmtRatio(ratio(wall, i, ceiling)),
+			ms(percentile(all, 0.5)), ms(percentile(all, 0.99)), ms(p99lo), ms(p99hi), ms(all[len(all)-1]), fairness)
 	}
-	return nil
 }
