@@ -51,15 +51,18 @@ awk -v total="$TOTAL" -v locks="$LOCKS" 'BEGIN {
 echo "keyspace: $(redis-cli -p "$port" dbsize) keys, $LOCKS under lock:* ($((LOCKS / 100)) without TTL)"
 echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-printf '%-5s %-44s %10s %12s %10s\n' ROUND COMMAND WALL_S PEAK_RSS_MB OUTPUT
+printf '%-5s %-44s %10s %10s %12s %10s\n' ROUND COMMAND WALL_S CPU_S PEAK_RSS_MB OUTPUT
 : > "$dir/results"
 measure() {
   label=$1; shift
   /usr/bin/time -v -o "$dir/time" "$@" > "$dir/out" 2>"$dir/err" || { cat "$dir/err" >&2; }
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$dir/time")
   rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2/1024}' "$dir/time")
+  # The client's own CPU (user + system); the rest of the wall time is
+  # waiting for Redis and for the other processes on the machine.
+  cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$dir/time")
   lines=$(wc -l < "$dir/out")
-  printf '%-5s %-44s %10s %12s %10s\n' "$r" "$label" "$wall" "$rss" "${lines}l"
+  printf '%-5s %-44s %10s %10s %12s %10s\n' "$r" "$label" "$wall" "$cpu" "$rss" "${lines}l"
   printf '%s\t%s\t%s\t%s\n' "$r" "$label" "$wall" "$rss" >> "$dir/results"
 }
 export LOCKCTL_URL="redis://127.0.0.1:$port/0"
