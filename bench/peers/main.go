@@ -6,7 +6,7 @@
 // drift hits all of them alike; every ratio is printed with its min–max
 // over rounds. Output is Markdown tables on stdout.
 //
-//	go run . [-rounds 10] [-only lock,server,allocs,contention,procs,limit]
+//	go run . [-rounds 10] [-only lock,server,scripts,allocs,contention,procs,limit]
 package main
 
 import (
@@ -28,7 +28,7 @@ import (
 
 func main() {
 	rounds := flag.Int("rounds", 10, "rounds per workload; ratios are given with their min–max over rounds")
-	only := flag.String("only", "lock,server,allocs,contention,procs,limit", "workloads to run, comma-separated")
+	only := flag.String("only", "lock,server,scripts,allocs,contention,procs,limit", "workloads to run, comma-separated")
 	worker := flag.String("worker", "", "run as one worker process of the procs workload, for this contender")
 	addr := flag.String("addr", "", "-worker: redis-server address")
 	n := flag.Int("n", 0, "-worker: acquisitions")
@@ -68,6 +68,8 @@ func run(rounds int, only []string) error {
 			err = allocWorkload(c)
 		case "contention":
 			err = contentionWorkload(c, max(3, rounds/2))
+		case "scripts":
+			err = scriptsWorkload(ctx, c, max(3, rounds/2))
 		case "procs":
 			err = procsWorkload(srv.Addr, max(3, rounds/2))
 		case "limit":
