@@ -33,6 +33,16 @@ func waiters() []waiter {
 		{"lockctl --fifo", func(c *redis.Client) lockFunc {
 			return lockctlWaiter(lock.New(c, nil), "peers.contended.fifo", true)
 		}},
+		{"lockctl --fifo, a Locker per worker", func(c *redis.Client) lockFunc {
+			// Each worker alone in its Locker's waiter queue, as if in a
+			// process of its own, on the same client: tells FIFO's local
+			// queueing apart from FIFO in Redis.
+			ls := make([]lockFunc, maxWorkers)
+			for i := range ls {
+				ls[i] = lockctlWaiter(lock.New(c, nil), "peers.contended.fifo-own", true)
+			}
+			return func(w int) (func() error, error) { return ls[w](w) }
+		}},
 		{"redislock linear 1ms", func(c *redis.Client) lockFunc {
 			rl := redislock.New(c)
 			return func(int) (func() error, error) {

@@ -25,7 +25,9 @@ import (
 // procWaiters are the contenders that work between processes.
 func procWaiters() []waiter {
 	ws := waiters()
-	ws = slices.DeleteFunc(ws, func(w waiter) bool { return w.name == "sync.Mutex" })
+	ws = slices.DeleteFunc(ws, func(w waiter) bool {
+		return w.name == "sync.Mutex" || w.name == "lockctl --fifo, a Locker per worker"
+	})
 	return append(ws, waiter{"flock(2)", func(*redis.Client) lockFunc {
 		path := filepath.Join(os.TempDir(), "lockctl-peers.flock")
 		return func(int) (func() error, error) {
