@@ -1,7 +1,7 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build completions bench lint fuzz
+.PHONY: test build completions bench bench-peers lint fuzz
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
 build:
@@ -31,3 +31,9 @@ completions:
 bench:
 	./scripts/ensure-redis.sh
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/...
+
+# lockctl beside redislock, redsync and redis_rate, interleaved (bench/peers
+# is a module of its own, so peers never enter lockctl's go.mod).
+bench-peers:
+	./scripts/ensure-redis.sh
+	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
