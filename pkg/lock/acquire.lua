@@ -14,9 +14,7 @@ end
 local t = redis.call('TYPE', key)['ok']
 if t == 'none' then
   -- The fence only once the SET is certain, so refused attempts burn none.
-  local fence = next_fence(KEYS[2])
-  local now = redis.call('TIME')
-  local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  local fence, ms = next_fence(KEYS[2])
   local v = ARGV[3] .. ',"fence":' .. fence .. ARGV[4] ..
     ',"acquired_ms":' .. string.format('%d', ms) .. '}'
   redis.call('SET', key, v, 'NX', 'PX', ARGV[2])

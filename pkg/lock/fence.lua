@@ -18,7 +18,8 @@ end
 
 -- next_fence issues a fence from counter k and returns it as a decimal
 -- string: the counter plus one or the server's TIME in µs, whichever is
--- greater, stored back into the counter.
+-- greater, stored back into the counter. Its second result is the server's
+-- time in ms, read in the same TIME call.
 --
 -- The floor is what keeps fences ordered when the counter is lost (a
 -- restart without persistence, a failover to a replica that had not
@@ -30,15 +31,23 @@ end
 -- and (b) the counter advanced less than one per µs, which holds since every
 -- fence takes a script call of its own.
 local function next_fence(k)
-  -- INCR does the +1 in Redis's own 64-bit arithmetic and refuses a counter
-  -- that is not an integer.
-  redis.call('INCR', k)
   local c = redis.call('GET', k)
   local t = redis.call('TIME')
   local us = t[1] .. string.format('%06d', tonumber(t[2]))
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- The usual case, the clock ahead of the counter, costs one write.
+  if c == false or (string.find(c, '^[1-9]%d*$') and dec_greater(us, c)) then
+    redis.call('SET', k, us)
+    return us, ms
+  end
+  -- A counter ahead of the clock, or one someone wrote by hand: INCR does
+  -- the +1 in Redis's own 64-bit arithmetic (a Lua double would round
+  -- beyond 2^53) and refuses a value that is not an integer.
+  redis.call('INCR', k)
+  c = redis.call('GET', k)
   if dec_greater(us, c) then
     redis.call('SET', k, us)
-    return us
+    return us, ms
   end
-  return c
+  return c, ms
 end
