@@ -9,6 +9,7 @@ build:
 
 test:
 	./scripts/ensure-redis.sh
+	./scripts/ensure-prometheus.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 

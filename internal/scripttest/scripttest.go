@@ -61,6 +61,10 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"sentinel":    cmdSentinel,
 	"servers":     cmdServers,
 	"servers-sig": cmdServersSig,
+
+	"need":          cmdNeed,
+	"node-exporter": cmdNodeExporter,
+	"httpget":       cmdHTTPGet,
 }
 
 // servers N: start N more standalone servers for this script (independent
