@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/viper"
@@ -39,6 +40,7 @@ type Globals struct {
 	Color          string
 	Timeout        time.Duration
 	Verbose        bool
+	NoEvents       bool // --no-events: see events.go
 
 	urlOnArgv     bool   // the URL came from the command line (a password there leaks to ps)
 	redlockOnArgv bool   // likewise for --redlock
@@ -60,6 +62,9 @@ type Factory struct {
 	redlockOnce    sync.Once
 	redlockClients []redis.UniversalClient
 	redlockErr     error
+
+	eventsOnce sync.Once
+	events     *events.Recorder
 
 	sigMu      sync.Mutex
 	sigHandler func(os.Signal)

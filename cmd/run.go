@@ -170,6 +170,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		return err
 	}
 	lease, err := o.take(ctx, f, l, name, opts)
+	f.recordAcquire(ctx, o.waitDuration(c) == 0, name, lease, err)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return err
@@ -198,6 +199,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		rep.Renewals = wd.Renewals()
 		releaseAfterRun(f, l, lease, rep.Lost)
 		rep.HeldMS = time.Since(heldSince).Milliseconds()
+		f.recordRunEnd(ctx, lease, rep.Lost, time.Since(heldSince))
 	}()
 
 	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(f, lease), Unset: []string{"LOCKCTL_PASSWORD"}}

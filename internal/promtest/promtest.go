@@ -28,7 +28,11 @@ const InstallHint = "sudo apt-get update && sudo apt-get install -y prometheus p
 func Need(bin string) (string, error) {
 	p, err := exec.LookPath(bin)
 	if err != nil {
-		return "", fmt.Errorf("%s not found; install it with: %s", bin, InstallHint)
+		hint := InstallHint
+		if strings.HasPrefix(bin, "redis-") {
+			hint = "sudo apt-get install -y redis-server (or run ./scripts/ensure-redis.sh)"
+		}
+		return "", fmt.Errorf("%s not found; install it with: %s", bin, hint)
 	}
 	return p, nil
 }
