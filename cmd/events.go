@@ -66,8 +66,17 @@ func (f *Factory) record(ctx context.Context, kind, name string, d time.Duration
 		return
 	}
 	r.Record(ctx, events.Event{Kind: kind, Name: name, Duration: d})
-	if r.Failed() > 0 {
-		f.Verbosef("event %s for %s not recorded (%s)", kind, name, r.Key())
+}
+
+// closeEvents writes the queued events before the client goes: the
+// operation is over, this costs at most the recorder's timeout.
+func (f *Factory) closeEvents() {
+	if f.events == nil {
+		return
+	}
+	f.events.Close()
+	if n := f.events.Failed(); n > 0 {
+		f.Verbosef("%d event(s) not recorded in %s", n, f.events.Key())
 	}
 }
 

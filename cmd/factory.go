@@ -187,6 +187,7 @@ func (f *Factory) newRedlockClients() ([]redis.UniversalClient, error) {
 
 // Close releases the clients' connections.
 func (f *Factory) Close() {
+	f.closeEvents()
 	if f.client != nil {
 		f.client.Close()
 	}

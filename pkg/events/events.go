@@ -4,10 +4,11 @@
 // histograms, `lockctl top` into sparklines.
 //
 // Recording is opt-in for library users and never changes an operation's
-// outcome: a Recorder bounds each write by a short timeout, swallows its
-// errors and counts them. The write is separate from the operation's own
-// command (one XADD after it), so an event can be missing (the write failed
-// or lockctl died in between) but never invents an operation.
+// outcome: a Recorder queues events and writes them in the background,
+// bounds each write by a short timeout, swallows its errors and counts
+// them. The write is separate from the operation's own command (a
+// pipelined XADD after it), so an event can be missing (the write failed,
+// or the process died before Close) but never invents an operation.
 package events
 
 import (
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,26 +62,49 @@ type Event struct {
 type Options struct {
 	Key     string        // stream key; "" is DefaultKey
 	MaxLen  int64         // approximate cap; 0 is DefaultMaxLen
-	Timeout time.Duration // bound on one write; 0 is DefaultTimeout
+	Timeout time.Duration // bound on one batch of writes (and on Close); 0 is DefaultTimeout
+	// Buffer bounds the events waiting to be written; past it, Record
+	// drops (and counts) events rather than grow or block. 0 is 10000.
+	Buffer int
+	// Delay is how long the writer waits after the first queued event
+	// before sending, to batch; 0 is 5ms. Close sends at once.
+	Delay time.Duration
 }
 
-// Recorder writes events to the stream. A nil *Recorder records nothing,
-// so callers need not check whether recording is on.
+// Recorder writes events to the stream in the background: Record only
+// queues, a goroutine sends what is queued as one pipeline (one round trip
+// for however many events piled up meanwhile), and Close flushes. A nil
+// *Recorder records nothing, so callers need not check whether recording
+// is on.
 type Recorder struct {
 	c       redis.Cmdable
 	key     string
 	maxLen  int64
 	timeout time.Duration
+	limit   int
+	delay   time.Duration
+
+	mu      sync.Mutex
+	pending []Event
+	closed  bool
+	once    sync.Once
+	kick    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+	flushMu sync.Mutex
+
 	written atomic.Int64
 	failed  atomic.Int64
 }
 
-// NewRecorder returns a Recorder writing through c. opts may be nil.
+// NewRecorder returns a Recorder writing through c. opts may be nil. Close
+// it to write what is still queued.
 func NewRecorder(c redis.Cmdable, opts *Options) *Recorder {
 	if opts == nil {
 		opts = &Options{}
 	}
-	r := &Recorder{c: c, key: opts.Key, maxLen: opts.MaxLen, timeout: opts.Timeout}
+	r := &Recorder{c: c, key: opts.Key, maxLen: opts.MaxLen, timeout: opts.Timeout, limit: opts.Buffer,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if r.key == "" {
 		r.key = DefaultKey
 	}
@@ -88,6 +113,13 @@ func NewRecorder(c redis.Cmdable, opts *Options) *Recorder {
 	}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
+	}
+	if r.limit <= 0 {
+		r.limit = 10000
+	}
+	r.delay = opts.Delay
+	if r.delay <= 0 {
+		r.delay = 5 * time.Millisecond
 	}
 	return r
 }
@@ -100,30 +132,109 @@ func (r *Recorder) Key() string {
 	return r.key
 }
 
-// Record writes e. It returns within the Recorder's timeout whatever the
-// server does, even when ctx is already cancelled (an interrupted
-// operation still ends in an event); a failed write is counted, not
-// returned.
-func (r *Recorder) Record(ctx context.Context, e Event) {
+// Record queues e and returns at once; it never blocks on Redis and never
+// fails. ctx is unused but kept for the shape of every other call: an
+// event outlives the cancellation of the operation it records.
+func (r *Recorder) Record(_ context.Context, e Event) {
 	if r == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
-	defer cancel()
-	err := r.c.XAdd(ctx, &redis.XAddArgs{
-		Stream: r.key,
-		MaxLen: r.maxLen,
-		Approx: true,
-		Values: fields(e),
-	}).Err()
-	if err != nil {
+	r.mu.Lock()
+	if r.closed || len(r.pending) >= r.limit {
+		r.mu.Unlock()
 		r.failed.Add(1)
 		return
 	}
-	r.written.Add(1)
+	r.pending = append(r.pending, e)
+	r.mu.Unlock()
+	r.once.Do(func() { go r.loop() })
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
 }
 
-// Written and Failed count the writes that succeeded and failed.
+func (r *Recorder) loop() {
+	defer close(r.stopped)
+	for {
+		select {
+		case <-r.kick:
+			// Let a few more events pile up: one round trip then carries
+			// them all, instead of one per operation competing with the
+			// operations themselves.
+			select {
+			case <-time.After(r.delay):
+			case <-r.stop:
+			}
+			r.Flush()
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// Flush writes every queued event now, within the Recorder's timeout.
+func (r *Recorder) Flush() {
+	if r == nil {
+		return
+	}
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	p := r.c.Pipeline()
+	for _, e := range batch {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: r.key, MaxLen: r.maxLen, Approx: true, Values: fields(e)})
+	}
+	cmds, err := p.Exec(ctx)
+	if len(cmds) == 0 && err != nil {
+		r.failed.Add(int64(len(batch)))
+		return
+	}
+	for _, c := range cmds {
+		if c.Err() != nil {
+			r.failed.Add(1)
+		} else {
+			r.written.Add(1)
+		}
+	}
+}
+
+// Close writes what is queued (within the timeout) and stops the
+// background writer; later events are dropped.
+func (r *Recorder) Close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	r.mu.Unlock()
+	started := false
+	r.once.Do(func() { close(r.stopped) })
+	select {
+	case <-r.stopped:
+	default:
+		started = true
+	}
+	if started {
+		close(r.stop)
+		<-r.stopped
+	}
+	r.Flush()
+}
+
+// Written counts the events written.
 func (r *Recorder) Written() int64 {
 	if r == nil {
 		return 0
@@ -131,7 +242,8 @@ func (r *Recorder) Written() int64 {
 	return r.written.Load()
 }
 
-// Failed counts the writes that failed (and were swallowed).
+// Failed counts the events dropped: writes that failed or timed out, and
+// events queued past the buffer or after Close.
 func (r *Recorder) Failed() int64 {
 	if r == nil {
 		return 0
