@@ -143,6 +143,7 @@ monotonic fencing token that the protected resource can check.`,
 		newLimitCmd(f),
 		newOnceCmd(f),
 		newRunCmd(f),
+		newExporterCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

@@ -65,6 +65,10 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"need":          cmdNeed,
 	"node-exporter": cmdNodeExporter,
 	"httpget":       cmdHTTPGet,
+	"freeport":      cmdFreePort,
+	"waithttp":      cmdWaitHTTP,
+	"prometheus":    cmdPrometheus,
+	"promql":        cmdPromQL,
 }
 
 // servers N: start N more standalone servers for this script (independent
