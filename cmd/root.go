@@ -144,6 +144,7 @@ monotonic fencing token that the protected resource can check.`,
 		newOnceCmd(f),
 		newRunCmd(f),
 		newExporterCmd(f),
+		newTopCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

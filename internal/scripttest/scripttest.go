@@ -69,6 +69,10 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"waithttp":      cmdWaitHTTP,
 	"prometheus":    cmdPrometheus,
 	"promql":        cmdPromQL,
+	"pty-start":     cmdPtyStart,
+	"pty-expect":    cmdPtyExpect,
+	"pty-send":      cmdPtySend,
+	"pty-wait":      cmdPtyWait,
 }
 
 // servers N: start N more standalone servers for this script (independent

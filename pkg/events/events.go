@@ -259,6 +259,12 @@ func fields(e Event) []any {
 	return v
 }
 
+// Reader is what reading the stream needs of a client.
+type Reader interface {
+	XRangeN(ctx context.Context, key, start, stop string, count int64) *redis.XMessageSliceCmd
+	XRevRangeN(ctx context.Context, key, start, stop string, count int64) *redis.XMessageSliceCmd
+}
+
 // Entry is an event read back from the stream.
 type Entry struct {
 	ID   string
@@ -297,7 +303,7 @@ func Parse(m redis.XMessage) (Entry, error) {
 // entry with ID after ("" or "0" for the beginning), oldest first, skipping
 // malformed ones; last is the ID to pass next time (after itself when
 // nothing new was read). It never blocks.
-func Read(ctx context.Context, c redis.Cmdable, key, after string, count int64) (entries []Entry, last string, err error) {
+func Read(ctx context.Context, c Reader, key, after string, count int64) (entries []Entry, last string, err error) {
 	start := "-"
 	if after != "" && after != "0" {
 		start = "(" + after
@@ -319,10 +325,28 @@ func Read(ctx context.Context, c redis.Cmdable, key, after string, count int64) 
 // First returns the ID of the oldest entry still in the stream, "" when it
 // is empty: a reader whose last ID is older has missed the entries the cap
 // trimmed.
-func First(ctx context.Context, c redis.Cmdable, key string) (string, error) {
+func First(ctx context.Context, c Reader, key string) (string, error) {
 	msgs, err := c.XRangeN(ctx, key, "-", "+", 1).Result()
 	if err != nil || len(msgs) == 0 {
 		return "", err
 	}
 	return msgs[0].ID, nil
+}
+
+// Recent returns up to count of the newest entries, oldest first, and the
+// ID to Read from next ("" when the stream is empty).
+func Recent(ctx context.Context, c Reader, key string, count int64) ([]Entry, string, error) {
+	msgs, err := c.XRevRangeN(ctx, key, "+", "-", count).Result()
+	if err != nil {
+		return nil, "", err
+	}
+	var out []Entry
+	last := ""
+	for i := len(msgs) - 1; i >= 0; i-- {
+		last = msgs[i].ID
+		if e, err := Parse(msgs[i]); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out, last, nil
 }
