@@ -21,7 +21,7 @@ type TopLock struct {
 
 // TopView is one screen of `lockctl top`.
 type TopView struct {
-	Title   string // what is shown (the key pattern)
+	Title   string    // what is shown (the key pattern)
 	Locks   []TopLock // sorted by the caller
 	Refresh int64
 	Status  string // e.g. an error reaching Redis
