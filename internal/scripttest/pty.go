@@ -161,10 +161,19 @@ func cmdPtyExpect(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	re := regexp.MustCompile(args[0])
 	p := ptyOf(ts)
+	// The base is the screen being drawn now, complete or not: its scan is
+	// over, so the second refresh after it surely scanned after this point.
 	base := 0
-	if fs := p.frames(); len(fs) > 0 {
+	p.mu.Lock()
+	if i := strings.LastIndex(p.out.String(), clearScreen); i >= 0 {
+		base = refreshOf(p.out.String()[i:])
+	}
+	p.mu.Unlock()
+	if fs := p.frames(); base < 0 && len(fs) > 0 {
+		// Its title has not arrived yet: the last complete screen's.
 		base = refreshOf(fs[len(fs)-1])
 	}
+	base = max(base, 0)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		for _, f := range p.frames() {
