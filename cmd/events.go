@@ -133,13 +133,20 @@ func (f *Factory) recordRenewFailed(ctx context.Context, name string, err error)
 	}
 }
 
-// recordRunEnd records how run's hold ended: released, or lost (the
-// renewal that did not succeed in time, then the loss).
-func (f *Factory) recordRunEnd(ctx context.Context, lease *lock.Lease, lost bool, held time.Duration) {
+// recordRunEnd records how run's hold ended: released, found gone or
+// taken over at release, or lost (the renewal that did not succeed in time,
+// then the loss).
+func (f *Factory) recordRunEnd(ctx context.Context, lease *lock.Lease, lost bool, held time.Duration, relErr error) {
 	switch {
 	case lost:
 		f.record(ctx, events.RenewFailed, lease.Name, 0)
 		f.record(ctx, events.LeaseLost, lease.Name, 0)
+	case errors.Is(relErr, lock.ErrNotOwner):
+		f.record(ctx, events.NotOwner, lease.Name, 0)
+	case errors.Is(relErr, lock.ErrNotHeld):
+		f.record(ctx, events.NotHeld, lease.Name, 0)
+	case relErr != nil:
+		// The release did not reach Redis: nothing is known of how it ended.
 	case lease.Holds <= 1:
 		f.record(ctx, events.Released, lease.Name, max(held, time.Microsecond))
 	}

@@ -201,9 +201,9 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	defer func() {
 		wd.Stop()
 		rep.Renewals = wd.Renewals()
-		releaseAfterRun(f, l, lease, rep.Lost)
+		relErr := releaseAfterRun(f, l, lease, rep.Lost)
 		rep.HeldMS = time.Since(heldSince).Milliseconds()
-		f.recordRunEnd(ctx, lease, rep.Lost, time.Since(heldSince))
+		f.recordRunEnd(ctx, lease, rep.Lost, time.Since(heldSince), relErr)
 	}()
 
 	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(f, lease), Unset: []string{"LOCKCTL_PASSWORD"}}
@@ -245,8 +245,9 @@ func renewWarning(f *Factory, name string) func(error) {
 }
 
 // releaseAfterRun frees the lease once the child's group is gone, on a
-// context of its own: an interrupted lockctl still releases.
-func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
+// context of its own: an interrupted lockctl still releases. It returns the
+// release's error, so the run's end is recorded as it happened.
+func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), f.G.Timeout)
 	defer cancel()
 	left, err := l.ReleaseHold(ctx, lease)
@@ -262,6 +263,7 @@ func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
 	default:
 		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
 	}
+	return err
 }
 
 // explainBusy words "not acquired" for a semaphore.
