@@ -185,6 +185,7 @@ monotonic fencing token that the protected resource can check.`,
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
+	addCompletions(f, root)
 	return root
 }
 
