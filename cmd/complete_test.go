@@ -109,7 +109,7 @@ func TestCompleteFlagValues(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "x", "--on-lost", ""}, "term kill ignore"},
-		{[]string{"ls", "-o", ""}, "text json env"},
+		{[]string{"ls", "-o", ""}, "text json env wide table"},
 		{[]string{"ls", "--color", ""}, "auto always never"},
 		{[]string{"ls", "--sort", ""}, "name ttl age none"},
 		{[]string{"limit", "k", "--algo", ""}, "gcra sliding-log sliding-window token-bucket"},

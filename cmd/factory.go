@@ -42,6 +42,8 @@ type Globals struct {
 	Color          string
 	Timeout        time.Duration
 	Verbose        bool
+	Headers        bool // --headers (listings)
+	NoHeaders      bool // --no-headers (listings)
 
 	urlOnArgv     bool   // the URL came from the command line (a password there leaks to ps)
 	redlockOnArgv bool   // likewise for --redlock

@@ -186,6 +186,8 @@ monotonic fencing token that the protected resource can check.`,
 		wrapArgs(c)
 	}
 	addCompletions(f, root)
+	addExamples(root)
+	unsetZeroDurations(root)
 	return root
 }
 
@@ -218,7 +220,7 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals) {
 	fs.BoolVar(&g.TLSInsecure, "tls-insecure", false, "do not verify the server certificate")
 	fs.StringVar(&g.Prefix, "prefix", "lock:", "lock key prefix ('' for raw keys)")
 	fs.StringVar(&g.Config, "config", "", "YAML config file (default $XDG_CONFIG_HOME/lockctl/config.yaml, then /etc/lockctl/config.yaml)")
-	fs.VarP(newEnum(&g.Output, "text", "text", "json", "env"), "output", "o", "output format: text, json, env (lock only)")
+	fs.VarP(newEnum(&g.Output, "text", "text", "json", "env", "wide", "table"), "output", "o", "output format: text, json, env (lock only); for listings also wide (more columns) and table (the table even in a pipe)")
 	fs.Var(newEnum(&g.Color, "auto", "auto", "always", "never"), "color", "colour: auto, always, never")
 	fs.Var(newDuration(&g.Timeout, 5*time.Second, false, false), "timeout", "bound on each Redis call")
 	fs.BoolVarP(&g.Verbose, "verbose", "v", false, "diagnostics to stderr")
@@ -318,7 +320,34 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	f.G.redlockOnArgv = flags.Changed("redlock")
 	f.G.command = topCommand(c).Name()
 	f.IO.DecideColor(f.G.Color, f.Getenv)
+	headers, err := headersWanted(flags)
+	if err != nil {
+		return err
+	}
+	f.IO.SetTableOutput(f.G.Output == "table", headers)
 	return nil
+}
+
+// addHeaderFlags adds --headers and --no-headers to a listing command.
+func addHeaderFlags(fs *pflag.FlagSet, g *Globals) {
+	fs.BoolVar(&g.Headers, "headers", false, "print the header row in tab-separated output too")
+	fs.BoolVar(&g.NoHeaders, "no-headers", false, "print no header row, in the table too")
+}
+
+// headersWanted is --headers / --no-headers: nil when neither is set.
+func headersWanted(flags *pflag.FlagSet) (*bool, error) {
+	on, _ := flags.GetBool("headers")
+	off, _ := flags.GetBool("no-headers")
+	switch {
+	case on && off:
+		return nil, usageErrorf("--headers and --no-headers exclude each other")
+	case on:
+		return &on, nil
+	case off:
+		no := false
+		return &no, nil
+	}
+	return nil, nil
 }
 
 // topCommand is c's ancestor just below the root (c itself for top-level commands).
