@@ -1,11 +1,13 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build completions bench lint fuzz
+.PHONY: test build completions man bench lint fuzz
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
+# -buildvcs=auto: a build from a checkout records the commit and its date
+# (lockctl version shows them), even where GOFLAGS turns stamping off.
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/lockctl .
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o bin/lockctl .
 
 # The tests, then a short bounded run of every fuzz target (FUZZTIME each).
 test:
@@ -27,6 +29,10 @@ completions:
 	$(GO) run . completion zsh > completions/_lockctl
 	$(GO) run . completion fish > completions/lockctl.fish
 	$(GO) run . completion powershell > completions/lockctl.ps1
+
+# Regenerates the committed man pages; TestManPagesUpToDate fails when they drift.
+man:
+	rm -rf man && $(GO) run ./internal/genman man
 
 bench:
 	./scripts/ensure-redis.sh
