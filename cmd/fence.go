@@ -17,10 +17,8 @@ func newFenceCmd(f *Factory) *cobra.Command {
 The protected resource remembers the highest token it has seen and refuses
 writes that carry an older one, so a holder whose lease expired during a pause
 cannot overwrite the work of the holder that came after it.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			return &UsageError{Err: errors.New("missing subcommand: next, peek or check"), Hints: []string{"see `lockctl fence --help`"}}
-		},
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRunE,
 	}
 	c.AddCommand(
 		&cobra.Command{

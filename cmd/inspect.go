@@ -24,8 +24,8 @@ func newInspectCmd(f *Factory) *cobra.Command {
 		Short: "See who holds which lock, find keys that never expire, free one stuck holder",
 		Long: `Inspect the locks under the prefix: who holds each, since when, for how long,
 which keys will never free themselves, and free exactly one stuck holder.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRunE,
 	}
 	addHeaderFlags(c.PersistentFlags(), &f.G)
 	c.AddCommand(

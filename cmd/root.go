@@ -162,9 +162,7 @@ monotonic fencing token that the protected resource can check.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &UsageError{Err: err, Hints: []string{fmt.Sprintf("see `%s --help`", c.CommandPath())}}
-	})
+	root.SetFlagErrorFunc(flagError)
 	addGlobalFlags(root.PersistentFlags(), &f.G)
 
 	root.AddCommand(
