@@ -72,6 +72,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 		io.Errorf("%s", bug.Stack)
 	}
 	printError(io, err, code)
+	printRefusalJSON(f, err, code)
 	if err != nil && envRefusalWanted(root, args, f) {
 		// Even when -E 0 makes the code 0: the shell stops either way.
 		io.PrintEnvRefusal(code)
