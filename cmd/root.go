@@ -278,6 +278,13 @@ func (f *Factory) resolve(c *cobra.Command) error {
 			}
 		}
 	}
+	if f.G.Verbose {
+		if cfg == "" {
+			f.Verbosef("config file: none")
+		} else {
+			f.Verbosef("config file: %s", cfg)
+		}
+	}
 	// A section named after the command (`run:`, `lock:`, `inspect:`)
 	// overrides top-level keys, so flags that share a name across commands
 	// can differ.
