@@ -278,6 +278,11 @@ func (f *Factory) resolve(c *cobra.Command) error {
 			}
 		}
 	}
+	if cfg != "" && v.ConfigFileUsed() != "" {
+		if _, err := os.Stat(cfg); err == nil {
+			f.warnUnknownConfigKeys(c.Root(), cfg)
+		}
+	}
 	if f.G.Verbose {
 		if cfg == "" {
 			f.Verbosef("config file: none")
