@@ -6,8 +6,12 @@ GO ?= go
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
 # -buildvcs=auto: a build from a checkout records the commit and its date
 # (lockctl version shows them), even where GOFLAGS turns stamping off.
+# Go does not stamp a git worktree (its .git is a file): the -X values
+# name the commit then.
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TIME := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 build:
-	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o bin/lockctl .
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags "-X github.com/lockctl/lockctl/cmd.Commit=$(GIT_COMMIT) -X github.com/lockctl/lockctl/cmd.CommitTime=$(GIT_TIME)" -o bin/lockctl .
 
 # The tests, then a short bounded run of every fuzz target (FUZZTIME each).
 test:
