@@ -1,7 +1,7 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build completions man bench lint fuzz
+.PHONY: test build completions man bench bench-peers lint fuzz
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
 # -buildvcs=auto: a build from a checkout records the commit and its date
@@ -41,3 +41,9 @@ man:
 bench:
 	./scripts/ensure-redis.sh
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/...
+
+# lockctl beside redislock, redsync and redis_rate, interleaved (bench/peers
+# is a module of its own, so peers never enter lockctl's go.mod).
+bench-peers:
+	./scripts/ensure-redis.sh
+	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
