@@ -37,8 +37,6 @@ var examples = map[string]string{
   FENCE=$(lockctl fence next deploy)`,
 	"fence peek": `  lockctl fence peek deploy
   lockctl fence peek deploy -o json`,
-	"fence check": `  lockctl fence check bucket/report.csv "$LOCKCTL_FENCE" && upload report.csv
-  lockctl fence check db:orders 42 || echo "a newer holder wrote db:orders"`,
 	"inspect": `  lockctl inspect locks 'deploy*'
   lockctl inspect lock deploy
   lockctl inspect orphans --check

@@ -55,7 +55,8 @@ the highest is accepted again only from the token that presented it first (a
 holder writes many times); a lower N, or an equal one from anyone else or
 without a token, exits 65 and says which fence is newer.`,
 		Example: `  # inside lockctl run: LOCKCTL_FENCE and LOCKCTL_TOKEN are set
-  lockctl fence check orders-db "$LOCKCTL_FENCE" && write-orders`,
+  lockctl fence check orders-db "$LOCKCTL_FENCE" && write-orders
+  lockctl fence check orders-db 42 --token "$TOKEN" || echo "a newer holder wrote orders-db"`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			resource, err := validName(args, "RESOURCE")

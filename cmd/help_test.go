@@ -94,6 +94,7 @@ func TestFlagHelpDefaults(t *testing.T) {
 func exampleCalls(example string) [][]string {
 	var calls [][]string
 	for _, line := range strings.Split(example, "\n") {
+		line = stripComment(line)
 		for i := strings.Index(line, "lockctl "); i >= 0; {
 			words, end := shellWords(line[i+len("lockctl "):])
 			calls = append(calls, words)
@@ -106,6 +107,24 @@ func exampleCalls(example string) [][]string {
 		}
 	}
 	return calls
+}
+
+// stripComment cuts a shell comment: a # that starts a word outside quotes.
+func stripComment(line string) string {
+	quote := byte(0)
+	for i := 0; i < len(line); i++ {
+		switch ch := line[i]; {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case ch == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return line[:i]
+		}
+	}
+	return line
 }
 
 // shellWords splits s into words up to the end of the shell command,
@@ -148,7 +167,7 @@ func shellWords(s string) ([]string, int) {
 }
 
 // TestExamplesParse: every command has an Example section of two to four
-// invocations, and each lockctl call in it finds its command, parses its
+// invocations (comment lines aside), and each lockctl call in it finds its command, parses its
 // flags and passes its argument check, as written.
 func TestExamplesParse(t *testing.T) {
 	root := commandTree(t)
@@ -156,7 +175,7 @@ func TestExamplesParse(t *testing.T) {
 		calls := exampleCalls(c.Example)
 		lines := 0
 		for _, l := range strings.Split(strings.TrimSpace(c.Example), "\n") {
-			if strings.TrimSpace(l) != "" {
+			if strings.TrimSpace(stripComment(l)) != "" {
 				lines++
 			}
 		}
