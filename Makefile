@@ -1,11 +1,17 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build completions bench bench-peers lint fuzz
+.PHONY: test build completions man bench bench-peers lint fuzz
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
+# -buildvcs=auto: a build from a checkout records the commit and its date
+# (lockctl version shows them), even where GOFLAGS turns stamping off.
+# Go does not stamp a git worktree (its .git is a file): the -X values
+# name the commit then.
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TIME := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/lockctl .
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags "-X github.com/lockctl/lockctl/cmd.Commit=$(GIT_COMMIT) -X github.com/lockctl/lockctl/cmd.CommitTime=$(GIT_TIME)" -o bin/lockctl .
 
 # The tests, then a short bounded run of every fuzz target (FUZZTIME each).
 test:
@@ -28,6 +34,10 @@ completions:
 	$(GO) run . completion zsh > completions/_lockctl
 	$(GO) run . completion fish > completions/lockctl.fish
 	$(GO) run . completion powershell > completions/lockctl.ps1
+
+# Regenerates the committed man pages; TestManPagesUpToDate fails when they drift.
+man:
+	rm -rf man && $(GO) run ./internal/genman man
 
 bench:
 	./scripts/ensure-redis.sh

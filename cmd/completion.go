@@ -14,12 +14,8 @@ func newCompletionCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
-		Long: `Print a shell completion script. For example:
-
-  source <(lockctl completion bash)
-  lockctl completion zsh > "${fpath[1]}/_lockctl"
-  lockctl completion fish > ~/.config/fish/completions/lockctl.fish
-
+		Long: `Print a shell completion script. Lock names complete from the server
+(a bounded SCAN that gives up after 300ms); --token never completes.
 The same scripts are in the completions/ directory of the source tree.`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: Shells,

@@ -62,7 +62,7 @@ func printChecks(f *Factory, checks []inspect.Check) error {
 	rows := make([][]string, 0, len(checks))
 	for _, ck := range checks {
 		st := string(ck.Status)
-		if f.IO.IsStdoutTTY() {
+		if f.IO.Tabular() {
 			switch ck.Status {
 			case inspect.StatusOK:
 				st = f.IO.OK(st)
@@ -73,11 +73,11 @@ func printChecks(f *Factory, checks []inspect.Check) error {
 			}
 		}
 		msg := ck.Message
-		if ck.Hint != "" && f.IO.IsStdoutTTY() {
+		if ck.Hint != "" && f.IO.Tabular() {
 			msg += f.IO.Faint(" → " + ck.Hint)
 		}
 		row := []string{st, ck.Check, msg}
-		if !f.IO.IsStdoutTTY() {
+		if !f.IO.Tabular() {
 			row = append(row, ck.Hint)
 		}
 		rows = append(rows, row)

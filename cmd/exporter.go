@@ -34,10 +34,7 @@ holds, refused releases, lost leases, force-releases, rate limiting) from the
 event stream that lockctl commands write (see --no-events), read every
 second. The totals and the last entry counted are stored in Redis
 (<events key>:exporter), so a restarted exporter resumes without counting an
-event twice. Per-lock series are limited to the --max-names longest-held.
-
-  lockctl exporter --listen 0.0.0.0:9477
-  lockctl exporter --print-rules > /etc/prometheus/rules/lockctl.yml`,
+event twice. Per-lock series are limited to the --max-names longest-held.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if o.printRules {

@@ -44,6 +44,8 @@ type Globals struct {
 	Timeout        time.Duration
 	Verbose        bool
 	NoEvents       bool // --no-events: see events.go
+	Headers        bool // --headers (listings)
+	NoHeaders      bool // --no-headers (listings)
 
 	urlOnArgv     bool   // the URL came from the command line (a password there leaks to ps)
 	redlockOnArgv bool   // likewise for --redlock
@@ -94,7 +96,13 @@ func (f *Factory) Client() (redis.UniversalClient, error) {
 		return nil, &UsageError{Err: fmt.Errorf("%s works on one server: pass --url", what),
 			Hints: []string{"--redlock applies to lock, renew, release, run and fence; give one of the Redlock masters with --url to look at it alone"}}
 	}
-	f.clientOnce.Do(func() { f.client, f.clientErr = f.newClient() })
+	f.clientOnce.Do(func() {
+		f.client, f.clientErr = f.newClient()
+		if f.clientErr == nil {
+			f.announce()
+			f.hook(f.client, "")
+		}
+	})
 	return f.client, f.clientErr
 }
 
@@ -130,7 +138,15 @@ func (f *Factory) Locker() (*lock.Locker, error) {
 			return nil, &UsageError{Err: errors.New("--wait-replicas does not apply to --redlock"),
 				Hints: []string{"Redlock's masters are independent servers without replicas; drop --wait-replicas"}}
 		}
-		f.redlockOnce.Do(func() { f.redlockClients, f.redlockErr = f.newRedlockClients() })
+		f.redlockOnce.Do(func() {
+			f.redlockClients, f.redlockErr = f.newRedlockClients()
+			if f.redlockErr == nil {
+				f.announce()
+				for i, c := range f.redlockClients {
+					f.hook(c, fmt.Sprintf("node %d", i+1))
+				}
+			}
+		})
 		if f.redlockErr != nil {
 			return nil, f.redlockErr
 		}
@@ -224,6 +240,13 @@ func (f *Factory) signalHandler() func(os.Signal) {
 func (f *Factory) Verbosef(format string, args ...any) {
 	if f.G.Verbose {
 		f.IO.Errorf(format, args...)
+	}
+}
+
+// hook adds -v's diagnostics to c (node names a Redlock master).
+func (f *Factory) hook(c redis.UniversalClient, node string) {
+	if f.G.Verbose {
+		c.AddHook(verboseHook{f: f, node: node})
 	}
 }
 

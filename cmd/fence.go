@@ -19,10 +19,8 @@ keeps growing across a restart or failover that lost the counter).
 The protected resource remembers the highest token it has seen and refuses
 writes that carry an older one, so a holder whose lease expired during a pause
 cannot overwrite the work of the holder that came after it.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			return &UsageError{Err: errors.New("missing subcommand: next, peek or check"), Hints: []string{"see `lockctl fence --help`"}}
-		},
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRunE,
 	}
 	c.AddCommand(
 		newFenceCheckCmd(f),
@@ -57,7 +55,8 @@ the highest is accepted again only from the token that presented it first (a
 holder writes many times); a lower N, or an equal one from anyone else or
 without a token, exits 65 and says which fence is newer.`,
 		Example: `  # inside lockctl run: LOCKCTL_FENCE and LOCKCTL_TOKEN are set
-  lockctl fence check orders-db "$LOCKCTL_FENCE" && write-orders`,
+  lockctl fence check orders-db "$LOCKCTL_FENCE" && write-orders
+  lockctl fence check orders-db 42 --token "$TOKEN" || echo "a newer holder wrote orders-db"`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			resource, err := validName(args, "RESOURCE")

@@ -81,7 +81,7 @@ waking the waiters and the audit record (who, when, which holder, why; see
 			return nil
 		},
 	}
-	c.Flags().StringVar(&o.token, "token", "", "the holder's token, or its hash from `inspect locks --wide`")
+	c.Flags().StringVar(&o.token, "token", "", "the holder's token, or its hash from 'inspect locks --wide'")
 	c.Flags().StringVar(&o.reason, "reason", "", "why, for the audit log")
 	return c
 }

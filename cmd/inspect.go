@@ -23,17 +23,11 @@ func newInspectCmd(f *Factory) *cobra.Command {
 		Use:   "inspect",
 		Short: "See who holds which lock, find keys that never expire, free one stuck holder",
 		Long: `Inspect the locks under the prefix: who holds each, since when, for how long,
-which keys will never free themselves, and free exactly one stuck holder.
-
-  lockctl ls                                  # every held lock (= inspect locks)
-  lockctl inspect lock deploy                 # one lock in full
-  lockctl inspect orphans --check             # exit 1 if any lock key has no TTL
-  lockctl inspect force-release deploy --token 3f2a9c01b7de --reason "runner died"
-  lockctl inspect audit -n 20
-  lockctl inspect once report:2025-03-01          # the record lockctl once keeps`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
+which keys will never free themselves, and free exactly one stuck holder.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRunE,
 	}
+	addHeaderFlags(c.PersistentFlags(), &f.G)
 	c.AddCommand(
 		newInspectLocksCmd(f, "locks [PATTERN]", []string{"ls"}),
 		newInspectLockCmd(f),
@@ -49,6 +43,7 @@ which keys will never free themselves, and free exactly one stuck holder.
 func newLsCmd(f *Factory) *cobra.Command {
 	c := newInspectLocksCmd(f, "ls [PATTERN]", nil)
 	c.Short = "List held locks (same as `inspect locks`)"
+	addHeaderFlags(c.Flags(), &f.G)
 	return c
 }
 

@@ -41,13 +41,16 @@ func newAuditCmd(f *Factory) *cobra.Command {
 				rows = append(rows, []string{e.At.Local().Format(time.RFC3339), esc(e.Who), esc(e.Name), esc(e.Owner), esc(e.TokenHash),
 					strconv.FormatInt(e.Fence, 10), ttlCell(e.TTL), esc(e.Reason)})
 			}
-			if len(rows) == 0 && f.IO.IsStdoutTTY() {
+			if len(rows) == 0 && f.IO.Tabular() {
 				f.IO.Errorf("no forced releases recorded")
 				return nil
 			}
 			return f.IO.PrintTable(ui.Table{Header: []string{"TIME", "WHO", "NAME", "OWNER", "TOKEN", "FENCE", "TTL LEFT", "REASON"}, Rows: rows, MaxCellWidth: ui.DataCellWidth})
 		},
 	}
-	c.Flags().Int64VarP(&n, "n", "n", 0, "show only the N newest entries (0: all)")
+	c.Flags().Int64VarP(&n, "count", "n", 0, "show only the N newest entries (0: all)")
+	// --n was the long form before --count; scripts may still use it.
+	c.Flags().Int64Var(&n, "n", 0, "same as --count")
+	_ = c.Flags().MarkHidden("n")
 	return c
 }

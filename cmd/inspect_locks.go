@@ -62,7 +62,7 @@ another, each ended by an empty line (-o json: one array per listing).
 		},
 	}
 	c.Flags().Var(newDuration(&o.watch, 0, false, false), "watch", "print a fresh table every D until interrupted (on a terminal the screen is cleared first)")
-	c.Flags().BoolVar(&o.wide, "wide", false, "add the KEY, TOKEN (hash) and CI columns")
+	c.Flags().BoolVar(&o.wide, "wide", false, "add the KEY, TOKEN (hash) and CI columns (= -o wide)")
 	c.Flags().Var(newEnum(&o.sortBy, "", "name", "ttl", "age", "none"), "sort", "sort by name, ttl (soonest expiry first) or age (oldest first); default name on a terminal, none (SCAN order, streamed) otherwise")
 	return c
 }
@@ -77,16 +77,17 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 	sortBy := o.sortBy
 	if sortBy == "" {
 		sortBy = "none"
-		if f.G.Output != "json" && f.IO.IsStdoutTTY() {
+		if f.G.Output != "json" && f.IO.Tabular() {
 			sortBy = "name"
 		}
 	}
+	wide := o.wide || f.G.Output == "wide"
 	header := lockHeader
-	if o.wide {
+	if wide {
 		header = append(append([]string{}, lockHeader...), "KEY", "TOKEN", "CI")
 	}
 	json := f.G.Output == "json"
-	tsv := !json && !f.IO.IsStdoutTTY()
+	tsv := !json && !f.IO.Tabular()
 	prog := newProgress(f)
 	defer prog.done()
 
@@ -94,12 +95,17 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 	if json {
 		arr = ui.NewJSONArray(f.IO.Out)
 	}
+	if tsv {
+		if err := f.IO.WriteTSVHeader(header); err != nil {
+			return err
+		}
+	}
 	emit := func(l inspect.Lock) error {
 		switch {
 		case json:
 			return arr.Add(lockJSON(l))
 		default:
-			return ui.WriteTSV(f.IO.Out, [][]string{lockRow(l, o.wide)})
+			return ui.WriteTSV(f.IO.Out, [][]string{lockRow(l, wide)})
 		}
 	}
 	var all []inspect.Lock
@@ -120,7 +126,7 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 		if !json && !tsv {
 			rows := make([][]string, len(all))
 			for i, l := range all {
-				rows[i] = lockRow(l, o.wide)
+				rows[i] = lockRow(l, wide)
 			}
 			if len(rows) == 0 {
 				f.IO.Errorf("no locks held under %s", in.Pattern(glob))

@@ -119,10 +119,19 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 		return err
 	}
 	json := f.G.Output == "json"
-	tty := !json && f.IO.IsStdoutTTY()
+	tty := !json && f.IO.Tabular()
 	var arr *ui.JSONArray
 	if json {
 		arr = ui.NewJSONArray(f.IO.Out)
+	}
+	if !json && !tty {
+		header := []string{"NAME", "KEY", "TYPE", "OWNER"}
+		if o.fix != "" {
+			header = append(header, "ACTION")
+		}
+		if err := f.IO.WriteTSVHeader(header); err != nil {
+			return err
+		}
 	}
 	var found []orphanRecord
 	count := 0

@@ -41,10 +41,7 @@ Algorithms (--algo):
   gcra            default; one key per KEY; a burst of B, then one call every PERIOD/N
   sliding-log     exact: never more than N in any PERIOD; memory grows with N
   sliding-window  two counters, previous window weighted; approximate, O(1)
-  token-bucket    a bucket of B tokens refilled at N per PERIOD
-
-  lockctl limit api:github --rate 100/1m -- curl -fsS https://api.github.com/...
-  lockctl limit mail --rate 10/s --wait -- ./send-one.sh`,
+  token-bucket    a bucket of B tokens refilled at N per PERIOD`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			key, argv, err := commandArgs(c, args, "rate-limit KEY")

@@ -27,7 +27,7 @@ type waitFlags struct {
 func (w *waitFlags) register(c *cobra.Command) {
 	fs := c.Flags()
 	fs.BoolVarP(&w.nonblock, "nonblock", "n", false, "fail at once (exit 75) when the lock is held")
-	fs.VarP(newDuration(&w.wait, 0, true, true), "wait", "w", "wait at most D for the lock (a bare number is seconds; 0 = -n)")
+	fs.VarP(newDuration(&w.wait, 0, true, true), "wait", "w", "wait at most D for the lock (a bare number is seconds; 0 = -n; default: wait until acquired)")
 	fs.VarP(newExitCode(&w.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when the lock is not acquired")
 	fs.Var(newDuration(&w.ttl, 30*time.Second, false, false), "ttl", "lease length")
 	fs.StringVar(&w.owner, "owner", "", "owner recorded with the lock (default user@host:pid)")
@@ -109,10 +109,7 @@ default; -n fails at once and -w bounds the wait.
 With -o env, a refusal prints a statement that stops the shell evaluating
 it (exit with lockctl's status), so the script never goes on without the
 lock. Inside 'lockctl run NAME' (LOCKCTL_KEY and LOCKCTL_TOKEN set), lock
-re-enters NAME and prints the same token; --no-reentry waits instead.
-
-  TOKEN=$(lockctl lock deploy --ttl 10m) || exit
-  eval "$(lockctl lock deploy -o env || echo "exit $?")"   # LOCKCTL_KEY, LOCKCTL_TOKEN, LOCKCTL_FENCE`,
+re-enters NAME and prints the same token; --no-reentry waits instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name, err := validName(args, "lock NAME")
@@ -337,7 +334,7 @@ func newRenewCmd(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&o.token, "token", "", "the token `lockctl lock` printed (default LOCKCTL_TOKEN when LOCKCTL_KEY matches)")
+	c.Flags().StringVar(&o.token, "token", "", "the token 'lockctl lock' printed (default: LOCKCTL_TOKEN when LOCKCTL_KEY matches)")
 	c.Flags().Var(newDuration(&o.ttl, 0, false, false), "ttl", "new lease length from now (default: the TTL the lease was taken with)")
 	return c
 }
@@ -368,7 +365,7 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&o.token, "token", "", "the token `lockctl lock` printed (default LOCKCTL_TOKEN when LOCKCTL_KEY matches)")
+	c.Flags().StringVar(&o.token, "token", "", "the token 'lockctl lock' printed (default: LOCKCTL_TOKEN when LOCKCTL_KEY matches)")
 	return c
 }
 

@@ -47,10 +47,7 @@ If the claim is lost while CMD runs, CMD's process group gets SIGTERM
 (SIGKILL after a grace that fits the claim's margin) and lockctl exits 76.
 
 CMD sees LOCKCTL_ONCE_KEY (the Redis key) and LOCKCTL_ONCE_ATTEMPT (1, or
-more when rerunning a failure).
-
-  lockctl once "report:$(date +%F)" --result-ttl 48h -- ./report.sh
-  lockctl once "charge:$ORDER" --fingerprint "$(sha256sum < req.json)" -- ./charge.sh`,
+more when rerunning a failure).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			key, argv, err := commandArgs(c, args, "once KEY")

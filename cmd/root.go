@@ -72,6 +72,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 		io.Errorf("%s", bug.Stack)
 	}
 	printError(io, err, code)
+	printRefusalJSON(f, err, code)
 	if err != nil && envRefusalWanted(root, args, f) {
 		// Even when -E 0 makes the code 0: the shell stops either way.
 		io.PrintEnvRefusal(code)
@@ -162,9 +163,7 @@ monotonic fencing token that the protected resource can check.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &UsageError{Err: err, Hints: []string{fmt.Sprintf("see `%s --help`", c.CommandPath())}}
-	})
+	root.SetFlagErrorFunc(flagError)
 	addGlobalFlags(root.PersistentFlags(), &f.G)
 
 	root.AddCommand(
@@ -187,6 +186,9 @@ monotonic fencing token that the protected resource can check.`,
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
+	addCompletions(f, root)
+	addExamples(root)
+	unsetZeroDurations(root)
 	return root
 }
 
@@ -219,7 +221,7 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals) {
 	fs.BoolVar(&g.TLSInsecure, "tls-insecure", false, "do not verify the server certificate")
 	fs.StringVar(&g.Prefix, "prefix", "lock:", "lock key prefix ('' for raw keys)")
 	fs.StringVar(&g.Config, "config", "", "YAML config file (default $XDG_CONFIG_HOME/lockctl/config.yaml, then /etc/lockctl/config.yaml)")
-	fs.VarP(newEnum(&g.Output, "text", "text", "json", "env"), "output", "o", "output format: text, json, env (lock only)")
+	fs.VarP(newEnum(&g.Output, "text", "text", "json", "env", "wide", "table"), "output", "o", "output format: text, json, env (lock only); for listings also wide (more columns) and table (the table even in a pipe)")
 	fs.Var(newEnum(&g.Color, "auto", "auto", "always", "never"), "color", "colour: auto, always, never")
 	fs.Var(newDuration(&g.Timeout, 5*time.Second, false, false), "timeout", "bound on each Redis call")
 	fs.BoolVarP(&g.Verbose, "verbose", "v", false, "diagnostics to stderr")
@@ -280,6 +282,18 @@ func (f *Factory) resolve(c *cobra.Command) error {
 			}
 		}
 	}
+	if cfg != "" && v.ConfigFileUsed() != "" {
+		if _, err := os.Stat(cfg); err == nil {
+			f.warnUnknownConfigKeys(c.Root(), cfg)
+		}
+	}
+	if f.G.Verbose {
+		if cfg == "" {
+			f.Verbosef("config file: none")
+		} else {
+			f.Verbosef("config file: %s", cfg)
+		}
+	}
 	// A section named after the command (`run:`, `lock:`, `inspect:`)
 	// overrides top-level keys, so flags that share a name across commands
 	// can differ.
@@ -324,7 +338,34 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	f.G.redlockOnArgv = flags.Changed("redlock")
 	f.G.command = topCommand(c).Name()
 	f.IO.DecideColor(f.G.Color, f.Getenv)
+	headers, err := headersWanted(flags)
+	if err != nil {
+		return err
+	}
+	f.IO.SetTableOutput(f.G.Output == "table", headers)
 	return nil
+}
+
+// addHeaderFlags adds --headers and --no-headers to a listing command.
+func addHeaderFlags(fs *pflag.FlagSet, g *Globals) {
+	fs.BoolVar(&g.Headers, "headers", false, "print the header row in tab-separated output too")
+	fs.BoolVar(&g.NoHeaders, "no-headers", false, "print no header row, in the table too")
+}
+
+// headersWanted is --headers / --no-headers: nil when neither is set.
+func headersWanted(flags *pflag.FlagSet) (*bool, error) {
+	on, _ := flags.GetBool("headers")
+	off, _ := flags.GetBool("no-headers")
+	switch {
+	case on && off:
+		return nil, usageErrorf("--headers and --no-headers exclude each other")
+	case on:
+		return &on, nil
+	case off:
+		no := false
+		return &no, nil
+	}
+	return nil, nil
 }
 
 // topCommand is c's ancestor just below the root (c itself for top-level commands).

@@ -49,11 +49,7 @@ group.
 
 A 'lockctl run NAME' (or 'lock NAME') inside CMD re-enters the lock at once
 (same token and fence, a hold count) instead of waiting for itself; the key
-goes with the last release. --no-reentry waits instead.
-
-  lockctl run nightly -n -- /usr/local/bin/backup.sh
-  lockctl run deploy -w 10m --ttl 1m -- ./deploy.sh prod
-  lockctl run reindex --limit 3 -c 'reindex --shard "$SHARD"'`,
+goes with the last release. --no-reentry waits instead.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			name, argv, err := runArgs(c, o, args)
@@ -65,10 +61,10 @@ goes with the last release. --no-reentry waits instead.
 	}
 	o.register(c)
 	fs := c.Flags()
-	fs.Var(newDuration(&o.renewEvery, 0, false, false), "renew-every", "renewal period (default ttl/3)")
+	fs.Var(newDuration(&o.renewEvery, 0, false, false), "renew-every", "renewal period (default: ttl/3)")
 	fs.Var(newEnum(&o.onLost, "term", "term", "kill", "ignore"), "on-lost", "when the lock is lost: term (SIGTERM, then SIGKILL), kill, ignore")
 	fs.Var(newDuration(&o.killAfter, runner.DefaultKillAfter, false, false), "kill-after", "grace between SIGTERM and SIGKILL (capped to fit the lease's margin after a loss)")
-	fs.Var(newDuration(&o.maxRuntime, 0, true, false), "max-runtime", "kill the command after D (exit 124); 0 = no limit")
+	fs.Var(newDuration(&o.maxRuntime, 0, true, false), "max-runtime", "kill the command after D (exit 124); 0 = no limit (default: no limit)")
 	fs.StringVar(&o.reportFile, "report-file", "", "write a JSON record of the run to this file at the end")
 	fs.StringVar(&o.metricsFile, "metrics-file", "", "write node_exporter textfile metrics of the run to this file (atomically) at the end")
 	fs.StringVarP(&o.script, "command", "c", "", "run this string with $SHELL -c (or /bin/sh) instead of CMD")

@@ -11,26 +11,82 @@ import (
 // Version is set at build time with -ldflags "-X github.com/lockctl/lockctl/cmd.Version=v1.2.3".
 var Version = ""
 
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
+// Commit and CommitTime name the checkout a binary was built from when the
+// Go toolchain could not stamp it (a git worktree, -buildvcs=false): make
+// build sets them with -ldflags -X. Build info, when present, wins.
+var Commit, CommitTime = "", ""
+
+// buildVersion is what `lockctl version` reports.
+type buildVersion struct {
+	Version    string `json:"version"`
+	Commit     string `json:"commit,omitempty"`
+	CommitTime string `json:"commit_time,omitempty"`
+	Modified   bool   `json:"modified,omitempty"`
+	Go         string `json:"go"`
 }
+
+// versionOf reads the version from the build: -X Version, else the module
+// version (`go install …@v1.2.3`, or the pseudo-version Go derives from a
+// checkout), else "devel"; and the VCS revision, its time and whether the
+// tree had local changes, from the build info or make build's -X values.
+func versionOf(bi *debug.BuildInfo, ok bool) buildVersion {
+	v := buildVersion{Version: Version, Commit: Commit, CommitTime: CommitTime, Go: runtime.Version()}
+	if ok {
+		if v.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v.Version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Commit = s.Value
+			case "vcs.time":
+				v.CommitTime = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
+		}
+	}
+	if Commit != "" && CommitTime != "" && v.Commit == Commit {
+		v.CommitTime = CommitTime
+	}
+	if v.Version == "" {
+		v.Version = "devel"
+	}
+	return v
+}
+
+func (v buildVersion) String() string {
+	s := "lockctl " + v.Version
+	if v.Commit != "" {
+		c := v.Commit
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		s += " (commit " + c
+		if v.CommitTime != "" {
+			s += ", " + v.CommitTime
+		}
+		if v.Modified {
+			s += ", modified"
+		}
+		s += ")"
+	}
+	return s + fmt.Sprintf(" (%s %s/%s)", v.Go, runtime.GOOS, runtime.GOARCH)
+}
+
+func version() string { return versionOf(debug.ReadBuildInfo()).Version }
 
 func newVersionCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print lockctl's version",
+		Short: "Print lockctl's version (and the commit a checkout build came from)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			v := versionOf(debug.ReadBuildInfo())
 			if f.G.Output == "json" {
-				return f.IO.PrintJSON(map[string]string{"version": version(), "go": runtime.Version()})
+				return f.IO.PrintJSON(v)
 			}
-			_, err := fmt.Fprintf(f.IO.Out, "lockctl %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintln(f.IO.Out, v.String())
 			return err
 		},
 	}

@@ -26,6 +26,12 @@ type IOStreams struct {
 	stderrTTY bool
 	color     bool
 	width     int
+
+	// forceTable (-o table) prints the human table off a terminal too;
+	// headers (--headers / --no-headers) overrides whether text listings
+	// carry their header row: nil is the default (on a table, off rows).
+	forceTable bool
+	headers    *bool
 }
 
 // System returns streams bound to the process's stdin, stdout and stderr.
@@ -54,6 +60,25 @@ func (s *IOStreams) SetTTY(stdin, stdout, stderr bool) {
 	s.stdinTTY, s.stdoutTTY, s.stderrTTY = stdin, stdout, stderr
 }
 
+// SetTableOutput applies -o table (forceTable) and --headers/--no-headers
+// (headers, nil when neither was given).
+func (s *IOStreams) SetTableOutput(forceTable bool, headers *bool) {
+	s.forceTable, s.headers = forceTable, headers
+}
+
+// Tabular reports whether text listings print the human table (a terminal,
+// or -o table) rather than tab-separated rows.
+func (s *IOStreams) Tabular() bool { return s.stdoutTTY || s.forceTable }
+
+// WriteTSVHeader writes header as the first row of tab-separated output
+// when --headers asked for one; listings that stream rows call it first.
+func (s *IOStreams) WriteTSVHeader(header []string) error {
+	if s.headers == nil || !*s.headers {
+		return nil
+	}
+	return WriteTSV(s.Out, [][]string{header})
+}
+
 func (s *IOStreams) IsStdinTTY() bool  { return s.stdinTTY }
 func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
@@ -62,7 +87,8 @@ func (s *IOStreams) ColorEnabled() bool {
 }
 
 // DecideColor applies --color and the NO_COLOR / CLICOLOR / CLICOLOR_FORCE
-// conventions. when is "auto", "always" or "never"; getenv is os.Getenv in
+// conventions; in auto mode TERM=dumb (Emacs shells, some CI logs) gets no
+// colour either. when is "auto", "always" or "never"; getenv is os.Getenv in
 // production.
 func (s *IOStreams) DecideColor(when string, getenv func(string) string) {
 	switch when {
@@ -76,7 +102,7 @@ func (s *IOStreams) DecideColor(when string, getenv func(string) string) {
 			s.color = false
 		case getenv("CLICOLOR_FORCE") != "" && getenv("CLICOLOR_FORCE") != "0":
 			s.color = true
-		case getenv("CLICOLOR") == "0":
+		case getenv("CLICOLOR") == "0", getenv("TERM") == "dumb":
 			s.color = false
 		default:
 			s.color = s.stdoutTTY

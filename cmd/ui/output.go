@@ -25,12 +25,17 @@ type Table struct {
 	MaxCellWidth int
 }
 
-// PrintTable renders t: a styled table on a terminal, header-less
-// tab-separated rows otherwise (for cut, awk and while-read loops). Either
+// PrintTable renders t: a styled table on a terminal (or with -o table),
+// header-less tab-separated rows otherwise (for cut, awk and while-read
+// loops; --headers adds the header row, --no-headers drops it from the
+// table). Either
 // way no cell can reach the terminal as a control sequence or break its row:
 // cells pass through Escape (on a terminal, lockctl's own colours are kept).
 func (s *IOStreams) PrintTable(t Table) error {
-	if !s.stdoutTTY {
+	if !s.Tabular() {
+		if err := s.WriteTSVHeader(t.Header); err != nil {
+			return err
+		}
 		return WriteTSV(s.Out, t.Rows)
 	}
 	opts := []tablewriter.Option{
@@ -50,7 +55,9 @@ func (s *IOStreams) PrintTable(t Table) error {
 	for i, h := range t.Header {
 		header[i] = s.Bold(h)
 	}
-	tbl.Header(header...)
+	if s.headers == nil || *s.headers {
+		tbl.Header(header...)
+	}
 	for _, r := range t.Rows {
 		row := make([]any, len(r))
 		for i, c := range r {

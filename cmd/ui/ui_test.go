@@ -46,6 +46,8 @@ func TestDecideColor(t *testing.T) {
 		{"auto", true, map[string]string{"CLICOLOR": "0"}, false},
 		{"always", false, map[string]string{"NO_COLOR": "1"}, true},
 		{"never", true, nil, false},
+		{"auto", true, map[string]string{"TERM": "dumb"}, false},
+		{"always", true, map[string]string{"TERM": "dumb"}, true},
 	} {
 		io, _, _, _ := ui.Test()
 		io.SetTTY(false, tc.tty, false)
