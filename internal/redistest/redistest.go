@@ -35,6 +35,8 @@ type Server struct {
 	cmd      *exec.Cmd
 	done     chan struct{}
 	password string
+	bin      string
+	args     []string // the command line, for Restart
 }
 
 // Options configure a server. Args are extra redis-server arguments in
@@ -117,6 +119,8 @@ func start(bin string, port int, opts *Options) (*Server, error) {
 		cmd:      cmd,
 		done:     make(chan struct{}),
 		password: opts.Password,
+		bin:      bin,
+		args:     args,
 	}
 	if opts.Password != "" {
 		s.URL = fmt.Sprintf("redis://:%s@%s/0", opts.Password, s.Addr)
