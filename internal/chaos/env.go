@@ -162,7 +162,9 @@ func (f *Figures) Check(e *Env) string {
 }
 
 // Note adds a line to the figures' notes.
-func (f *Figures) Note(format string, args ...any) { f.Notes = append(f.Notes, fmt.Sprintf(format, args...)) }
+func (f *Figures) Note(format string, args ...any) {
+	f.Notes = append(f.Notes, fmt.Sprintf(format, args...))
+}
 
 var (
 	reportMu sync.Mutex

@@ -306,3 +306,40 @@ func (c *Client) unprotectedCycle(ctx context.Context, e *Env, holder string, id
 func (p *Proc) String() string {
 	return fmt.Sprintf("%s exit %d [%v..%v] %s", p.Holder, p.Exit, p.Start, p.End, strings.TrimSpace(p.Stderr.String()))
 }
+
+// Children are the pids of lockctl's children (its CMD), from /proc.
+func (p *Proc) Children() []int {
+	var out []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.Cmd.Process.Pid))
+	for _, t := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p.Cmd.Process.Pid, t.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// SignalChildren sends sig to the process group of each of lockctl's
+// children (each CMD leads a group of its own).
+func (p *Proc) SignalChildren(sig syscall.Signal) int {
+	kids := p.Children()
+	for _, k := range kids {
+		syscall.Kill(-k, sig)
+	}
+	return len(kids)
+}
+
+// WaitEntered waits until holder's child entered the resource.
+func (e *Env) WaitEntered(holder string, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if e.Res.Entered(holder) >= 0 {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
