@@ -51,6 +51,7 @@ func (r Result) String() string { return [...]string{"ok", "busy", "fail", "unkn
 // Op is one recorded operation on the lock, with monotonic times since the
 // start of the run.
 type Op struct {
+	Lock         string // the lock's name: histories of different locks are checked apart
 	Holder       int
 	Kind         Kind
 	Result       Result
@@ -120,6 +121,22 @@ type lockState struct {
 // the side of "busy" passes, and an unprotected one (a holder that keeps
 // working after its TTL, a DEL that frees someone else's lease) fails.
 var LeaseModel = porcupine.Model{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var names []string
+		for _, op := range h {
+			n := op.Input.(Op).Lock
+			if _, ok := by[n]; !ok {
+				names = append(names, n)
+			}
+			by[n] = append(by[n], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(names))
+		for _, n := range names {
+			out = append(out, by[n])
+		}
+		return out
+	},
 	Init: func() interface{} { return lockState{holder: -1} },
 	Step: func(s, in, out interface{}) (bool, interface{}) {
 		st := s.(lockState)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -38,6 +39,10 @@ func RunChild() int {
 	}
 	fence := os.Getenv("LOCKCTL_FENCE")
 	token := os.Getenv("LOCKCTL_TOKEN")
+	if pc, err := net.Dial("tcp", os.Getenv("CHAOS_PRESENCE")); err == nil {
+		fmt.Fprintln(pc, holder)
+		defer pc.Close()
+	}
 	c := &http.Client{Timeout: 10 * time.Second}
 	get := func(path string, v url.Values) (string, int) {
 		resp, err := c.Get(base + path + "?" + v.Encode())
@@ -111,7 +116,7 @@ func (e *Env) Spawn(id int, s ProcSpec) *Proc {
 	args = append(args, s.Flags...)
 	args = append(args, "--", e.TestBin)
 	cmd := exec.Command(e.Lockctl, args...)
-	cmd.Env = append(os.Environ(), ChildEnv+"=1", "CHAOS_RESOURCE="+e.Res.URL(), "CHAOS_HOLDER="+holder,
+	cmd.Env = append(os.Environ(), ChildEnv+"=1", "CHAOS_RESOURCE="+e.Res.URL(), "CHAOS_PRESENCE="+e.Res.PresenceAddr(), "CHAOS_HOLDER="+holder,
 		"CHAOS_WORK="+s.Work.String(), "CHAOS_WRITES="+strconv.Itoa(s.Writes))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &Proc{ID: id, Holder: holder, Cmd: cmd, done: make(chan struct{})}
@@ -156,21 +161,21 @@ func (e *Env) recordProc(p *Proc, s ProcSpec) {
 	// lockctl never exits while its child lives: the child is out now.
 	e.Res.Leave(p.Holder)
 	if entered >= 0 {
-		e.Rec.Add(Op{Holder: p.ID, Kind: Acquire, Result: OK, Call: p.Start, Return: entered})
+		e.Rec.Add(Op{Lock: s.Name, Holder: p.ID, Kind: Acquire, Result: OK, Call: p.Start, Return: entered})
 		kind := Release
 		if p.Exit == 76 || p.Exit == 69 || p.Exit >= 128 {
 			kind = Lost
 		}
-		e.Rec.Add(Op{Holder: p.ID, Kind: kind, Result: OK, Call: last, Return: p.End, Ghost: s.TTL})
+		e.Rec.Add(Op{Lock: s.Name, Holder: p.ID, Kind: kind, Result: OK, Call: last, Return: p.End, Ghost: s.TTL})
 		return
 	}
 	switch p.Exit {
 	case 75:
-		e.Rec.Add(Op{Holder: p.ID, Kind: Acquire, Result: Busy, Call: p.Start, Return: p.End})
+		e.Rec.Add(Op{Lock: s.Name, Holder: p.ID, Kind: Acquire, Result: Busy, Call: p.Start, Return: p.End})
 	case 69, 124, 129, 130, 143, 137:
-		e.Rec.Add(Op{Holder: p.ID, Kind: Acquire, Result: Unknown, Call: p.Start, Return: p.End, Ghost: s.TTL})
+		e.Rec.Add(Op{Lock: s.Name, Holder: p.ID, Kind: Acquire, Result: Unknown, Call: p.Start, Return: p.End, Ghost: s.TTL})
 	default:
-		e.Rec.Add(Op{Holder: p.ID, Kind: Acquire, Result: Fail, Call: p.Start, Return: p.End})
+		e.Rec.Add(Op{Lock: s.Name, Holder: p.ID, Kind: Acquire, Result: Fail, Call: p.Start, Return: p.End})
 	}
 }
 
@@ -212,12 +217,12 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 	ret := e.Rec.Now()
 	switch {
 	case err == nil:
-		e.Rec.Add(Op{Holder: id, Kind: Acquire, Result: OK, Call: call, Return: ret, Fence: lease.Fence})
+		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: OK, Call: call, Return: ret, Fence: lease.Fence})
 	case errors.Is(err, lock.ErrNotObtained):
-		e.Rec.Add(Op{Holder: id, Kind: Acquire, Result: Busy, Call: call, Return: ret})
+		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: Busy, Call: call, Return: ret})
 		return
 	default:
-		e.Rec.Add(Op{Holder: id, Kind: Acquire, Result: Unknown, Call: call, Return: ret, Ghost: c.TTL})
+		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: Unknown, Call: call, Return: ret, Ghost: c.TTL})
 		return
 	}
 	wd, err := lock.StartWatchdog(ctx, c.Locker, c.Name, lease.Token, c.TTL, &lock.WatchdogOptions{Since: lease.Sent})
@@ -249,7 +254,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 		e.Res.Leave(holder)
 		c.Stats.Losses++
 		c.Stats.Detections = append(c.Stats.Detections, time.Since(wd.Deadline()))
-		e.Rec.Add(Op{Holder: id, Kind: Lost, Result: OK, Call: last, Return: notice, Ghost: c.TTL})
+		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Lost, Result: OK, Call: last, Return: notice, Ghost: c.TTL})
 		return
 	}
 	e.Res.Leave(holder)
@@ -261,7 +266,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 	if err != nil {
 		kind = Lost
 	}
-	e.Rec.Add(Op{Holder: id, Kind: kind, Result: OK, Call: last, Return: e.Rec.Now(), Ghost: c.TTL})
+	e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: kind, Result: OK, Call: last, Return: e.Rec.Now(), Ghost: c.TTL})
 }
 
 // unprotectedCycle is SET NX PX, work without renewal, DEL.
@@ -280,14 +285,14 @@ func (c *Client) unprotectedCycle(ctx context.Context, e *Env, holder string, id
 	}
 	ret := e.Rec.Now()
 	if err != nil {
-		e.Rec.Add(Op{Holder: id, Kind: Acquire, Result: Unknown, Call: call, Return: ret, Ghost: c.TTL})
+		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: Unknown, Call: call, Return: ret, Ghost: c.TTL})
 		return
 	}
 	if !ok {
-		e.Rec.Add(Op{Holder: id, Kind: Acquire, Result: Busy, Call: call, Return: ret})
+		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: Busy, Call: call, Return: ret})
 		return
 	}
-	e.Rec.Add(Op{Holder: id, Kind: Acquire, Result: OK, Call: call, Return: ret})
+	e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: OK, Call: call, Return: ret})
 	// A fence taken by hand, as a careful client without lockctl would.
 	fence, _ := c.Raw.Incr(ctx, "chaos:unprotected:fence:"+c.Name).Result()
 	n := e.Res.Enter(holder)
@@ -300,7 +305,7 @@ func (c *Client) unprotectedCycle(ctx context.Context, e *Env, holder string, id
 	}
 	e.Res.Leave(holder)
 	c.Raw.Del(context.WithoutCancel(ctx), key)
-	e.Rec.Add(Op{Holder: id, Kind: Release, Result: OK, Call: last, Return: e.Rec.Now()})
+	e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Release, Result: OK, Call: last, Return: e.Rec.Now()})
 }
 
 func (p *Proc) String() string {

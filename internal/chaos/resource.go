@@ -1,10 +1,13 @@
 package chaos
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -24,9 +27,10 @@ import (
 // fence said; that is the figure that must stay 0 wherever lockctl claims
 // safety.
 type Resource struct {
-	srv *http.Server
-	ln  net.Listener
-	rec *Recorder
+	srv      *http.Server
+	ln       net.Listener
+	presence net.Listener
+	rec      *Recorder
 
 	mu       sync.Mutex
 	inside   map[string]time.Duration // holder -> when it entered
@@ -86,14 +90,48 @@ func NewResource(rec *Recorder) (*Resource, error) {
 	mux.HandleFunc("/leave", r.handleLeave)
 	r.srv = &http.Server{Handler: mux}
 	go r.srv.Serve(ln)
+	if r.presence, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	go r.watchPresence()
 	return r, nil
 }
+
+// watchPresence takes one connection per child process, opened at its start
+// and named by its first line. The kernel closes it when the process dies,
+// however it dies, so the holder leaves the unfenced store at the moment of
+// its death rather than when the harness learns of it.
+func (r *Resource) watchPresence() {
+	for {
+		c, err := r.presence.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			rd := bufio.NewReader(c)
+			name, err := rd.ReadString('\n')
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, rd)
+			r.Leave(strings.TrimSpace(name))
+		}()
+	}
+}
+
+// PresenceAddr is where children announce themselves (CHAOS_PRESENCE).
+func (r *Resource) PresenceAddr() string { return r.presence.Addr().String() }
 
 // URL is the resource's base URL, handed to children in CHAOS_RESOURCE.
 func (r *Resource) URL() string { return "http://" + r.ln.Addr().String() }
 
 // Close stops the server.
-func (r *Resource) Close() { r.srv.Close() }
+func (r *Resource) Close() {
+	r.srv.Close()
+	r.presence.Close()
+}
 
 func (r *Resource) handleEnter(w http.ResponseWriter, q *http.Request) {
 	h := q.FormValue("holder")

@@ -1,0 +1,145 @@
+package chaos_test
+
+import (
+	"context"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/chaos"
+	"github.com/lockctl/lockctl/internal/faultproxy"
+	"github.com/lockctl/lockctl/pkg/lock"
+)
+
+// netFault is one network fault between a holder and Redis, held for a
+// while through the proxy.
+type netFault struct {
+	name  string
+	apply func(p *faultproxy.Proxy, d time.Duration)
+	full  bool
+}
+
+var netFaults = []netFault{
+	{name: "6.blackhole", apply: func(p *faultproxy.Proxy, d time.Duration) {
+		p.Blackhole(true)
+		time.Sleep(d)
+		p.Blackhole(false)
+	}},
+	{name: "6.reset", apply: func(p *faultproxy.Proxy, d time.Duration) {
+		// Every connection is reset, and every new one at once, for d.
+		p.Refuse(true)
+		p.Reset()
+		time.Sleep(d)
+		p.Refuse(false)
+	}},
+	{name: "6.slow-replies", full: true, apply: func(p *faultproxy.Proxy, d time.Duration) {
+		p.SetSlowReplies(d)
+		time.Sleep(d)
+		p.SetSlowReplies(0)
+	}},
+	{name: "6.latency-half-ttl", full: true, apply: func(p *faultproxy.Proxy, d time.Duration) {
+		p.SetLatency(500 * time.Millisecond)
+		time.Sleep(d)
+		p.SetLatency(0)
+	}},
+}
+
+// TestNetworkFaults: a holder reaches Redis through the fault proxy, a
+// second one directly. While the fault lasts (2x TTL) the proxied holder
+// must give up by its local deadline: lockctl run kills its child and exits
+// 76 before the server's lease runs out, so the direct holder, who gets the
+// lock after expiry, never overlaps it. In-process holders run through the
+// same proxy and their history must stay linearizable. A one-shot `lockctl
+// lock` through the fault exits 69 within --timeout.
+func TestNetworkFaults(t *testing.T) {
+	srv := startRedis(t)
+	ttl := time.Second
+	for _, nf := range netFaults {
+		t.Run(nf.name, func(t *testing.T) {
+			if nf.full {
+				full(t)
+			}
+			p, err := faultproxy.New(srv.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			e := chaos.NewEnv(t, nf.name, lockctlBin)
+			lname := "net-" + itoa(int(time.Now().UnixNano()%1e6))
+			via := urlOf(p.Addr())
+			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", via, "--timeout", "300ms"}, Name: lname, TTL: ttl,
+				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 5 * ttl, Writes: 20})
+			if !e.WaitEntered(a.Holder, 10*time.Second) {
+				t.Fatalf("holder a never started: %s", a)
+			}
+			// In-process holders through the proxy, on the same lock.
+			l := lock.New(client(t, p.Addr(), 300*time.Millisecond), &lock.Options{PollInterval: 50 * time.Millisecond})
+			cs := newClients(e, 4, 0, l, lname, ttl, 3*time.Second, 300*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); cycles(ctx, e, cs, 4) }()
+
+			time.Sleep(ttl / 2)
+			faultAt := e.Rec.Now()
+			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: lname, TTL: ttl,
+				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
+			var oneShot time.Duration
+			var oneShotExit int
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(100 * time.Millisecond)
+				start := time.Now()
+				err := exec.Command(lockctlBin, "lock", lname+"-oneshot", "--url", via, "--timeout", "1s", "-n").Run()
+				oneShot, oneShotExit = time.Since(start), exitOf(err)
+			}()
+			nf.apply(p, 2*ttl)
+			a.Wait()
+			b.Wait()
+			wg.Wait()
+
+			f := e.Collect("lockctl", ttl, 6)
+			f.Renewals, f.Detect = renewalsOf(cs)
+			f.Detect = append(f.Detect, a.End-faultAt)
+			if a.Exit == 76 {
+				f.ChildrenKilled = 1
+			}
+			verdict := f.Check(e)
+			lastA := e.Res.LastAct(a.Holder)
+			f.Note("a exit %d %v after the fault began (its child last acted %v after); b exit %d; one-shot lock exit %d after %v",
+				a.Exit, a.End-faultAt, lastA-faultAt, b.Exit, oneShotExit, oneShot.Round(time.Millisecond))
+			ok := a.Exit == 76 && f.Unfenced.Overlaps == 0 && f.Fenced.AcceptedStale == 0 && verdict == "ok" && oneShotExit == 69
+			f.Verdict = verdictOf(ok, "the holder gave up by its local deadline; no overlap, no stale write, linearizable; one-shot exit 69")
+			chaos.Publish(f)
+			t.Logf("a: %s\nb: %s\nfigures: %+v", a, b, f)
+			if a.Exit != 76 {
+				t.Errorf("a exit %d, want 76 (lease lost): %s", a.Exit, a)
+			}
+			if lastA > faultAt+ttl {
+				t.Errorf("a's child acted %v after the fault began, past any lease of %v", lastA-faultAt, ttl)
+			}
+			if f.Unfenced.Overlaps != 0 || f.Fenced.AcceptedStale != 0 {
+				t.Errorf("overlaps %d, accepted stale %d; want 0", f.Unfenced.Overlaps, f.Fenced.AcceptedStale)
+			}
+			if verdict != "ok" {
+				t.Errorf("porcupine: %s", verdict)
+			}
+			if oneShotExit != 69 || oneShot > 4*time.Second {
+				t.Errorf("one-shot lock through the fault: exit %d after %v, want 69 within --timeout 1s (plus slack)", oneShotExit, oneShot)
+			}
+		})
+	}
+}
+
+func exitOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
