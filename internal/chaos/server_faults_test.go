@@ -1,0 +1,215 @@
+package chaos_test
+
+import (
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/chaos"
+	"github.com/lockctl/lockctl/internal/redistest"
+)
+
+// holdAndFault runs the shape most server-side scenarios share: holder a
+// takes the lock with a long critical section, fault() is applied, holder b
+// waits for the lock (on the URL bURL, which may differ after a failover),
+// and both are recorded.
+func holdAndFault(t *testing.T, e *chaos.Env, aURL string, aFlags []string, bURL func() string, ttl time.Duration, fault func()) (a, b *chaos.Proc, faultAt time.Duration) {
+	t.Helper()
+	lname := "srv-" + strconv.Itoa(int(time.Now().UnixNano()%1e6))
+	a = e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", aURL, "--timeout", "300ms"}, Name: lname, TTL: ttl,
+		Flags: append([]string{"-n", "--ttl", ttl.String()}, aFlags...), Work: 5 * ttl, Writes: 20})
+	if !e.WaitEntered(a.Holder, 10*time.Second) {
+		t.Fatalf("holder a never started: %s", a)
+	}
+	time.Sleep(ttl / 2)
+	faultAt = e.Rec.Now()
+	fault()
+	b = e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", bURL(), "--timeout", "300ms"}, Name: lname, TTL: ttl,
+		Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
+	a.Wait()
+	b.Wait()
+	return a, b, faultAt
+}
+
+// TestServerStalls: the server stops answering for 2x TTL (SIGSTOP of
+// redis-server, DEBUG SLEEP, CLIENT PAUSE). The holder must give up by its
+// local deadline (exit 76, child killed) and nothing may overlap: the next
+// holder only gets the lock from the server after the stall.
+func TestServerStalls(t *testing.T) {
+	ttl := time.Second
+	stalls := []struct {
+		name  string
+		full  bool
+		stall func(s *redistest.Server, d time.Duration)
+	}{
+		{"7.sigstop-redis", false, func(s *redistest.Server, d time.Duration) {
+			s.Signal(syscall.SIGSTOP)
+			time.Sleep(d)
+			s.Signal(syscall.SIGCONT)
+		}},
+		{"7.debug-sleep", true, func(s *redistest.Server, d time.Duration) {
+			s.Do("DEBUG", "SLEEP", strconv.FormatFloat(d.Seconds(), 'f', 1, 64))
+		}},
+		{"7.client-pause", true, func(s *redistest.Server, d time.Duration) {
+			s.Do("CLIENT", "PAUSE", strconv.Itoa(int(d.Milliseconds())), "ALL")
+			time.Sleep(d)
+		}},
+	}
+	for _, st := range stalls {
+		t.Run(st.name, func(t *testing.T) {
+			if st.full {
+				full(t)
+			}
+			srv := startRedis(t, "--enable-debug-command", "yes")
+			e := chaos.NewEnv(t, st.name, lockctlBin)
+			var stallEnd time.Duration
+			a, b, faultAt := holdAndFault(t, e, srv.URL, nil, func() string { return srv.URL }, ttl, func() {
+				st.stall(srv, 2*ttl)
+				stallEnd = e.Rec.Now()
+			})
+			f := e.Collect("lockctl", ttl, 2)
+			f.Detect = []time.Duration{a.End - faultAt}
+			if a.Exit == 76 {
+				f.ChildrenKilled = 1
+			}
+			f.Recover = e.Res.Entered(b.Holder) - stallEnd
+			verdict := f.Check(e)
+			f.Note("a exit %d %v after the stall began; b exit %d, entered %v after the stall ended", a.Exit, a.End-faultAt, b.Exit, f.Recover)
+			ok := a.Exit == 76 && b.Exit == 0 && f.Unfenced.Overlaps == 0 && f.Fenced.AcceptedStale == 0 && verdict == "ok"
+			f.Verdict = verdictOf(ok, "holder gave up by its local deadline; no overlap; linearizable")
+			chaos.Publish(f)
+			t.Logf("a: %s\nb: %s", a, b)
+			if a.Exit != 76 {
+				t.Errorf("a exit %d, want 76", a.Exit)
+			}
+			if b.Exit != 0 {
+				t.Errorf("b exit %d, want 0: %s", b.Exit, b)
+			}
+			if f.Unfenced.Overlaps != 0 || f.Fenced.AcceptedStale != 0 || verdict != "ok" {
+				t.Errorf("overlaps %d, accepted stale %d, porcupine %s", f.Unfenced.Overlaps, f.Fenced.AcceptedStale, verdict)
+			}
+		})
+	}
+}
+
+// TestRestart: Redis is killed and restarted on the same port, without
+// persistence and with AOF appendfsync always. Without persistence the lock
+// is lost (the holder finds out at its next renewal, exit 76) and a new
+// holder gets in; the fences it gets must still be greater than every fence
+// issued before, so the fenced store neither refuses the new holder nor
+// takes the old one's writes. With AOF always the lock survives: the holder
+// keeps it and nobody else gets in while it runs.
+func TestRestart(t *testing.T) {
+	ttl := 2 * time.Second
+	for _, v := range []struct {
+		name string
+		args []string
+	}{
+		{"4.restart-no-persistence", nil},
+		{"4.restart-aof-always", []string{"--appendonly", "yes", "--appendfsync", "always"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			srv := startRedis(t, v.args...)
+			e := chaos.NewEnv(t, v.name, lockctlBin)
+			// Earlier holders leave the fence counter well above 1, as in
+			// any lock that has been used for a while.
+			for i := 0; i < 3; i++ {
+				p := e.Spawn(10+i, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: "restart", TTL: ttl,
+					Flags: []string{"-n", "--ttl", ttl.String()}, Work: 20 * time.Millisecond, Writes: 1})
+				p.Wait()
+			}
+			lname := "restart"
+			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "300ms"}, Name: lname, TTL: ttl,
+				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 3 * ttl, Writes: 12})
+			if !e.WaitEntered(a.Holder, 10*time.Second) {
+				t.Fatalf("holder a never started: %s", a)
+			}
+			faultAt := e.Rec.Now()
+			srv.Kill()
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			back := e.Rec.Now()
+			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "300ms"}, Name: lname, TTL: ttl,
+				Flags: []string{"-w", "30s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
+			a.Wait()
+			b.Wait()
+			f := e.Collect("lockctl", ttl, 5)
+			f.Detect = []time.Duration{a.End - faultAt}
+			if a.Exit == 76 {
+				f.ChildrenKilled = 1
+			}
+			f.Recover = e.Res.Entered(b.Holder) - back
+			verdict := f.Check(e)
+			f.Note("a exit %d; b exit %d, entered %v after the restart", a.Exit, b.Exit, f.Recover)
+			fs := f.Fenced
+			var ok bool
+			if v.args == nil {
+				ok = a.Exit == 76 && fs.Regressions == 0 && fs.RejectedFresh == 0 && fs.AcceptedStale == 0
+				f.Verdict = verdictOf(ok, "lock lost and detected (exit 76); fences after the restart greater than before; no stale write")
+			} else {
+				ok = a.Exit == 0 && f.Unfenced.Overlaps == 0 && fs.AcceptedStale == 0 && verdict == "ok"
+				f.Verdict = verdictOf(ok, "lock kept across the restart; no overlap; linearizable")
+			}
+			chaos.Publish(f)
+			t.Logf("a: %s\nb: %s\nfenced %+v", a, b, fs)
+			if fs.AcceptedStale != 0 {
+				t.Errorf("accepted stale writes: %d", fs.AcceptedStale)
+			}
+			if fs.Regressions != 0 || fs.RejectedFresh != 0 || fs.Duplicates != 0 {
+				t.Errorf("fences went backwards after the restart: regressions %d, newest holder refused %d, duplicates %d", fs.Regressions, fs.RejectedFresh, fs.Duplicates)
+			}
+			if v.args == nil {
+				if a.Exit != 76 {
+					t.Errorf("a exit %d, want 76 (the restart dropped its lock)", a.Exit)
+				}
+			} else {
+				if a.Exit != 0 || f.Unfenced.Overlaps != 0 || verdict != "ok" {
+					t.Errorf("AOF always: a exit %d, overlaps %d, porcupine %s; want the lock kept", a.Exit, f.Unfenced.Overlaps, verdict)
+				}
+			}
+		})
+	}
+}
+
+// TestNoevictionFullMemory: with maxmemory reached under noeviction, a
+// lock attempt is refused by the server: a clear 69, never 75 or 70.
+func TestNoevictionFullMemory(t *testing.T) {
+	srv := startRedis(t, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
+	e := chaos.NewEnv(t, "8.noeviction-full", lockctlBin)
+	fill(t, srv)
+	start := time.Now()
+	out, err := exec.Command(lockctlBin, "lock", "full", "--url", srv.URL, "-n").CombinedOutput()
+	code := exitOf(err)
+	f := e.Collect("lockctl", 30*time.Second, 1)
+	f.Attempted, f.Errors = 1, 1
+	f.Note("lockctl lock exit %d after %v: %s", code, time.Since(start).Round(time.Millisecond), firstLine(string(out)))
+	f.Verdict = verdictOf(code == 69, "a clear 69 (Redis refused: OOM)")
+	chaos.Publish(f)
+	if code != 69 {
+		t.Errorf("lock on a full noeviction server: exit %d, want 69\n%s", code, out)
+	}
+}
+
+// fill writes values until the server refuses with OOM.
+func fill(t *testing.T, s *redistest.Server) {
+	t.Helper()
+	c := client(t, s.Addr, 5*time.Second)
+	val := make([]byte, 64*1024)
+	for i := 0; i < 10000; i++ {
+		if err := c.Set(t.Context(), "fill:"+strconv.Itoa(i), val, 0).Err(); err != nil {
+			return
+		}
+	}
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
