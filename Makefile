@@ -1,7 +1,7 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build completions bench lint
+.PHONY: test build completions bench lint chaos reliability
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
 build:
@@ -22,3 +22,15 @@ completions:
 bench:
 	./scripts/ensure-redis.sh
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/...
+
+# The full fault-injection tier (internal/chaos; up to 30 minutes). `make test` runs its short
+# tier. Replay a run with LOCKCTL_CHAOS_SEED=<seed> make chaos.
+chaos:
+	./scripts/ensure-redis.sh
+	LOCKCTL_CHAOS=full $(GO) test -count=1 -timeout 30m -v ./internal/chaos
+
+# Regenerates RELIABILITY.md from a full run; the file is written even when a scenario fails,
+# and the target then fails too.
+reliability:
+	./scripts/ensure-redis.sh
+	LOCKCTL_CHAOS=full LOCKCTL_CHAOS_REPORT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 30m ./internal/chaos
