@@ -213,3 +213,71 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// TestEviction: a lock is held while memory pressure makes the server evict
+// keys (allkeys-lru, volatile-ttl). The eviction of the lock key is a loss
+// no client can prevent: the holder must detect it at its next renewal
+// (exit 76), and the fenced store must take no stale write. The fence
+// counter itself can be evicted under allkeys-lru, and then fences repeat:
+// the report says so.
+func TestEviction(t *testing.T) {
+	ttl := 2 * time.Second
+	for _, policy := range []string{"allkeys-lru", "volatile-ttl"} {
+		t.Run(policy, func(t *testing.T) {
+			if policy == "volatile-ttl" {
+				full(t)
+			}
+			srv := startRedis(t, "--maxmemory", "4mb", "--maxmemory-policy", policy, "--maxmemory-samples", "10")
+			e := chaos.NewEnv(t, "8.eviction-"+policy, lockctlBin)
+			for i := 0; i < 3; i++ {
+				e.Spawn(10+i, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: "ev", TTL: ttl,
+					Flags: []string{"-n", "--ttl", ttl.String()}, Work: 10 * time.Millisecond, Writes: 1}).Wait()
+			}
+			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "300ms"}, Name: "ev", TTL: ttl,
+				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 3 * ttl, Writes: 12})
+			if !e.WaitEntered(a.Holder, 10*time.Second) {
+				t.Fatalf("holder a never started: %s", a)
+			}
+			faultAt := e.Rec.Now()
+			c := client(t, srv.Addr, 5*time.Second)
+			val := make([]byte, 16*1024)
+			evicted := false
+			for i := 0; i < 4000 && !evicted; i++ {
+				// Keys with a short TTL compete with the lock under volatile-ttl.
+				c.Set(t.Context(), "fill:"+strconv.Itoa(i), val, time.Duration(60+i)*time.Second)
+				if i%50 == 0 {
+					if n, _ := c.Exists(t.Context(), "lock:ev").Result(); n == 0 {
+						evicted = true
+					}
+				}
+			}
+			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "300ms"}, Name: "ev", TTL: ttl,
+				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
+			a.Wait()
+			b.Wait()
+			f := e.Collect("lockctl", ttl, 5)
+			f.Detect = []time.Duration{a.End - faultAt}
+			if a.Exit == 76 {
+				f.ChildrenKilled = 1
+			}
+			fs := f.Fenced
+			f.Note("lock key evicted: %v; a exit %d; b exit %d; fenced %+v", evicted, a.Exit, b.Exit, fs)
+			if evicted {
+				f.Note("an evicted lock lets a second holder in while the first still works (%d overlaps on the unfenced store): no client can close that; only fencing protects the data", f.Unfenced.Overlaps)
+			}
+			ok := fs.AcceptedStale == 0 && (!evicted || a.Exit == 76)
+			f.Verdict = verdictOf(ok, "eviction detected at the next renewal (76); no stale write accepted")
+			chaos.Publish(f)
+			t.Logf("a: %s\nb: %s\nfenced %+v", a, b, fs)
+			if !evicted {
+				t.Skipf("%s did not evict the lock key with this fill; nothing to check", policy)
+			}
+			if a.Exit != 76 {
+				t.Errorf("a exit %d after its lock was evicted, want 76", a.Exit)
+			}
+			if fs.AcceptedStale != 0 {
+				t.Errorf("accepted stale writes: %d", fs.AcceptedStale)
+			}
+		})
+	}
+}
