@@ -85,6 +85,9 @@ func TestFailover(t *testing.T) {
 			}
 			f.Recover = e.Res.Entered(b.Holder) - faultAt
 			fs := f.Fenced
+			if fs.Duplicates > 0 || fs.Regressions > 0 {
+				f.Note("the promoted replica issued fences already issued by the old master (%d duplicate, %d lower): the fenced store refused the new holder and took %d stale write(s) from the old one", fs.Duplicates, fs.Regressions, fs.AcceptedStale)
+			}
 			f.Note("a granted: %v, exit %d; b exit %d, entered %v after the master died", entered, a.Exit, b.Exit, f.Recover)
 			var ok bool
 			if wait {
@@ -118,4 +121,3 @@ func TestFailover(t *testing.T) {
 		})
 	}
 }
-

@@ -143,3 +143,31 @@ func exitOf(err error) int {
 	}
 	return -1
 }
+
+// TestLateGrant: the grant's reply arrives after the lease's local deadline
+// (replies slowed to 2x TTL, the per-call timeout longer than that). The
+// lease may already be gone on the server, so lockctl must not start the
+// command on it.
+func TestLateGrant(t *testing.T) {
+	srv := startRedis(t)
+	ttl := time.Second
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	e := chaos.NewEnv(t, "6.late-grant", lockctlBin)
+	p.SetSlowReplies(2 * ttl)
+	a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", urlOf(p.Addr()), "--timeout", "5s"}, Name: "late", TTL: ttl,
+		Flags: []string{"-n", "--ttl", ttl.String()}, Work: ttl, Writes: 2})
+	a.Wait()
+	entered := e.Res.Entered(a.Holder) >= 0
+	f := e.Collect("lockctl", ttl, 1)
+	f.Note("grant reply delayed 2x TTL: the command started: %v; exit %d", entered, a.Exit)
+	f.Verdict = verdictOf(!entered, "no command started on a grant that arrived after its local deadline")
+	chaos.Publish(f)
+	t.Logf("a: %s", a)
+	if entered {
+		t.Errorf("lockctl started the command on a grant whose reply came %v after it was sent, past the lease's local deadline (ttl %v)", 2*ttl, ttl)
+	}
+}

@@ -145,6 +145,9 @@ func TestRestart(t *testing.T) {
 			verdict := f.Check(e)
 			f.Note("a exit %d; b exit %d, entered %v after the restart", a.Exit, b.Exit, f.Recover)
 			fs := f.Fenced
+			if fs.Regressions > 0 || fs.RejectedFresh > 0 {
+				f.Note("the fence counter restarted below the fences issued before the restart: the new holder was refused (%d) and the old one's later writes accepted (%d stale)", fs.RejectedFresh, fs.AcceptedStale)
+			}
 			var ok bool
 			if v.args == nil {
 				ok = a.Exit == 76 && fs.Regressions == 0 && fs.RejectedFresh == 0 && fs.AcceptedStale == 0
@@ -262,6 +265,9 @@ func TestEviction(t *testing.T) {
 			}
 			fs := f.Fenced
 			f.Note("lock key evicted: %v; a exit %d; b exit %d; fenced %+v", evicted, a.Exit, b.Exit, fs)
+			if fs.Regressions > 0 {
+				f.Note("the fence counter was evicted with the lock, so fences went backwards and the fenced store took %d stale write(s)", fs.AcceptedStale)
+			}
 			if evicted {
 				f.Note("an evicted lock lets a second holder in while the first still works (%d overlaps on the unfenced store): no client can close that; only fencing protects the data", f.Unfenced.Overlaps)
 			}
