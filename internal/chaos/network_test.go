@@ -2,13 +2,17 @@ package chaos_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/chaos"
 	"github.com/lockctl/lockctl/internal/faultproxy"
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -56,8 +60,21 @@ func TestNetworkFaults(t *testing.T) {
 	srv := startRedis(t)
 	ttl := time.Second
 	for _, nf := range netFaults {
-		t.Run(nf.name, func(t *testing.T) {
-			if nf.full {
+		for _, ignore := range []bool{false, true} {
+			netScenario(t, srv, ttl, nf, ignore)
+		}
+	}
+}
+
+func netScenario(t *testing.T, srv *redistest.Server, ttl time.Duration, nf netFault, ignore bool) {
+	label := "lockctl"
+	onLost := "term"
+	if ignore {
+		label, onLost = "unprotected: --on-lost ignore", "ignore"
+	}
+	{
+		t.Run(nf.name+"/"+label, func(t *testing.T) {
+			if nf.full || (ignore && nf.name != "6.blackhole") {
 				full(t)
 			}
 			p, err := faultproxy.New(srv.Addr)
@@ -69,7 +86,7 @@ func TestNetworkFaults(t *testing.T) {
 			lname := "net-" + itoa(int(time.Now().UnixNano()%1e6))
 			via := urlOf(p.Addr())
 			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", via, "--timeout", "300ms"}, Name: lname, TTL: ttl,
-				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 5 * ttl, Writes: 20})
+				Flags: []string{"-n", "--ttl", ttl.String(), "--on-lost", onLost}, Work: 5 * ttl, Writes: 20})
 			if !e.WaitEntered(a.Holder, 10*time.Second) {
 				t.Fatalf("holder a never started: %s", a)
 			}
@@ -101,7 +118,7 @@ func TestNetworkFaults(t *testing.T) {
 			b.Wait()
 			wg.Wait()
 
-			f := e.Collect("lockctl", ttl, 6)
+			f := e.Collect(label, ttl, 6)
 			f.Renewals, f.Detect = renewalsOf(cs)
 			f.Detect = append(f.Detect, a.End-faultAt)
 			if a.Exit == 76 {
@@ -112,9 +129,18 @@ func TestNetworkFaults(t *testing.T) {
 			f.Note("a exit %d %v after the fault began (its child last acted %v after); b exit %d; one-shot lock exit %d after %v",
 				a.Exit, a.End-faultAt, lastA-faultAt, b.Exit, oneShotExit, oneShot.Round(time.Millisecond))
 			ok := a.Exit == 76 && f.Unfenced.Overlaps == 0 && f.Fenced.AcceptedStale == 0 && verdict == "ok" && oneShotExit == 69
+			t.Logf("a: %s\nb: %s\nfigures: %+v", a, b, f)
+			if ignore {
+				f.ChildrenKilled = 0
+				f.Verdict = verdictOf(f.Unfenced.Overlaps > 0 && verdict == "illegal", "fails as it must: the child works on after the lease, overlaps, not linearizable")
+				chaos.Publish(f)
+				if f.Unfenced.Overlaps == 0 || verdict != "illegal" {
+					t.Errorf("--on-lost ignore did not fail: overlaps %d, porcupine %s", f.Unfenced.Overlaps, verdict)
+				}
+				return
+			}
 			f.Verdict = verdictOf(ok, "the holder gave up by its local deadline; no overlap, no stale write, linearizable; one-shot exit 69")
 			chaos.Publish(f)
-			t.Logf("a: %s\nb: %s\nfigures: %+v", a, b, f)
 			if a.Exit != 76 {
 				t.Errorf("a exit %d, want 76 (lease lost): %s", a.Exit, a)
 			}
@@ -158,10 +184,20 @@ func TestLateGrant(t *testing.T) {
 	defer p.Close()
 	e := chaos.NewEnv(t, "6.late-grant", lockctlBin)
 	p.SetSlowReplies(2 * ttl)
-	a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", urlOf(p.Addr()), "--timeout", "5s"}, Name: "late", TTL: ttl,
-		Flags: []string{"-n", "--ttl", ttl.String()}, Work: ttl, Writes: 2})
+	report := filepath.Join(t.TempDir(), "report.json")
+	a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", urlOf(p.Addr()), "--timeout", "3s"}, Name: "late", TTL: ttl,
+		Flags: []string{"-n", "--ttl", ttl.String(), "--report-file", report}, Work: ttl, Writes: 2})
 	a.Wait()
-	entered := e.Res.Entered(a.Holder) >= 0
+	// The child may be killed before it reaches the resource: the run
+	// report and exit 76 ("lost while the child ran") also prove a start.
+	var rep struct {
+		ChildExit   *int    `json:"child_exit"`
+		ChildSignal *string `json:"child_signal"`
+	}
+	if b, err := os.ReadFile(report); err == nil {
+		json.Unmarshal(b, &rep)
+	}
+	entered := e.Res.Entered(a.Holder) >= 0 || a.Exit == 76 || rep.ChildExit != nil || rep.ChildSignal != nil
 	f := e.Collect("lockctl", ttl, 1)
 	f.Note("grant reply delayed 2x TTL: the command started: %v; exit %d", entered, a.Exit)
 	f.Verdict = verdictOf(!entered, "no command started on a grant that arrived after its local deadline")

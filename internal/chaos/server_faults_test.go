@@ -58,39 +58,54 @@ func TestServerStalls(t *testing.T) {
 		}},
 	}
 	for _, st := range stalls {
-		t.Run(st.name, func(t *testing.T) {
-			if st.full {
-				full(t)
+		for _, ignore := range []bool{false, true} {
+			label := "lockctl"
+			var aFlags []string
+			if ignore {
+				label, aFlags = "unprotected: --on-lost ignore", []string{"--on-lost", "ignore"}
 			}
-			srv := startRedis(t, "--enable-debug-command", "yes")
-			e := chaos.NewEnv(t, st.name, lockctlBin)
-			var stallEnd time.Duration
-			a, b, faultAt := holdAndFault(t, e, srv.URL, nil, func() string { return srv.URL }, ttl, func() {
-				st.stall(srv, 2*ttl)
-				stallEnd = e.Rec.Now()
+			t.Run(st.name+"/"+label, func(t *testing.T) {
+				if st.full {
+					full(t)
+				}
+				srv := startRedis(t, "--enable-debug-command", "yes")
+				e := chaos.NewEnv(t, st.name, lockctlBin)
+				var stallEnd time.Duration
+				a, b, faultAt := holdAndFault(t, e, srv.URL, aFlags, func() string { return srv.URL }, ttl, func() {
+					st.stall(srv, 2*ttl)
+					stallEnd = e.Rec.Now()
+				})
+				f := e.Collect(label, ttl, 2)
+				f.Detect = []time.Duration{a.End - faultAt}
+				if a.Exit == 76 && !ignore {
+					f.ChildrenKilled = 1
+				}
+				f.Recover = e.Res.Entered(b.Holder) - stallEnd
+				verdict := f.Check(e)
+				f.Note("a exit %d %v after the stall began; b exit %d, entered %v after the stall ended", a.Exit, a.End-faultAt, b.Exit, f.Recover)
+				t.Logf("a: %s\nb: %s", a, b)
+				if ignore {
+					f.Verdict = verdictOf(f.Unfenced.Overlaps > 0 && verdict == "illegal", "fails as it must: the child works on after the lease, overlaps, not linearizable")
+					chaos.Publish(f)
+					if f.Unfenced.Overlaps == 0 || verdict != "illegal" {
+						t.Errorf("--on-lost ignore did not fail: overlaps %d, porcupine %s", f.Unfenced.Overlaps, verdict)
+					}
+					return
+				}
+				ok := a.Exit == 76 && b.Exit == 0 && f.Unfenced.Overlaps == 0 && f.Fenced.AcceptedStale == 0 && verdict == "ok"
+				f.Verdict = verdictOf(ok, "holder gave up by its local deadline; no overlap; linearizable")
+				chaos.Publish(f)
+				if a.Exit != 76 {
+					t.Errorf("a exit %d, want 76", a.Exit)
+				}
+				if b.Exit != 0 {
+					t.Errorf("b exit %d, want 0: %s", b.Exit, b)
+				}
+				if f.Unfenced.Overlaps != 0 || f.Fenced.AcceptedStale != 0 || verdict != "ok" {
+					t.Errorf("overlaps %d, accepted stale %d, porcupine %s", f.Unfenced.Overlaps, f.Fenced.AcceptedStale, verdict)
+				}
 			})
-			f := e.Collect("lockctl", ttl, 2)
-			f.Detect = []time.Duration{a.End - faultAt}
-			if a.Exit == 76 {
-				f.ChildrenKilled = 1
-			}
-			f.Recover = e.Res.Entered(b.Holder) - stallEnd
-			verdict := f.Check(e)
-			f.Note("a exit %d %v after the stall began; b exit %d, entered %v after the stall ended", a.Exit, a.End-faultAt, b.Exit, f.Recover)
-			ok := a.Exit == 76 && b.Exit == 0 && f.Unfenced.Overlaps == 0 && f.Fenced.AcceptedStale == 0 && verdict == "ok"
-			f.Verdict = verdictOf(ok, "holder gave up by its local deadline; no overlap; linearizable")
-			chaos.Publish(f)
-			t.Logf("a: %s\nb: %s", a, b)
-			if a.Exit != 76 {
-				t.Errorf("a exit %d, want 76", a.Exit)
-			}
-			if b.Exit != 0 {
-				t.Errorf("b exit %d, want 0: %s", b.Exit, b)
-			}
-			if f.Unfenced.Overlaps != 0 || f.Fenced.AcceptedStale != 0 || verdict != "ok" {
-				t.Errorf("overlaps %d, accepted stale %d, porcupine %s", f.Unfenced.Overlaps, f.Fenced.AcceptedStale, verdict)
-			}
-		})
+		}
 	}
 }
 
