@@ -12,7 +12,8 @@ import (
 // it is not built, why.
 type Scenario struct {
 	ID, Title string
-	NotBuilt  string
+	NotBuilt  string // the whole scenario is not built, and why
+	Missing   string // the parts of it that are not built
 }
 
 // Scenarios is the report's index, in the specification's order.
@@ -21,13 +22,13 @@ var Scenarios = []Scenario{
 	{ID: "2", Title: "Holder paused for 3x TTL"},
 	{ID: "3", Title: "Holder kill -9"},
 	{ID: "4", Title: "Redis restart"},
-	{ID: "5", Title: "Failover"},
+	{ID: "5", Title: "Failover", Missing: "not built: promotion by `SENTINEL FAILOVER` (master + replica + three sentinels); only the promotion by hand runs"},
 	{ID: "6", Title: "Network faults between a holder and Redis"},
 	{ID: "7", Title: "Server stalls longer than the TTL"},
 	{ID: "8", Title: "Eviction"},
-	{ID: "9", Title: "Cluster", NotBuilt: "not built: slot migration while held and a cluster master failover are not in the suite yet"},
+	{ID: "9", Title: "Cluster", Missing: "not built: a cluster master killed with a replica taking over (redistest clusters have no replicas yet)"},
 	{ID: "10", Title: "Redlock"},
-	{ID: "11", Title: "once and limit under concurrency and restarts"},
+	{ID: "11", Title: "once and limit under concurrency and restarts", Missing: "not built: `once` and `limit` across a Redis restart"},
 }
 
 func ms(d time.Duration) string {
@@ -115,6 +116,9 @@ func WriteReport(path string) error {
 				b.WriteString("not run in this tier.\n\n")
 			}
 			continue
+		}
+		if sc.Missing != "" {
+			fmt.Fprintf(&b, "%s.\n\n", sc.Missing)
 		}
 		groups := map[string][]*Figures{}
 		var names []string
