@@ -121,3 +121,62 @@ func TestFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinelFailover: master, replica and three sentinels; a lockctl run
+// holder holds the lock through `SENTINEL FAILOVER`. The lock key was
+// replicated long before, so the promoted replica has it: the holder's
+// renewals must follow the new master and keep the lease (exit 0), the
+// waiter must get the lock only after, with a newer fence.
+func TestSentinelFailover(t *testing.T) {
+	r, err := redistest.StartReplicated("chaos", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	ttl := 2 * time.Second
+	e := chaos.NewEnv(t, "5.failover-sentinel", lockctlBin)
+	global := []string{"--sentinel", strings.Join(r.SentinelAddrs, ","), "--sentinel-master", "chaos", "--timeout", "500ms"}
+	for i := 0; i < 2; i++ {
+		e.Spawn(10+i, chaos.ProcSpec{Global: global, Name: "sf", TTL: ttl,
+			Flags: []string{"-n", "--ttl", ttl.String()}, Work: 10 * time.Millisecond, Writes: 1}).Wait()
+	}
+	a := e.Spawn(0, chaos.ProcSpec{Global: global, Name: "sf", TTL: ttl,
+		Flags: []string{"-n", "--ttl", ttl.String()}, Work: 4 * ttl, Writes: 16})
+	if !e.WaitEntered(a.Holder, 10*time.Second) {
+		t.Fatalf("holder a never started: %s", a)
+	}
+	b := e.Spawn(1, chaos.ProcSpec{Global: global, Name: "sf", TTL: ttl,
+		Flags: []string{"-w", "60s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
+	time.Sleep(ttl / 2)
+	r.Master.Do("WAIT", "1", "1000")
+	faultAt := e.Rec.Now()
+	if res, err := r.Sentinels[0].Do("SENTINEL", "FAILOVER", "chaos"); err != nil || res != "OK" {
+		t.Fatalf("SENTINEL FAILOVER: %q %v", res, err)
+	}
+	promoted := time.Duration(-1)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if info, _ := r.Replica.Do("INFO", "replication"); strings.Contains(info, "role:master") {
+			promoted = e.Rec.Now() - faultAt
+			break
+		}
+	}
+	a.Wait()
+	b.Wait()
+	f := e.Collect("lockctl --sentinel (3 sentinels)", ttl, 4)
+	verdict := f.Check(e)
+	fs := f.Fenced
+	f.Note("replica promoted %v after SENTINEL FAILOVER; a exit %d, b exit %d", promoted, a.Exit, b.Exit)
+	ok := a.Exit == 0 && b.Exit == 0 && f.Unfenced.Overlaps == 0 && fs.AcceptedStale == 0 && fs.Duplicates == 0 && fs.Regressions == 0 && verdict == "ok"
+	f.Verdict = verdictOf(ok, "the lease rides through the failover; the waiter gets a newer fence after; linearizable")
+	chaos.Publish(f)
+	t.Logf("a: %s\nb: %s\nfenced %+v", a, b, fs)
+	if promoted < 0 {
+		t.Fatal("the replica was never promoted")
+	}
+	if a.Exit != 0 || b.Exit != 0 {
+		t.Errorf("a exit %d, b exit %d; want 0 (renewals follow the new master)", a.Exit, b.Exit)
+	}
+	if f.Unfenced.Overlaps != 0 || fs.AcceptedStale != 0 || fs.Duplicates != 0 || fs.Regressions != 0 || verdict != "ok" {
+		t.Errorf("overlaps %d, fenced %+v, porcupine %s", f.Unfenced.Overlaps, fs, verdict)
+	}
+}
