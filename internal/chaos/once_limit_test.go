@@ -123,3 +123,68 @@ func TestLimitWindow(t *testing.T) {
 		t.Errorf("only %d admitted in %v: the limiter refused too much", len(allowed), run)
 	}
 }
+
+// TestOnceLimitRestart: what a Redis restart does to once records and rate
+// limits, with and without persistence. The records live only in Redis, so
+// a restart without persistence forgets them: a finished `once` runs again
+// and a limiter starts from a full burst. With AOF appendfsync always both
+// survive: `once` replays the recorded outcome and the limiter stays
+// exhausted. Both halves are asserted, so the README's description of the
+// behaviour is checked against the code.
+func TestOnceLimitRestart(t *testing.T) {
+	for _, v := range []struct {
+		name    string
+		args    []string
+		persist bool
+	}{
+		{"11.restart-no-persistence", nil, false},
+		{"11.restart-aof-always", []string{"--appendonly", "yes", "--appendfsync", "always"}, true},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			srv := startRedis(t, v.args...)
+			e := chaos.NewEnv(t, v.name, lockctlBin)
+			out := filepath.Join(t.TempDir(), "runs")
+			once := func() int {
+				return exitOf(exec.Command(lockctlBin, "once", "nightly", "--url", srv.URL, "--", "sh", "-c", "echo run >> "+out).Run())
+			}
+			limit := func() int {
+				return exitOf(exec.Command(lockctlBin, "limit", "api", "--url", srv.URL, "--rate", "3/1h").Run())
+			}
+			first := once()
+			admitted := 0
+			for i := 0; i < 5; i++ {
+				if limit() == 0 {
+					admitted++
+				}
+			}
+			srv.Kill()
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			second := once()
+			after := 0
+			for i := 0; i < 5; i++ {
+				if limit() == 0 {
+					after++
+				}
+			}
+			b, _ := os.ReadFile(out)
+			runs := strings.Count(string(b), "run")
+			f := e.Collect("lockctl once / limit 3/1h", 0, 1)
+			f.Note("once: first exit %d, after the restart exit %d, the command ran %d time(s); limit 3/1h: %d of 5 admitted before the restart, %d of 5 after",
+				first, second, runs, admitted, after)
+			var ok bool
+			if v.persist {
+				ok = runs == 1 && second == 0 && admitted == 3 && after == 0
+				f.Verdict = verdictOf(ok, "the restart keeps both: once replays the outcome, the limiter stays exhausted")
+			} else {
+				ok = runs == 2 && admitted == 3 && after == 3
+				f.Verdict = verdictOf(ok, "as documented, the restart forgets both: once runs again, the limiter admits a fresh burst")
+			}
+			chaos.Publish(f)
+			if !ok {
+				t.Errorf("once ran %d time(s) (exits %d, %d); limit admitted %d then %d", runs, first, second, admitted, after)
+			}
+		})
+	}
+}

@@ -28,7 +28,7 @@ var Scenarios = []Scenario{
 	{ID: "8", Title: "Eviction"},
 	{ID: "9", Title: "Cluster", Missing: "not built: a cluster master killed with a replica taking over (redistest clusters have no replicas yet)"},
 	{ID: "10", Title: "Redlock"},
-	{ID: "11", Title: "once and limit under concurrency and restarts", Missing: "not built: `once` and `limit` across a Redis restart"},
+	{ID: "11", Title: "once and limit under concurrency and restarts"},
 }
 
 func ms(d time.Duration) string {
