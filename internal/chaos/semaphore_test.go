@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/chaos"
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -133,7 +134,7 @@ func TestFIFO(t *testing.T) {
 		procs = append(procs, e.Spawn(i, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: "fifo",
 			Flags: []string{"-w", "1m", "--ttl", ttl.String(), "--fifo"}, Work: 20 * time.Millisecond, Writes: 1, TTL: ttl}))
 		order = append(order, "p"+itoa(i))
-		time.Sleep(250 * time.Millisecond)
+		waitQueued(t, srv, i+1)
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < 6; i++ {
@@ -152,7 +153,7 @@ func TestFIFO(t *testing.T) {
 			e.Res.Leave(holder)
 			l.Release(context.WithoutCancel(ctx), "fifo", lease.Token)
 		}()
-		time.Sleep(250 * time.Millisecond)
+		waitQueued(t, srv, 6+i+1)
 	}
 	l.Release(ctx, "fifo", first.Token)
 	for _, p := range procs {
@@ -179,4 +180,17 @@ func TestFIFO(t *testing.T) {
 	if f.Unfenced.Overlaps != 0 {
 		t.Errorf("%d overlaps", f.Unfenced.Overlaps)
 	}
+}
+
+// waitQueued waits until n waiters are in the FIFO queue of lock "fifo", so
+// that arrival order is the order the test started them in, however slow
+// the machine is to start a process.
+func waitQueued(t *testing.T, srv *redistest.Server, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if got, err := srv.Do("ZCARD", "lockctl:queue:{lock:fifo}"); err == nil && got == itoa(n) {
+			return
+		}
+	}
+	t.Fatalf("%d waiters never queued", n)
 }

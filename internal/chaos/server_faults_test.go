@@ -168,9 +168,10 @@ func TestRestart(t *testing.T) {
 				ok = a.Exit == 76 && fs.Regressions == 0 && fs.RejectedFresh == 0 && fs.AcceptedStale == 0
 				f.Verdict = verdictOf(ok, "lock lost and detected (exit 76); fences after the restart greater than before; no stale write")
 			} else {
-				ok = a.Exit == 0 && f.Unfenced.Overlaps == 0 && fs.AcceptedStale == 0 && verdict == "ok"
-				f.Verdict = verdictOf(ok, "lock kept across the restart; no overlap; linearizable")
+				ok = (a.Exit == 0 || (a.Exit == 76 && back-faultAt >= ttl/4)) && f.Unfenced.Overlaps == 0 && fs.AcceptedStale == 0 && verdict == "ok"
+				f.Verdict = verdictOf(ok, "lock kept across the restart (or, when the restart outlasts the renewal slack, lost safely); no overlap; linearizable")
 			}
+			f.Note("the restart took %v", (back - faultAt).Round(time.Millisecond))
 			chaos.Publish(f)
 			t.Logf("a: %s\nb: %s\nfenced %+v", a, b, fs)
 			if fs.AcceptedStale != 0 {
@@ -184,8 +185,11 @@ func TestRestart(t *testing.T) {
 					t.Errorf("a exit %d, want 76 (the restart dropped its lock)", a.Exit)
 				}
 			} else {
-				if a.Exit != 0 || f.Unfenced.Overlaps != 0 || verdict != "ok" {
-					t.Errorf("AOF always: a exit %d, overlaps %d, porcupine %s; want the lock kept", a.Exit, f.Unfenced.Overlaps, verdict)
+				// A restart slower than the renewal slack (a loaded machine
+				// replaying the AOF) may cost the lease; losing it is safe.
+				quick := back-faultAt < ttl/4
+				if (quick && a.Exit != 0) || (a.Exit != 0 && a.Exit != 76) || f.Unfenced.Overlaps != 0 || verdict != "ok" {
+					t.Errorf("AOF always: restart took %v, a exit %d, overlaps %d, porcupine %s; want the lock kept", back-faultAt, a.Exit, f.Unfenced.Overlaps, verdict)
 				}
 			}
 		})
