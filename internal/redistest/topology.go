@@ -14,8 +14,9 @@ import (
 
 // Cluster is a Redis Cluster of masters without replicas, all on loopback.
 type Cluster struct {
-	Nodes []*Server
-	Addrs []string
+	Nodes    []*Server // the masters
+	Addrs    []string
+	Replicas []*Server // after AddReplicas, Replicas[i] replicates Nodes[i]
 }
 
 // StartCluster starts n (at least 3) cluster-enabled servers, spreads the
@@ -74,6 +75,9 @@ func StartCluster(n int) (*Cluster, error) {
 
 // Stop stops every node.
 func (c *Cluster) Stop() {
+	for _, s := range c.Replicas {
+		s.Stop()
+	}
 	for _, s := range c.Nodes {
 		s.Stop()
 	}
@@ -244,4 +248,51 @@ func (r *Replicated) Stop() {
 	}
 	r.Replica.Stop()
 	r.Master.Stop()
+}
+
+// AddReplicas gives every master of the cluster one replica and waits until
+// each replica is in sync, so that killing a master makes the cluster fail
+// over to its replica (after cluster-node-timeout).
+func (c *Cluster) AddReplicas() error {
+	masters := append([]*Server(nil), c.Nodes...)
+	for _, m := range masters {
+		id, err := m.Do("CLUSTER", "MYID")
+		if err != nil {
+			return err
+		}
+		r, err := Start(&Options{Args: []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000",
+		}})
+		if err != nil {
+			return err
+		}
+		c.Replicas = append(c.Replicas, r)
+		if res, err := r.Do("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(m.Port)); err != nil || res != "OK" {
+			return fmt.Errorf("CLUSTER MEET from %s: %q %v", r.Addr, res, err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			res, err := r.Do("CLUSTER", "REPLICATE", id)
+			if err == nil && res == "OK" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("CLUSTER REPLICATE on %s: %q %v", r.Addr, res, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for {
+			info, _ := r.Do("INFO", "replication")
+			if strings.Contains(info, "master_link_status:up") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("replica %s never synced", r.Addr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
 }
