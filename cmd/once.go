@@ -239,7 +239,7 @@ expired) the state is "none".`,
 					return f.IO.PrintJSON(map[string]any{"name": key, "key": store.Key(key), "state": "none"})
 				}
 				return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"},
-					Rows: [][]string{{"name", key}, {"key", store.Key(key)}, {"state", "none"}}})
+					Rows: [][]string{{"name", ui.Escape(key)}, {"key", ui.Escape(store.Key(key))}, {"state", "none"}}})
 			}
 			if err != nil {
 				return err
@@ -291,7 +291,7 @@ func onceRecordTable(name string, r once.Record) ui.Table {
 		if s == "" {
 			return "-"
 		}
-		return s
+		return ui.Escape(s)
 	}
 	when := func(t time.Time) string {
 		if t.IsZero() {
@@ -308,11 +308,12 @@ func onceRecordTable(name string, r once.Record) ui.Table {
 		ttl = r.TTL.Round(time.Millisecond).String()
 	}
 	return ui.Table{
-		Header: []string{"FIELD", "VALUE"},
+		Header:       []string{"FIELD", "VALUE"},
+		MaxCellWidth: ui.DataCellWidth,
 		Rows: [][]string{
-			{"name", name},
-			{"key", r.Key},
-			{"state", r.State},
+			{"name", ui.Escape(name)},
+			{"key", ui.Escape(r.Key)},
+			{"state", ui.Escape(r.State)},
 			{"owner", dash(r.Owner)},
 			{"fingerprint", dash(r.Fingerprint)},
 			{"started", when(r.StartedAt)},

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,10 +19,16 @@ import (
 type Table struct {
 	Header []string
 	Rows   [][]string
+	// MaxCellWidth, when set, cuts longer cells of the terminal table with
+	// an ellipsis (DataCellWidth for data from Redis). The tab-separated
+	// form always has every cell whole.
+	MaxCellWidth int
 }
 
 // PrintTable renders t: a styled table on a terminal, header-less
-// tab-separated rows otherwise (for cut, awk and while-read loops).
+// tab-separated rows otherwise (for cut, awk and while-read loops). Either
+// way no cell can reach the terminal as a control sequence or break its row:
+// cells pass through Escape (on a terminal, lockctl's own colours are kept).
 func (s *IOStreams) PrintTable(t Table) error {
 	if !s.stdoutTTY {
 		return WriteTSV(s.Out, t.Rows)
@@ -47,6 +54,10 @@ func (s *IOStreams) PrintTable(t Table) error {
 	for _, r := range t.Rows {
 		row := make([]any, len(r))
 		for i, c := range r {
+			c = escapeStyled(c)
+			if t.MaxCellWidth > 0 && !strings.Contains(c, "\x1b") {
+				c = Truncate(c, t.MaxCellWidth)
+			}
 			row[i] = c
 		}
 		if err := tbl.Append(row...); err != nil {
@@ -56,14 +67,14 @@ func (s *IOStreams) PrintTable(t Table) error {
 	return tbl.Render()
 }
 
-// WriteTSV writes rows as tab-separated lines; tabs and newlines inside a
-// cell become spaces so that every row stays one line.
+// WriteTSV writes rows as tab-separated lines. Cells pass through Escape, so
+// a tab or newline inside one shows as \t or \n and every row stays one line
+// of exactly its columns.
 func WriteTSV(w io.Writer, rows [][]string) error {
-	clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
 	for _, r := range rows {
 		cells := make([]string, len(r))
 		for i, c := range r {
-			cells[i] = clean.Replace(c)
+			cells[i] = Escape(c)
 		}
 		if _, err := fmt.Fprintln(w, strings.Join(cells, "\t")); err != nil {
 			return err
@@ -77,12 +88,19 @@ func (s *IOStreams) PrintJSON(v any) error {
 	return WriteJSON(s.Out, v)
 }
 
-// WriteJSON writes v as indented JSON, without HTML escaping.
+// WriteJSON writes v as indented JSON, without HTML escaping. Strings keep
+// their exact value; the characters a terminal would obey are \u-escaped
+// (encoding/json does C0 controls; jsonSafe the rest).
 func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonSafe(buf.Bytes()))
+	return err
 }
 
 // PrintEnv writes NAME='value' lines, shell-quoted so that `eval` is safe,
@@ -128,9 +146,12 @@ func (s *IOStreams) OK(v string) string    { return s.style(okStyle, v) }
 func (s *IOStreams) Warn(v string) string  { return s.style(warnStyle, v) }
 func (s *IOStreams) Fail(v string) string  { return s.style(failStyle, v) }
 
-// Errorf writes one diagnostic line to stderr, prefixed "lockctl: ".
+// Errorf writes one diagnostic line to stderr, prefixed "lockctl: ". The
+// line passes through Escape: diagnostics quote lock names, holders' owners
+// and server replies, and none of them may drive the terminal or forge a
+// second line.
 func (s *IOStreams) Errorf(format string, args ...any) {
-	fmt.Fprintf(s.ErrOut, "lockctl: "+format+"\n", args...)
+	fmt.Fprintf(s.ErrOut, "lockctl: %s\n", Escape(fmt.Sprintf(format, args...)))
 }
 
 // JSONArray writes a JSON array element by element, so that long listings
@@ -156,7 +177,7 @@ func (a *JSONArray) Add(v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	b := strings.TrimSuffix(buf.String(), "\n")
+	b := strings.TrimSuffix(string(jsonSafe([]byte(buf.String()))), "\n")
 	sep := ",\n  "
 	if a.n == 0 {
 		sep = "[\n  "

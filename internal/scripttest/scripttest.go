@@ -52,6 +52,7 @@ func Server(ts *testscript.TestScript) *redistest.Server {
 // Cmds are the custom script commands.
 var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"redis":       cmdRedis,
+	"redis-sub":   cmdRedisSub,
 	"waitfile":    cmdWaitFile,
 	"redis-sig":   cmdRedisSig,
 	"exits":       cmdExits,
@@ -226,6 +227,58 @@ func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
 	var b strings.Builder
 	writeReply(&b, v)
 	ts.Stdout().Write([]byte(b.String()))
+}
+
+// redis-sub [-p|-s] FILE CHANNEL...: subscribe on the script's server in
+// the background, as a waiter does (SUBSCRIBE; -p: PSUBSCRIBE to patterns;
+// -s: SSUBSCRIBE to shard channels, as Redisson does on a Redis 7 Cluster),
+// and append one "CHANNEL MESSAGE" line to FILE per message, until the
+// script ends. It returns once the server confirmed the subscriptions, so
+// nothing published afterwards is missed; publish a marker last and wait
+// for it to know every earlier message is in FILE.
+func cmdRedisSub(ts *testscript.TestScript, neg bool, args []string) {
+	mode := ""
+	if len(args) > 0 && (args[0] == "-p" || args[0] == "-s") {
+		mode, args = args[0], args[1:]
+	}
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: redis-sub [-p|-s] FILE CHANNEL...")
+	}
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	ts.Check(err)
+	opt, err := redis.ParseURL(Server(ts).URL)
+	ts.Check(err)
+	c := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ps *redis.PubSub
+	switch mode {
+	case "-p":
+		ps = c.PSubscribe(ctx, args[1:]...)
+	case "-s":
+		ps = c.SSubscribe(ctx, args[1:]...)
+	default:
+		ps = c.Subscribe(ctx, args[1:]...)
+	}
+	for range args[1:] {
+		if _, err := ps.Receive(ctx); err != nil {
+			ts.Fatalf("redis-sub: %v", err)
+		}
+	}
+	done := make(chan struct{})
+	msgs := ps.Channel()
+	go func() {
+		defer close(done)
+		for m := range msgs {
+			fmt.Fprintf(f, "%s %s\n", m.Channel, m.Payload)
+		}
+	}()
+	ts.Defer(func() {
+		ps.Close()
+		<-done
+		f.Close()
+		c.Close()
+	})
 }
 
 func writeReply(b *strings.Builder, v any) {

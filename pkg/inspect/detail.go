@@ -23,7 +23,8 @@ type Detail struct {
 	// Fence is the lock's fencing counter (0 when none was ever issued).
 	FenceKey string
 	Fence    int64
-	// Subscribers wait on the release channel.
+	// Subscribers wait on the release channel (and Redisson's, for a
+	// Redisson lock).
 	Subscribers int64
 	// Queue holds the FIFO waiters in arrival order.
 	QueueKey string
@@ -81,7 +82,8 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	hb := p.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueueHB, key), 0, -1)
 	sem := liveHolders(ctx, p, key, clk.now())
 	semVals := p.HGetAll(ctx, d.SemValKey)
-	numsub := p.PubSubNumSub(ctx, lock.Channel(key))
+	numsub := p.PubSubNumSub(ctx, lock.Channel(key), RedissonChannel(key))
+	shardsub := p.PubSubShardNumSub(ctx, RedissonChannel(key))
 	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
@@ -108,6 +110,9 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 			return nil, &lock.WrongTypeError{Key: key, Type: t}
 		}
 		d.Fields = fields
+		// Redisson's own waiters, on its channel (sharded on a Redis 7
+		// Cluster; SHARDNUMSUB fails before Redis 7, counting none).
+		d.Subscribers += numsub.Val()[RedissonChannel(key)] + shardsub.Val()[RedissonChannel(key)]
 		l := in.record(h, clk, d.Subscribers, queued)
 		d.Lock = &l
 	default:

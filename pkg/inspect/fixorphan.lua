@@ -1,15 +1,26 @@
 -- KEYS[1] a key found without TTL. ARGV[1] "expire" or "delete"; ARGV[2]
--- the TTL in ms for expire; ARGV[3] the lock's release channel.
+-- the TTL in ms for expire; ARGV[3] the lock's release channel; ARGV[4]
+-- Redisson's channel for the key; ARGV[5] Redisson's unlock message.
 -- Acts only if the key still has no TTL: between the scan and the fix its
 -- holder may have set one, or the key may be a new lock taken since.
 -- Replies 1 when it acted, 0 when the key changed meanwhile.
 if redis.call('PTTL', KEYS[1]) ~= -1 then
   return 0
 end
+local hash = redis.call('TYPE', KEYS[1])['ok'] == 'hash'
 if ARGV[1] == 'delete' then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[3], 'released')
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+-- Waiters that saw no TTL wait for a message (Redisson's forever): after a
+-- delete they take the lock, after an expire they learn when it frees.
+redis.call('PUBLISH', ARGV[3], 'released')
+if hash then
+  -- A Redisson lock: its channel and message, as its own unlock publishes
+  -- them; SPUBLISH for Redisson's sharded subscriptions on a Redis 7
+  -- Cluster (pcall: older servers lack it).
+  redis.call('PUBLISH', ARGV[4], ARGV[5])
+  redis.pcall('SPUBLISH', ARGV[4], ARGV[5])
 end
 return 1

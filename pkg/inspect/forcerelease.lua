@@ -4,7 +4,8 @@
 -- another slot and the caller appends the record itself).
 -- ARGV[1] token, or a hex prefix (8-40 digits) of SHA-1(token); ARGV[2] the
 -- release channel; ARGV[3] who; ARGV[4] reason; ARGV[5] lock name;
--- ARGV[6] audit MAXLEN; ARGV[7] token hash length.
+-- ARGV[6] audit MAXLEN; ARGV[7] token hash length; ARGV[8] Redisson's
+-- channel for the key; ARGV[9] Redisson's unlock message.
 -- Replies: {0} no lock and no semaphore slot; {1, type, value|fields,
 -- pttl, kind, owner, token, fence, audit id|false, holders left} released
 -- (type 'zset' for a semaphore slot); {2, type, value|fields, pttl,
@@ -71,8 +72,11 @@ if t == 'string' or (t == 'hash' and redis.call('HLEN', key) <= 64) then
     redis.call('DEL', key)
     redis.call('PUBLISH', ARGV[2], 'released')
     if kind == 'redisson' then
-      -- Redisson's waiters listen here; 0 is its unlock message.
-      redis.call('PUBLISH', 'redisson_lock__channel:{' .. key .. '}', 0)
+      -- Wake Redisson's waiters as its own unlock does. On a Redis 7
+      -- Cluster Redisson subscribes with SSUBSCRIBE; before Redis 7 there
+      -- is no SPUBLISH, and pcall leaves that error alone.
+      redis.call('PUBLISH', ARGV[8], ARGV[9])
+      redis.pcall('SPUBLISH', ARGV[8], ARGV[9])
     end
     local id = audit(kind, owner, token, fence, pttl)
     return {1, t, body, pttl, kind, owner or '', token, fence or '0', id, 0}

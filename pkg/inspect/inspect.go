@@ -81,6 +81,14 @@ func (in *Inspector) Pattern(glob string) string {
 	return EscapeGlob(in.prefix) + glob
 }
 
+// Unscoped reports whether glob selects every key of the database: there is
+// no prefix (raw keys) and glob is empty or wildcards only ("*", "?*"). Then
+// every cache entry, session and counter without a TTL looks like an orphan
+// lock, so callers that act on what a scan finds should refuse it.
+func (in *Inspector) Unscoped(glob string) bool {
+	return in.prefix == "" && strings.Trim(glob, "*?") == ""
+}
+
 // EscapeGlob quotes the characters Redis glob patterns treat specially, so
 // that s matches only itself.
 func EscapeGlob(s string) string {

@@ -516,3 +516,16 @@ func TestForceReleaseStaleTokenAfterTakeover(t *testing.T) {
 		t.Errorf("audit order %+v", entries)
 	}
 }
+
+func TestUnscoped(t *testing.T) {
+	raw := inspect.New(nil, &inspect.Options{RawKeys: true})
+	for glob, want := range map[string]bool{"": true, "*": true, "?*": true, "**": true,
+		"mylocks:*": false, `\*`: false, "[a-z]*": false} {
+		if got := raw.Unscoped(glob); got != want {
+			t.Errorf("raw keys, %q: Unscoped = %v, want %v", glob, got, want)
+		}
+	}
+	if inspect.New(nil, nil).Unscoped("") || inspect.New(nil, &inspect.Options{Prefix: "app:"}).Unscoped("*") {
+		t.Error("a prefix scopes the keyspace")
+	}
+}

@@ -93,7 +93,7 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 		keys = append(keys, AuditKey)
 	}
 	v, err := forceReleaseScript.Run(ctx, in.c, keys, token, lock.Channel(key), who, o.Reason, name,
-		AuditMaxLen, TokenHashLen).Slice()
+		AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, err)
 	}
@@ -249,7 +249,11 @@ type Fix struct {
 // FixOrphans applies fix to each key that still has no TTL, checking and
 // acting atomically per key (a script: PTTL == -1, then act), so a key that
 // got a TTL or was re-taken as a proper lock since the scan is left alone.
-// It returns, per key, whether it acted. Deleting wakes the lock's waiters.
+// It returns, per key, whether it acted. Either fix wakes the key's waiters,
+// lockctl's and, for a hash, Redisson's (on its channel, with its unlock
+// message): a Redisson waiter that saw no TTL sleeps until a message comes,
+// so after an expire it must wake to learn the TTL, and after a delete to
+// take the lock.
 // The scripts of a batch are pipelined.
 func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]bool, error) {
 	if !fix.Delete && fix.Expire < time.Millisecond {
@@ -272,7 +276,8 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 		pipe := in.c.Pipeline()
 		cmds := make([]*redis.Cmd, 0, end-start)
 		for _, k := range keys[start:end] {
-			cmds = append(cmds, fixOrphanScript.EvalSha(ctx, pipe, []string{k}, action, ms, lock.Channel(k)))
+			cmds = append(cmds, fixOrphanScript.EvalSha(ctx, pipe, []string{k}, action, ms, lock.Channel(k),
+				RedissonChannel(k), RedissonUnlockMessage))
 		}
 		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 			return done, fmt.Errorf("inspect: fix orphans: %w", err)

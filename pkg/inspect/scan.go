@@ -24,7 +24,9 @@ type Lock struct {
 	// unknown (foreign locks do not record it).
 	Age time.Duration
 	// Subscribers listen on the lock's release channel (waiting lockctl
-	// processes); Queued wait in its FIFO queue, if it has one.
+	// processes) and, for a Redisson lock, on Redisson's (its waiting
+	// processes, one subscription each); Queued wait in its FIFO queue, if
+	// it has one.
 	Subscribers int64
 	Queued      int64
 	TokenHash   string
@@ -182,6 +184,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 	gets := make([]*redis.StringCmd, n)
 	zcards := make([]*redis.IntCmd, n)
 	chans := make([]string, n)
+	rchans := make([]string, n)
 	for i, k := range keys {
 		types[i] = pipe.Type(ctx, k)
 		pttls[i] = pipe.PTTL(ctx, k)
@@ -191,14 +194,19 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		// The FIFO queue (a sorted set of waiting tokens).
 		zcards[i] = pipe.ZCard(ctx, lock.AuxKey(lock.KindQueue, k))
 		chans[i] = lock.Channel(k)
+		rchans[i] = RedissonChannel(k)
 	}
-	numsub := pipe.PubSubNumSub(ctx, chans...)
+	numsub := pipe.PubSubNumSub(ctx, append(chans, rchans...)...)
+	// Redisson's waiters subscribe to its channel, with SSUBSCRIBE on a
+	// Redis 7 Cluster (older servers reject SHARDNUMSUB: no count then).
+	shardsub := pipe.PubSubShardNumSub(ctx, rchans...)
 	if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 		return nil, err
 	}
 	var hashes []int
 	out := make([]Lock, 0, n)
 	subs, _ := numsub.Result()
+	shards := shardsub.Val()
 	for i, k := range keys {
 		for _, c := range []redis.Cmder{types[i], pttls[i], gets[i], zcards[i]} {
 			if err := cmdErr(c); err != nil {
@@ -232,7 +240,8 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 			if !ok {
 				continue
 			}
-			out = append(out, in.record(h, clk, subs[chans[i]], zcards[i].Val()))
+			waiting := subs[chans[i]] + subs[rchans[i]] + shards[rchans[i]]
+			out = append(out, in.record(h, clk, waiting, zcards[i].Val()))
 		}
 	}
 	return out, nil

@@ -1,0 +1,53 @@
+package cmd
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/spf13/cobra"
+)
+
+func newAuditCmd(f *Factory) *cobra.Command {
+	var n int64
+	c := &cobra.Command{
+		Use:   "audit",
+		Short: "List forced releases, oldest first (newest last)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if n < 0 {
+				return usageErrorf("-n %d: want a count of 0 (all) or more", n)
+			}
+			in, err := inspector(f)
+			if err != nil {
+				return err
+			}
+			entries, err := in.Audit(c.Context(), n)
+			if err != nil {
+				return err
+			}
+			if f.G.Output == "json" {
+				out := make([]map[string]any, 0, len(entries))
+				for _, e := range entries {
+					out = append(out, map[string]any{"id": e.ID, "at": e.At.Format(time.RFC3339Nano), "who": e.Who,
+						"name": e.Name, "key": e.Key, "kind": e.Kind, "owner": e.Owner, "token_hash": e.TokenHash,
+						"fence": e.Fence, "ttl_ms": msOrMinus(e.TTL), "reason": e.Reason})
+				}
+				return f.IO.PrintJSON(out)
+			}
+			rows := make([][]string, 0, len(entries))
+			for _, e := range entries {
+				esc := ui.Escape
+				rows = append(rows, []string{e.At.Local().Format(time.RFC3339), esc(e.Who), esc(e.Name), esc(e.Owner), esc(e.TokenHash),
+					strconv.FormatInt(e.Fence, 10), ttlCell(e.TTL), esc(e.Reason)})
+			}
+			if len(rows) == 0 && f.IO.IsStdoutTTY() {
+				f.IO.Errorf("no forced releases recorded")
+				return nil
+			}
+			return f.IO.PrintTable(ui.Table{Header: []string{"TIME", "WHO", "NAME", "OWNER", "TOKEN", "FENCE", "TTL LEFT", "REASON"}, Rows: rows, MaxCellWidth: ui.DataCellWidth})
+		},
+	}
+	c.Flags().Int64VarP(&n, "n", "n", 0, "show only the N newest entries (0: all)")
+	return c
+}

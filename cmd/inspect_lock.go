@@ -1,0 +1,217 @@
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/spf13/cobra"
+)
+
+func newInspectLockCmd(f *Factory) *cobra.Command {
+	var showToken bool
+	c := &cobra.Command{
+		Use:   "lock NAME",
+		Short: "Show one lock in full: holder, TTL, fence counter, waiters, semaphore holders",
+		Long: `Show one lock in full: the holder (owner, age, TTL, fence, note, CI job URL,
+token hash), the fence counter, the FIFO queue and, for a --limit lock, every
+holder.
+
+A holder's token is shown as its hash (the first 12 hex digits of
+SHA-1(token), as 'inspect locks --wide' shows and 'inspect force-release'
+accepts): the token itself lets anyone renew or release the lock, and this
+output ends up in terminals, tickets and chat. --show-token adds the full
+token of each holder and the raw stored value.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name, err := validName(args, "lock NAME")
+			if err != nil {
+				return err
+			}
+			in, err := inspector(f)
+			if err != nil {
+				return err
+			}
+			d, err := in.Lock(c.Context(), name)
+			if err != nil {
+				return err
+			}
+			if f.G.Output == "json" {
+				return f.IO.PrintJSON(detailJSON(d, showToken))
+			}
+			return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"}, Rows: detailRows(d, showToken), MaxCellWidth: ui.DataCellWidth})
+		},
+	}
+	c.Flags().BoolVar(&showToken, "show-token", false, "also show each holder's full token and the raw stored value (secrets: they let anyone release the lock)")
+	return c
+}
+
+// tokenText is a holder's token as the detail view shows it: its hash, and
+// the token itself only when asked for.
+func tokenText(l inspect.Lock, show bool) string {
+	if show && l.Token != "" {
+		return ui.Escape(l.Token) + " (sha1 prefix " + l.TokenHash + ")"
+	}
+	return l.TokenHash + " (sha1 prefix)"
+}
+
+func detailRows(d *inspect.Detail, showToken bool) [][]string {
+	esc := ui.Escape
+	rows := [][]string{{"name", esc(d.Name)}, {"key", esc(d.Key)}}
+	state := "free"
+	switch {
+	case d.Lock != nil:
+		state = "held"
+	case len(d.Holders) > 0:
+		state = "held " + strings.Trim(holdersText(int64(len(d.Holders)), d.Limit), "()")
+	}
+	rows = append(rows, []string{"state", state})
+	if l := d.Lock; l != nil {
+		rows = append(rows, []string{"kind", l.Kind}, []string{"owner", esc(l.Owner)})
+		if !l.AcquiredAt.IsZero() {
+			rows = append(rows, []string{"acquired", l.AcquiredAt.Local().Format(time.RFC3339) + " (" + ageText(l.Age) + " ago)"})
+		}
+		rows = append(rows, []string{"ttl", ttlCell(l.TTL)})
+		if l.Kind == "lockctl" {
+			rows = append(rows, []string{"fence", strconv.FormatInt(l.Fence, 10)})
+		}
+		if l.Kind == "redisson" {
+			rows = append(rows, []string{"reentry", strconv.FormatInt(l.Reentry, 10)})
+		}
+		rows = append(rows, []string{"token", tokenText(*l, showToken)})
+		if l.Note != "" {
+			rows = append(rows, []string{"note", esc(l.Note)})
+		}
+		if l.CI != "" {
+			rows = append(rows, []string{"ci", esc(l.CI)})
+		}
+		if d.Raw != "" && showToken {
+			// lockctl's value starts with the token; a plain SET lock's
+			// value is its token.
+			rows = append(rows, []string{"value", esc(d.Raw)})
+		}
+		for _, k := range sortedKeys(d.Fields) {
+			rows = append(rows, []string{"field", esc(k) + " = " + esc(d.Fields[k])})
+		}
+	}
+	if len(d.Holders) > 0 {
+		rows = append(rows, []string{"kind", "semaphore"}, []string{"limit", limitText(d)},
+			[]string{"slots", esc(d.SemKey) + ", " + esc(d.SemValKey)})
+		for i, h := range d.Holders {
+			rows = append(rows, []string{fmt.Sprintf("holder %d", i+1), holderText(h, showToken)})
+		}
+	}
+	rows = append(rows, []string{"fence counter", fmt.Sprintf("%d (%s)", d.Fence, esc(d.FenceKey))})
+	rows = append(rows, []string{"waiters", fmt.Sprintf("%d subscribed, %d queued", d.Subscribers, len(d.Queue))})
+	for i, w := range d.Queue {
+		rows = append(rows, []string{fmt.Sprintf("queue %d", i+1), waiterText(w)})
+	}
+	return rows
+}
+
+// limitText is the semaphore's bound, and every holder's when they differ
+// (each acquire compares with its own --limit, so a mismatch lets more in).
+func limitText(d *inspect.Detail) string {
+	if d.Limit == 0 {
+		return "unknown"
+	}
+	s := strconv.FormatInt(d.Limit, 10)
+	for _, h := range d.Holders {
+		if h.Limit != d.Limit {
+			var all []string
+			for _, h := range d.Holders {
+				all = append(all, strconv.FormatInt(h.Limit, 10))
+			}
+			return s + " (holders disagree: " + strings.Join(all, ", ") + ")"
+		}
+	}
+	return s
+}
+
+// holderText is one semaphore holder on one line.
+func holderText(h inspect.Lock, showToken bool) string {
+	tok := h.TokenHash
+	if showToken && h.Token != "" {
+		tok = ui.Escape(h.Token)
+	}
+	s := ui.Escape(orDash(h.Owner)) + " (token " + tok + ", fence " + strconv.FormatInt(h.Fence, 10) +
+		", age " + ageText(h.Age) + ", ttl " + ttlCell(h.TTL) + ")"
+	if h.Note != "" {
+		s += " note: " + ui.Escape(h.Note)
+	}
+	if h.CI != "" {
+		s += " ci: " + ui.Escape(h.CI)
+	}
+	return s
+}
+
+// waiterText is one FIFO waiter: the queue keeps only its token.
+func waiterText(w inspect.Waiter) string {
+	s := "token " + w.TokenHash + ", waiting " + ageText(w.Waiting)
+	switch {
+	case w.Heartbeat == 0:
+		s += ", stopped trying (dropped at the next attempt)"
+	case w.Heartbeat > 0:
+		s += ", heartbeat " + shortDuration(w.Heartbeat)
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+type waiterRecord struct {
+	TokenHash   string `json:"token_hash"`
+	ArrivedAt   string `json:"arrived_at"`
+	WaitingMS   int64  `json:"waiting_ms"`
+	HeartbeatMS int64  `json:"heartbeat_ms"`
+}
+
+func detailJSON(d *inspect.Detail, showToken bool) map[string]any {
+	queue := make([]waiterRecord, 0, len(d.Queue))
+	for _, w := range d.Queue {
+		queue = append(queue, waiterRecord{TokenHash: w.TokenHash, ArrivedAt: w.Arrived.Format(time.RFC3339Nano),
+			WaitingMS: msOrMinus(w.Waiting), HeartbeatMS: msOrMinus(w.Heartbeat)})
+	}
+	holders := make([]lockRecord, 0, len(d.Holders))
+	for _, h := range d.Holders {
+		r := lockJSON(h)
+		if showToken {
+			r.Token = h.Token
+		}
+		holders = append(holders, r)
+	}
+	m := map[string]any{
+		"name": d.Name, "key": d.Key, "held": d.Held(),
+		"fence_counter": d.Fence, "fence_key": d.FenceKey,
+		"subscribers": d.Subscribers,
+		"queue_key":   d.QueueKey, "queue": queue,
+		"semaphore_key": d.SemKey, "semaphore_values_key": d.SemValKey,
+		"limit": d.Limit, "holders": holders,
+		"lock": nil,
+	}
+	if d.Lock != nil {
+		lj := lockJSON(*d.Lock)
+		if showToken {
+			lj.Token = d.Lock.Token
+			if d.Raw != "" {
+				m["value"] = d.Raw
+			}
+		}
+		m["lock"] = lj
+		if d.Fields != nil {
+			m["fields"] = d.Fields
+		}
+	}
+	return m
+}

@@ -1,0 +1,218 @@
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/spf13/cobra"
+)
+
+type locksOptions struct {
+	wide   bool
+	sortBy string
+}
+
+func newInspectLocksCmd(f *Factory, use string, aliases []string) *cobra.Command {
+	o := &locksOptions{}
+	c := &cobra.Command{
+		Use:     use,
+		Aliases: aliases,
+		Short:   "List every held lock under the prefix",
+		Long: `List every held lock under the prefix (or whose name matches the glob
+PATTERN): lockctl's own locks, --limit semaphores (one row per holder, NOTE
+starting "(holders n/N)"), plain SET NX locks of other clients (owner = the
+raw value, age unknown) and Redisson hash locks (owner uuid:threadId).
+
+Columns: NAME OWNER HOST PID AGE TTL FENCE WAITERS NOTE; --wide adds KEY,
+TOKEN (the first 12 hex digits of SHA-1(token), which force-release accepts)
+and CI (the CI job's URL, when the holder ran in CI). TTL "none" means the
+key never expires (see 'inspect orphans'). WAITERS counts the processes
+waiting on the release channel plus the FIFO queue.
+
+Keys are read with SCAN and pipelined batches, never KEYS. On a terminal the
+table is sorted by name. Elsewhere (TSV, -o json) rows stream in SCAN order
+as they are read, so memory stays flat however many locks there are; an
+explicit --sort buffers every row to sort them.
+
+Names, owners, notes and CI URLs are whatever was written to Redis: control
+characters show escaped (\x1b, \n, \t, \xNN), so no value can drive the
+terminal or break a row; on a terminal, cells past 100 columns are cut with
+"…". -o json has every value exact.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			glob := ""
+			if len(args) == 1 {
+				glob = args[0]
+			}
+			return runLocks(c, f, o, glob)
+		},
+	}
+	c.Flags().BoolVar(&o.wide, "wide", false, "add the KEY, TOKEN (hash) and CI columns")
+	c.Flags().Var(newEnum(&o.sortBy, "", "name", "ttl", "age", "none"), "sort", "sort by name, ttl (soonest expiry first) or age (oldest first); default name on a terminal, none (SCAN order, streamed) otherwise")
+	return c
+}
+
+var lockHeader = []string{"NAME", "OWNER", "HOST", "PID", "AGE", "TTL", "FENCE", "WAITERS", "NOTE"}
+
+func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error {
+	in, err := inspector(f)
+	if err != nil {
+		return err
+	}
+	sortBy := o.sortBy
+	if sortBy == "" {
+		sortBy = "none"
+		if f.G.Output != "json" && f.IO.IsStdoutTTY() {
+			sortBy = "name"
+		}
+	}
+	header := lockHeader
+	if o.wide {
+		header = append(append([]string{}, lockHeader...), "KEY", "TOKEN", "CI")
+	}
+	json := f.G.Output == "json"
+	tsv := !json && !f.IO.IsStdoutTTY()
+	prog := newProgress(f)
+	defer prog.done()
+
+	var arr *ui.JSONArray
+	if json {
+		arr = ui.NewJSONArray(f.IO.Out)
+	}
+	emit := func(l inspect.Lock) error {
+		switch {
+		case json:
+			return arr.Add(lockJSON(l))
+		default:
+			return ui.WriteTSV(f.IO.Out, [][]string{lockRow(l, o.wide)})
+		}
+	}
+	var all []inspect.Lock
+	buffer := sortBy != "none" || !(json || tsv)
+	err = in.Locks(c.Context(), glob, &inspect.ScanOptions{Progress: prog.update}, func(l inspect.Lock) error {
+		if buffer {
+			all = append(all, l)
+			return nil
+		}
+		return emit(l)
+	})
+	prog.done()
+	if err != nil {
+		return err
+	}
+	if buffer {
+		sortLocks(all, sortBy)
+		if !json && !tsv {
+			rows := make([][]string, len(all))
+			for i, l := range all {
+				rows[i] = lockRow(l, o.wide)
+			}
+			if len(rows) == 0 {
+				f.IO.Errorf("no locks held under %s", in.Pattern(glob))
+				return nil
+			}
+			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth})
+		}
+		for _, l := range all {
+			if err := emit(l); err != nil {
+				return err
+			}
+		}
+	}
+	if json {
+		return arr.Close()
+	}
+	return nil
+}
+
+func sortLocks(all []inspect.Lock, by string) {
+	// Unknown values (no TTL, unknown age) sort last.
+	big := func(d time.Duration) time.Duration {
+		if d < 0 {
+			return 1<<63 - 1
+		}
+		return d
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		switch by {
+		case "ttl":
+			if big(a.TTL) != big(b.TTL) {
+				return big(a.TTL) < big(b.TTL)
+			}
+		case "age":
+			if a.Age != b.Age {
+				return a.Age > b.Age
+			}
+		}
+		return a.Name < b.Name
+	})
+}
+
+func lockRow(l inspect.Lock, wide bool) []string {
+	owner, host, pid := l.Owner, "-", "-"
+	if l.Host != "" {
+		owner, host, pid = l.User, l.Host, strconv.Itoa(l.PID)
+	}
+	fence := "-"
+	if l.Kind == "lockctl" || l.Kind == "semaphore" {
+		fence = strconv.FormatInt(l.Fence, 10)
+	}
+	note := ui.Escape(l.Note)
+	switch l.Kind {
+	case "string":
+		note = "(plain SET lock)"
+	case "redisson":
+		note = fmt.Sprintf("(redisson, reentry %d)", l.Reentry)
+	case "semaphore":
+		note = strings.TrimSpace(holdersText(l.Holders, l.Limit) + " " + note)
+	}
+	row := []string{ui.Escape(l.Name), ui.Escape(owner), ui.Escape(host), pid, ageText(l.Age), ttlCell(l.TTL), fence, strconv.FormatInt(l.Waiters(), 10), note}
+	if wide {
+		row = append(row, ui.Escape(l.Key), l.TokenHash, ui.Escape(orDash(l.CI)))
+	}
+	return row
+}
+
+// lockJSON has a fixed set of fields; unknown values are null or -1.
+type lockRecord struct {
+	Name        string  `json:"name"`
+	Key         string  `json:"key"`
+	Kind        string  `json:"kind"`
+	Owner       string  `json:"owner"`
+	Host        string  `json:"host"`
+	PID         int     `json:"pid"`
+	AcquiredAt  *string `json:"acquired_at"`
+	AgeMS       int64   `json:"age_ms"`
+	TTLMS       int64   `json:"ttl_ms"`
+	Fence       int64   `json:"fence"`
+	Waiters     int64   `json:"waiters"`
+	Subscribers int64   `json:"subscribers"`
+	Queued      int64   `json:"queued"`
+	Note        string  `json:"note"`
+	CI          string  `json:"ci"`
+	Reentry     int64   `json:"reentry"`
+	Holders     int64   `json:"holders"`
+	Limit       int64   `json:"limit"`
+	TokenHash   string  `json:"token_hash"`
+	// Token is set only on request (inspect lock --show-token): it is
+	// what renews and releases the lock.
+	Token string `json:"token,omitempty"`
+}
+
+func lockJSON(l inspect.Lock) lockRecord {
+	r := lockRecord{Name: l.Name, Key: l.Key, Kind: l.Kind, Owner: l.Owner, Host: l.Host, PID: l.PID,
+		AgeMS: msOrMinus(l.Age), TTLMS: msOrMinus(l.TTL), Fence: l.Fence, Waiters: l.Waiters(),
+		Subscribers: l.Subscribers, Queued: l.Queued, Note: l.Note, CI: l.CI, Reentry: l.Reentry,
+		Holders: l.Holders, Limit: l.Limit, TokenHash: l.TokenHash}
+	if !l.AcquiredAt.IsZero() {
+		s := l.AcquiredAt.UTC().Format(time.RFC3339Nano)
+		r.AcquiredAt = &s
+	}
+	return r
+}

@@ -1,0 +1,261 @@
+package cmd
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/spf13/cobra"
+)
+
+type orphansOptions struct {
+	check bool
+	fix   string
+	yes   bool
+}
+
+func newInspectOrphansCmd(f *Factory) *cobra.Command {
+	o := &orphansOptions{}
+	c := &cobra.Command{
+		Use:   "orphans [PATTERN]",
+		Short: "List lock keys with no TTL, which never free themselves",
+		Long: `List keys under the prefix (or matching PATTERN) that have no TTL: a SETNX
+whose EXPIRE never ran, a PERSIST, a hand-made key. lockctl's auxiliary keys
+(fence counters, FIFO queues and heartbeats, semaphore slots, the audit
+stream) are never listed, whatever the prefix.
+
+  --check          exit 1 when any are found (for monitoring)
+  --fix expire:D   give each a TTL of D
+  --fix delete     delete each (and wake its waiters)
+
+--fix asks for confirmation on a terminal (after a summary: the count and a
+few of the keys); elsewhere it needs --yes. Each key is re-checked and
+changed in one atomic step (only if it still has no TTL), so a lock someone
+took properly in the meantime is left alone.
+
+With --prefix '' every key of the database is in scope, and every cache entry
+or counter without a TTL would count as an orphan lock: a PATTERN naming the
+locks is then required (usage error otherwise). PATTERN '*' says "the whole
+keyspace" on purpose and is accepted for listing and --check, never for --fix.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			glob := ""
+			if len(args) == 1 {
+				glob = args[0]
+			}
+			return runOrphans(c, f, o, glob)
+		},
+	}
+	c.Flags().BoolVar(&o.check, "check", false, "exit 1 when any key without TTL is found")
+	c.Flags().StringVar(&o.fix, "fix", "", "expire:D (set a TTL of D) or delete")
+	c.Flags().BoolVarP(&o.yes, "yes", "y", false, "apply --fix without asking")
+	return c
+}
+
+type orphanRecord struct {
+	Name   string `json:"name"`
+	Key    string `json:"key"`
+	Type   string `json:"type"`
+	Kind   string `json:"kind"`
+	Owner  string `json:"owner"`
+	Action string `json:"action,omitempty"`
+}
+
+func orphanOf(x inspect.Orphan) orphanRecord {
+	r := orphanRecord{Name: x.Name, Key: x.Key, Type: x.Type}
+	if x.Holder != nil {
+		r.Kind, r.Owner = x.Holder.Kind, x.Holder.Owner
+	}
+	return r
+}
+
+func (r orphanRecord) row() []string {
+	row := []string{ui.Escape(r.Name), ui.Escape(r.Key), r.Type, ui.Escape(orDash(r.Owner))}
+	if r.Action != "" {
+		row = append(row, r.Action)
+	}
+	return row
+}
+
+func parseFix(s string) (inspect.Fix, error) {
+	switch {
+	case s == "delete":
+		return inspect.Fix{Delete: true}, nil
+	case strings.HasPrefix(s, "expire:"):
+		d, err := parseDuration(strings.TrimPrefix(s, "expire:"), false, true)
+		if err != nil {
+			return inspect.Fix{}, &UsageError{Err: fmt.Errorf("--fix %s: %v", s, err)}
+		}
+		return inspect.Fix{Expire: d}, nil
+	}
+	return inspect.Fix{}, &UsageError{Err: fmt.Errorf("--fix %q: want expire:D or delete", s),
+		Hints: []string{"--fix expire:10m gives each key a TTL; --fix delete deletes them"}}
+}
+
+func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) error {
+	var fix inspect.Fix
+	if o.fix != "" {
+		var err error
+		if fix, err = parseFix(o.fix); err != nil {
+			return err
+		}
+		if o.check {
+			return usageErrorf("--check and --fix do not go together")
+		}
+		if !o.yes && !(f.IO.IsStdinTTY() && f.IO.IsStderrTTY()) {
+			return &UsageError{Err: fmt.Errorf("refusing to --fix %s without confirmation", o.fix),
+				Hints: []string{"there is no terminal to ask on; run `lockctl inspect orphans` to review the keys, then add --yes"}}
+		}
+	}
+	in, err := inspector(f)
+	if err != nil {
+		return err
+	}
+	if err := orphanScope(in, glob, o.fix); err != nil {
+		return err
+	}
+	json := f.G.Output == "json"
+	tty := !json && f.IO.IsStdoutTTY()
+	var arr *ui.JSONArray
+	if json {
+		arr = ui.NewJSONArray(f.IO.Out)
+	}
+	var found []orphanRecord
+	count := 0
+	prog := newProgress(f)
+	err = in.Orphans(c.Context(), glob, &inspect.ScanOptions{Progress: prog.update}, func(x inspect.Orphan) error {
+		count++
+		r := orphanOf(x)
+		switch {
+		case o.fix != "" || tty:
+			// Fixing needs the whole list first (to confirm); a
+			// terminal table needs it to size its columns.
+			found = append(found, r)
+		case json:
+			return arr.Add(r)
+		default:
+			return ui.WriteTSV(f.IO.Out, [][]string{r.row()})
+		}
+		return nil
+	})
+	prog.done()
+	if err != nil {
+		return err
+	}
+	pattern := in.Pattern(glob)
+	if o.fix != "" && count > 0 {
+		if err := applyFix(c, f, in, fix, o, glob, found); err != nil {
+			return err
+		}
+	}
+	if tty {
+		sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+		if count == 0 {
+			f.IO.Errorf("no keys without TTL under %s", pattern)
+		} else {
+			header := []string{"NAME", "KEY", "TYPE", "OWNER"}
+			if o.fix != "" {
+				header = append(header, "ACTION")
+			}
+			rows := make([][]string, len(found))
+			for i, r := range found {
+				rows[i] = r.row()
+			}
+			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth}); err != nil {
+				return err
+			}
+		}
+	} else if o.fix != "" {
+		for _, r := range found {
+			var err error
+			if json {
+				err = arr.Add(r)
+			} else {
+				err = ui.WriteTSV(f.IO.Out, [][]string{r.row()})
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if json {
+		if err := arr.Close(); err != nil {
+			return err
+		}
+	}
+	if o.check && count > 0 {
+		return &ExitError{Code: ExitFound, Err: fmt.Errorf("%d key(s) under %s have no TTL and will never free themselves", count, pattern)}
+	}
+	return nil
+}
+
+// orphanScope refuses a scan of the whole keyspace unless PATTERN asked for
+// it, and a fix of the whole keyspace always.
+func orphanScope(in *inspect.Inspector, glob, fix string) error {
+	if !in.Unscoped(glob) {
+		return nil
+	}
+	if glob == "" {
+		return &UsageError{Err: errors.New("--prefix '' without a PATTERN would treat every key in the database as a lock"),
+			Hints: []string{"name the locks: `lockctl --prefix '' inspect orphans 'mylocks:*'`",
+				"PATTERN '*' lists every key without TTL in the database, on purpose (not with --fix)"}}
+	}
+	if fix != "" {
+		return &UsageError{Err: fmt.Errorf("refusing to --fix %s every key without TTL in the database (--prefix '' and PATTERN %s)", fix, glob),
+			Hints: []string{"give a PATTERN that names only the locks, e.g. 'mylocks:*'"}}
+	}
+	return nil
+}
+
+// confirmSample is how many keys the confirmation of a fix names; the rest
+// are counted. The full list is `inspect orphans` without --fix.
+const confirmSample = 5
+
+func applyFix(c *cobra.Command, f *Factory, in *inspect.Inspector, fix inspect.Fix, o *orphansOptions, glob string, found []orphanRecord) error {
+	what := "delete"
+	if !fix.Delete {
+		what = "set a TTL of " + fix.Expire.String() + " on"
+	}
+	if !o.yes {
+		sort.Slice(found, func(i, j int) bool { return found[i].Key < found[j].Key })
+		f.IO.Errorf("%d key(s) under %s have no TTL:", len(found), in.Pattern(glob))
+		for _, r := range found[:min(len(found), confirmSample)] {
+			f.IO.Errorf("  %s (%s, owner %s)", r.Key, r.Type, orDash(r.Owner))
+		}
+		if more := len(found) - confirmSample; more > 0 {
+			f.IO.Errorf("  ... and %d more (inspect orphans without --fix lists them all)", more)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "lockctl: %s these %d key(s)? [y/N] ", what, len(found))
+		line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			return &ExitError{Code: ExitFound, Err: errors.New("nothing changed")}
+		}
+	}
+	keys := make([]string, len(found))
+	for i, r := range found {
+		keys[i] = r.Key
+	}
+	done, err := in.FixOrphans(c.Context(), keys, fix)
+	changed := 0
+	for i := range found {
+		switch {
+		case i >= len(done) || !done[i]:
+			found[i].Action = "skipped"
+		case fix.Delete:
+			found[i].Action, changed = "deleted", changed+1
+		default:
+			found[i].Action, changed = "expire:"+shortDuration(fix.Expire), changed+1
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if skipped := len(found) - changed; skipped > 0 {
+		f.IO.Errorf("%d key(s) changed since the scan (a TTL was set or the lock was re-taken) and were left alone", skipped)
+	}
+	return nil
+}
