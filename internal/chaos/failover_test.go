@@ -66,7 +66,7 @@ func TestFailover(t *testing.T) {
 			}
 			m.Do("WAIT", "1", "2000")
 			link.Blackhole(true)
-			a := e.Spawn(0, chaos.ProcSpec{Global: append([]string{"--url", m.URL, "--timeout", "300ms"}, aFlags...), Name: lname, TTL: ttl,
+			a := e.Spawn(0, chaos.ProcSpec{Global: append([]string{"--url", m.URL, "--timeout", "1s"}, aFlags...), Name: lname, TTL: ttl,
 				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 3 * ttl, Writes: 12})
 			entered := e.WaitEntered(a.Holder, 3*time.Second)
 			faultAt := e.Rec.Now()
@@ -74,7 +74,7 @@ func TestFailover(t *testing.T) {
 			if res, err := r.Do("REPLICAOF", "NO", "ONE"); err != nil || res != "OK" {
 				t.Fatalf("promote: %q %v", res, err)
 			}
-			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", r.URL, "--timeout", "300ms"}, Name: lname, TTL: ttl,
+			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", r.URL, "--timeout", "500ms"}, Name: lname, TTL: ttl,
 				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
 			a.Wait()
 			b.Wait()

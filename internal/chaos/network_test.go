@@ -85,7 +85,7 @@ func netScenario(t *testing.T, srv *redistest.Server, ttl time.Duration, nf netF
 			e := chaos.NewEnv(t, nf.name, lockctlBin)
 			lname := "net-" + itoa(int(time.Now().UnixNano()%1e6))
 			via := urlOf(p.Addr())
-			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", via, "--timeout", "300ms"}, Name: lname, TTL: ttl,
+			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", via, "--timeout", "500ms"}, Name: lname, TTL: ttl,
 				Flags: []string{"-n", "--ttl", ttl.String(), "--on-lost", onLost}, Work: 5 * ttl, Writes: 20})
 			if !e.WaitEntered(a.Holder, 10*time.Second) {
 				t.Fatalf("holder a never started: %s", a)

@@ -18,7 +18,7 @@ import (
 func holdAndFault(t *testing.T, e *chaos.Env, aURL string, aFlags []string, bURL func() string, ttl time.Duration, fault func()) (a, b *chaos.Proc, faultAt time.Duration) {
 	t.Helper()
 	lname := "srv-" + strconv.Itoa(int(time.Now().UnixNano()%1e6))
-	a = e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", aURL, "--timeout", "300ms"}, Name: lname, TTL: ttl,
+	a = e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", aURL, "--timeout", "500ms"}, Name: lname, TTL: ttl,
 		Flags: append([]string{"-n", "--ttl", ttl.String()}, aFlags...), Work: 5 * ttl, Writes: 20})
 	if !e.WaitEntered(a.Holder, 10*time.Second) {
 		t.Fatalf("holder a never started: %s", a)
@@ -26,7 +26,7 @@ func holdAndFault(t *testing.T, e *chaos.Env, aURL string, aFlags []string, bURL
 	time.Sleep(ttl / 2)
 	faultAt = e.Rec.Now()
 	fault()
-	b = e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", bURL(), "--timeout", "300ms"}, Name: lname, TTL: ttl,
+	b = e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", bURL(), "--timeout", "500ms"}, Name: lname, TTL: ttl,
 		Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
 	a.Wait()
 	b.Wait()
@@ -136,7 +136,7 @@ func TestRestart(t *testing.T) {
 				p.Wait()
 			}
 			lname := "restart"
-			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "300ms"}, Name: lname, TTL: ttl,
+			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "500ms"}, Name: lname, TTL: ttl,
 				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 3 * ttl, Writes: 12})
 			if !e.WaitEntered(a.Holder, 10*time.Second) {
 				t.Fatalf("holder a never started: %s", a)
@@ -147,7 +147,7 @@ func TestRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			back := e.Rec.Now()
-			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "300ms"}, Name: lname, TTL: ttl,
+			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "500ms"}, Name: lname, TTL: ttl,
 				Flags: []string{"-w", "30s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
 			a.Wait()
 			b.Wait()
@@ -255,7 +255,7 @@ func TestEviction(t *testing.T) {
 				e.Spawn(10+i, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: "ev", TTL: ttl,
 					Flags: []string{"-n", "--ttl", ttl.String()}, Work: 10 * time.Millisecond, Writes: 1}).Wait()
 			}
-			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "300ms"}, Name: "ev", TTL: ttl,
+			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "500ms"}, Name: "ev", TTL: ttl,
 				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 3 * ttl, Writes: 12})
 			if !e.WaitEntered(a.Holder, 10*time.Second) {
 				t.Fatalf("holder a never started: %s", a)
@@ -273,7 +273,7 @@ func TestEviction(t *testing.T) {
 					}
 				}
 			}
-			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "300ms"}, Name: "ev", TTL: ttl,
+			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL, "--timeout", "500ms"}, Name: "ev", TTL: ttl,
 				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
 			a.Wait()
 			b.Wait()
