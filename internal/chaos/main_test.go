@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(chaos.ChildEnv) != "" {
 		os.Exit(chaos.RunChild())
 	}
+	// In-process clients meet dead servers on purpose; go-redis would log
+	// every failed dial.
+	redis.SetLogger(quiet{})
 	dir, err := os.MkdirTemp("", "lockctl-chaos-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -168,3 +171,7 @@ func procDetail(ps []*chaos.Proc) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...interface{}) {}
