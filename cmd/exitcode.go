@@ -137,7 +137,9 @@ func isRedisUnavailable(err error) bool {
 	}
 	if errors.As(err, &rerr) {
 		msg := rerr.Error()
-		for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "READONLY", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "TRYAGAIN", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH"} {
+		// An unauthenticated client sending a command of more than a few
+		// arguments (a lock script) gets a protocol error, not NOAUTH.
+		for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "READONLY", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "TRYAGAIN", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH", "ERR Protocol error: unauthenticated"} {
 			if strings.HasPrefix(msg, p) {
 				return true
 			}

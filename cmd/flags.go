@@ -130,3 +130,24 @@ func (v *enumValue) Set(s string) error {
 	}
 	return fmt.Errorf("%q: want one of %s", s, strings.Join(v.allowed, ", "))
 }
+
+// exitCodeValue is -E N: an exit status a shell can see, 0..255. A larger N
+// would wrap modulo 256 (256 is 0, a refusal reported as success), and a
+// negative one would too, so both are refused as flock(1) refuses them.
+type exitCodeValue struct{ p *int }
+
+func newExitCode(p *int, def int) *exitCodeValue {
+	*p = def
+	return &exitCodeValue{p: p}
+}
+
+func (v *exitCodeValue) String() string { return strconv.Itoa(*v.p) }
+func (v *exitCodeValue) Type() string   { return "N" }
+func (v *exitCodeValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 || n > 255 {
+		return fmt.Errorf("%q: an exit code is a number from 0 to 255", s)
+	}
+	*v.p = n
+	return nil
+}

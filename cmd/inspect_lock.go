@@ -79,7 +79,7 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 		if l.Kind == "lockctl" {
 			rows = append(rows, []string{"fence", strconv.FormatInt(l.Fence, 10)})
 		}
-		if l.Kind == "redisson" {
+		if l.Kind == "redisson" || l.Reentry > 1 {
 			rows = append(rows, []string{"reentry", strconv.FormatInt(l.Reentry, 10)})
 		}
 		rows = append(rows, []string{"token", tokenText(*l, showToken)})

@@ -63,7 +63,7 @@ Algorithms (--algo):
 	fs.Int64Var(&o.burst, "burst", 0, "calls an idle key admits at once (gcra, token-bucket; default N)")
 	fs.Int64Var(&o.cost, "cost", 1, "how much of the limit this call uses")
 	fs.BoolVar(&o.wait, "wait", false, "sleep until the call is allowed instead of exiting 75")
-	fs.IntVarP(&o.conflictExit, "conflict-exit-code", "E", ExitNotAcquired, "exit code when the call is rate limited")
+	fs.VarP(newExitCode(&o.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when the call is rate limited")
 	return c
 }
 

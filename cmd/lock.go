@@ -20,25 +20,27 @@ type waitFlags struct {
 	note         string
 	limit        int
 	fifo         bool
+	noReentry    bool
 }
 
 func (w *waitFlags) register(c *cobra.Command) {
 	fs := c.Flags()
 	fs.BoolVarP(&w.nonblock, "nonblock", "n", false, "fail at once (exit 75) when the lock is held")
 	fs.VarP(newDuration(&w.wait, 0, true, true), "wait", "w", "wait at most D for the lock (a bare number is seconds; 0 = -n)")
-	fs.IntVarP(&w.conflictExit, "conflict-exit-code", "E", ExitNotAcquired, "exit code when the lock is not acquired")
+	fs.VarP(newExitCode(&w.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when the lock is not acquired")
 	fs.Var(newDuration(&w.ttl, 30*time.Second, false, false), "ttl", "lease length")
 	fs.StringVar(&w.owner, "owner", "", "owner recorded with the lock (default user@host:pid)")
 	fs.StringVar(&w.note, "note", "", "free text recorded with the lock")
 	fs.IntVar(&w.limit, "limit", 0, "counting semaphore: up to N holders at once (every holder must use the same N)")
 	fs.BoolVar(&w.fifo, "fifo", false, "serve waiters in arrival order")
+	fs.BoolVar(&w.noReentry, "no-reentry", false, "wait even when LOCKCTL_KEY and LOCKCTL_TOKEN show this caller holds NAME (no re-entry)")
 }
 
 // acquireOptions checks --limit and --fifo and builds the acquisition
 // lock and run share.
 func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, onBusy func(lock.Holder)) (*lock.AcquireOptions, error) {
 	switch {
-	case w.limit < 0:
+	case w.limit < 0, w.limit == 0 && c.Flags().Changed("limit"):
 		return nil, usageErrorf("--limit must be at least 1")
 	case w.limit > 0 && w.fifo:
 		return nil, usageErrorf("--limit and --fifo cannot be combined yet")
@@ -103,8 +105,13 @@ func newLockCmd(f *Factory) *cobra.Command {
 with 'lockctl renew' or freed with 'lockctl release'. Waits for the lock by
 default; -n fails at once and -w bounds the wait.
 
+With -o env, a refusal prints a statement that stops the shell evaluating
+it (exit with lockctl's status), so the script never goes on without the
+lock. Inside 'lockctl run NAME' (LOCKCTL_KEY and LOCKCTL_TOKEN set), lock
+re-enters NAME and prints the same token; --no-reentry waits instead.
+
   TOKEN=$(lockctl lock deploy --ttl 10m) || exit
-  eval "$(lockctl lock deploy -o env)"   # LOCKCTL_KEY, LOCKCTL_TOKEN, LOCKCTL_FENCE`,
+  eval "$(lockctl lock deploy -o env || echo "exit $?")"   # LOCKCTL_KEY, LOCKCTL_TOKEN, LOCKCTL_FENCE`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name, err := validName(args, "lock NAME")
@@ -120,6 +127,12 @@ default; -n fails at once and -w bounds the wait.
 }
 
 func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
+	if o.test && f.G.Output == "env" {
+		// --test never holds the lock: nothing to eval, and exit 0 for
+		// "free" would read as "acquired".
+		return &UsageError{Err: errors.New("--test and -o env exclude each other"),
+			Hints: []string{"use `lockctl lock NAME --test` and its exit status (0 free, 1 held)"}}
+	}
 	l, err := f.Locker()
 	if err != nil {
 		return err
@@ -150,9 +163,9 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 	if err != nil {
 		return err
 	}
-	lease, err := l.Acquire(ctx, name, o.ttl, opts)
+	lease, err := o.take(ctx, f, l, name, opts)
 	if err != nil {
-		return o.notAcquired(explainBusy(name, err))
+		return o.notAcquired(o.explainBusy(name, err))
 	}
 	return printLease(f, lease)
 }
@@ -302,6 +315,7 @@ func newRenewCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// --ttl unset is 0: the TTL the lease was taken with.
 			ttl, err := l.Renew(c.Context(), name, token, o.ttl)
 			if err != nil {
 				return explainRefusal(name, err)
@@ -313,7 +327,7 @@ func newRenewCmd(f *Factory) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&o.token, "token", "", "the token `lockctl lock` printed (default LOCKCTL_TOKEN when LOCKCTL_KEY matches)")
-	c.Flags().Var(newDuration(&o.ttl, 30*time.Second, false, false), "ttl", "new lease length from now")
+	c.Flags().Var(newDuration(&o.ttl, 0, false, false), "ttl", "new lease length from now (default: the TTL the lease was taken with)")
 	return c
 }
 
@@ -328,8 +342,12 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := l.Release(c.Context(), name, token); err != nil {
+			left, err := l.ReleaseHold(c.Context(), &lock.Lease{Name: name, Key: l.Key(name), Token: token})
+			if err != nil {
 				return explainRefusal(name, err)
+			}
+			if left > 0 {
+				f.IO.Errorf("%s stays held: this token re-entered it and has %d hold(s) left; the last release frees it", name, left)
 			}
 			if f.G.Output == "json" {
 				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "released": true})

@@ -64,7 +64,7 @@ more when rerunning a failure).
 	fs.Var(newDuration(&o.resultTTL, once.DefaultResultTTL, false, false), "result-ttl", "how long the outcome is kept (and CMD not run again)")
 	fs.StringVar(&o.fingerprint, "fingerprint", "", "identifies the request; a call with the same KEY and another fingerprint exits 65")
 	fs.BoolVar(&o.rerunFailed, "rerun-failed", false, "run CMD again when the recorded exit code was not 0")
-	fs.IntVarP(&o.conflictExit, "conflict-exit-code", "E", ExitNotAcquired, "exit code when KEY is in progress elsewhere")
+	fs.VarP(newExitCode(&o.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when KEY is in progress elsewhere")
 	fs.StringVar(&o.owner, "owner", "", "claimant recorded with KEY (default user@host:pid)")
 	return c
 }

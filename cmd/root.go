@@ -58,6 +58,10 @@ func MainArgs(args []string, io *ui.IOStreams) int {
 	}
 	code := ExitCode(err)
 	printError(io, err, code)
+	if err != nil && envRefusalWanted(root, args, f) {
+		// Even when -E 0 makes the code 0: the shell stops either way.
+		io.PrintEnvRefusal(code)
+	}
 	return code
 }
 
@@ -84,7 +88,8 @@ func defaultHints(err error, code int) []string {
 	case ExitUnavailable:
 		msg := err.Error()
 		switch {
-		case strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"), strings.Contains(msg, "AUTH"):
+		case strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"), strings.Contains(msg, "AUTH"),
+			strings.Contains(msg, "unauthenticated"):
 			return []string{"set the password with LOCKCTL_PASSWORD or --password-file, or the user in --url redis://user@host"}
 		case strings.Contains(msg, "NOPERM"):
 			return []string{"the Redis user lacks a command lockctl needs; `lockctl doctor` lists them"}

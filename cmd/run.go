@@ -41,6 +41,10 @@ group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
 group.
 
+A 'lockctl run NAME' (or 'lock NAME') inside CMD re-enters the lock at once
+(same token and fence, a hold count) instead of waiting for itself; the key
+goes with the last release. --no-reentry waits instead.
+
   lockctl run nightly -n -- /usr/local/bin/backup.sh
   lockctl run deploy -w 10m --ttl 1m -- ./deploy.sh prod
   lockctl run reindex --limit 3 -c 'reindex --shard "$SHARD"'`,
@@ -64,13 +68,19 @@ group.
 	return c
 }
 
-// runArgs splits NAME from the command after "--".
+// runArgs splits NAME from the command after "--". Words after "--" are
+// the command's, never NAME: `run -n -- echo hi` would otherwise take a lock
+// called echo and run hi.
 func runArgs(c *cobra.Command, o *runOptions, args []string) (string, []string, error) {
+	dash := c.ArgsLenAtDash()
+	if dash == 0 {
+		return "", nil, &UsageError{Err: errors.New("missing lock NAME before --"),
+			Hints: []string{"usage: lockctl run NAME [flags] -- CMD [ARGS...]"}}
+	}
 	name, err := validName(args, "lock NAME")
 	if err != nil {
 		return "", nil, err
 	}
-	dash := c.ArgsLenAtDash()
 	scripted := c.Flags().Changed("command")
 	switch {
 	case dash > 1 || (dash == -1 && len(args) > 1):
@@ -152,12 +162,12 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	if err != nil {
 		return err
 	}
-	lease, err := l.Acquire(ctx, name, o.ttl, opts)
+	lease, err := o.take(ctx, f, l, name, opts)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return err
 		}
-		return o.notAcquired(explainBusy(name, err))
+		return o.notAcquired(o.explainBusy(name, err))
 	}
 	rep.Acquired, rep.Fence, rep.WaitedMS = true, lease.Fence, lease.Waited.Milliseconds()
 	heldSince := time.Now()
@@ -212,8 +222,13 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.G.Timeout)
 	defer cancel()
-	err := l.ReleaseLease(ctx, lease)
+	left, err := l.ReleaseHold(ctx, lease)
 	switch {
+	case err == nil && left > 0 && lease.Holds == 1:
+		// The outermost holder is done, but holds taken by re-entry were
+		// not given back (a nested `lockctl lock` never released, or a
+		// nested holder still running).
+		f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name, left)
 	case err == nil, lost:
 	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, lock.ErrNotOwner):
 		f.IO.Errorf("warning: %s was no longer held at release: %v", lease.Name, err)
@@ -223,10 +238,22 @@ func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
 }
 
 // explainBusy words "not acquired" for a semaphore.
-func explainBusy(name string, err error) error {
-	var held *lock.HeldError
-	if errors.As(err, &held) && held.Holder.Kind == "semaphore" {
+func (w *waitFlags) explainBusy(name string, err error) error {
+	var (
+		held *lock.HeldError
+		le   *lock.LimitError
+	)
+	switch {
+	case errors.As(err, &le):
+		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; this call asks for --limit %d", name, le.Limit, le.Want),
+			Hints: []string{fmt.Sprintf("every holder of %s must use the same --limit (%d while its holders live)", name, le.Limit)}}
+	case errors.As(err, &held) && held.Holder.Kind == "semaphore" && w.limit == 0:
+		return reword(err, "%s is held as a semaphore (%d slot(s) taken); a plain lock waits until none is; the next frees within %s",
+			name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
+	case errors.As(err, &held) && held.Holder.Kind == "semaphore":
 		return reword(err, "%s: all %d slots are taken; the next frees within %s", name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
+	case errors.As(err, &held) && w.limit > 0:
+		return reword(err, "%s is held as a plain lock by %s%s; semaphore slots wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
 	}
 	return err
 }

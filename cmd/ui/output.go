@@ -104,19 +104,28 @@ func WriteJSON(w io.Writer, v any) error {
 }
 
 // PrintEnv writes NAME='value' lines, shell-quoted so that `eval` is safe,
-// sorted by name.
+// sorted by name, in one write: a reader never gets some of the lines.
 func (s *IOStreams) PrintEnv(vars map[string]string) error {
 	names := make([]string, 0, len(vars))
 	for k := range vars {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	var b strings.Builder
 	for _, k := range names {
-		if _, err := fmt.Fprintf(s.Out, "%s=%s\n", k, ShellQuote(vars[k])); err != nil {
-			return err
-		}
+		fmt.Fprintf(&b, "%s=%s\n", k, ShellQuote(vars[k]))
 	}
-	return nil
+	_, err := io.WriteString(s.Out, b.String())
+	return err
+}
+
+// PrintEnvRefusal writes, in place of PrintEnv's lines, a statement that
+// stops the shell evaluating them with status code: exit leaves a script (or
+// the subshell it runs in) even inside a function and without set -e, where
+// a bare `false` would let the next line run without the lock.
+func (s *IOStreams) PrintEnvRefusal(code int) {
+	msg := ShellQuote(fmt.Sprintf("lockctl: lock not acquired; stopping this shell (exit %d)", code))
+	fmt.Fprintf(s.Out, "echo %s >&2; exit %d\n", msg, code)
 }
 
 // ShellQuote quotes v for POSIX shells.

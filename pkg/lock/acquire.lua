@@ -1,11 +1,16 @@
--- KEYS[1] lock key; KEYS[2] its fence counter (same cluster slot, no TTL).
+-- KEYS[1] lock key; KEYS[2] its fence counter (same cluster slot, no TTL);
+-- KEYS[3], KEYS[4] the semaphore of the same name (zset, values).
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] value prefix {"token":"<token>";
 -- ARGV[4] the value's members after the fence: ,"owner":...[,"note":...]
 --
 -- Replies: {1, fence, server ms} acquired; {2, stored value, server ms} the
 -- same token already held it (a retry after a lost reply), ttl refreshed;
--- {0, type, ...} refused, as held() describes.
+-- {0, type, ...} refused, as held() describes, or as semHeld() does.
 local key = KEYS[1]
+local sem = semHeld(KEYS[3], KEYS[4])
+if sem then
+  return sem
+end
 local t = redis.call('TYPE', key)['ok']
 if t == 'none' then
   -- INCR only once the SET is certain, so refused attempts burn no fence

@@ -20,6 +20,8 @@ type backend interface {
 	acquire(ctx context.Context, key string, a acquireArgs) (reply, error)
 	renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error)
 	release(ctx context.Context, key, token string) (reply, error)
+	// reenter adds a hold to the lease token holds at key (reenter.lua).
+	reenter(ctx context.Context, key, token string) (reply, error)
 	inspect(ctx context.Context, key string) (reply, error)
 	incr(ctx context.Context, key string) (int64, error)
 	peek(ctx context.Context, key string) (int64, error)
@@ -61,7 +63,8 @@ type reply struct {
 	pttl   time.Duration
 	fence  int64
 	nowMS  int64
-	acked  int // replicas that acknowledged the write; -1 when not asked
+	acked  int   // replicas that acknowledged the write; -1 when not asked
+	num    int64 // {code, n} replies: a renewal's ttl in ms, the holds left, a semaphore's limit
 
 	holders int64 // semaphore refusal: live holders
 	queue   int64 // FIFO refusal: waiters ahead
@@ -105,6 +108,8 @@ var (
 	inspectLua string
 	//go:embed check.lua
 	checkLua string
+	//go:embed reenter.lua
+	reenterLua string
 
 	// The SHA-1 of each script is computed once here; EVALSHA falls back to
 	// EVAL on NOSCRIPT, which also reloads the script into the server's
@@ -114,6 +119,7 @@ var (
 	releaseScript = redis.NewScript(holderLua + releaseLua)
 	inspectScript = redis.NewScript(holderLua + inspectLua)
 	checkScript   = redis.NewScript(checkLua)
+	reenterScript = redis.NewScript(holderLua + reenterLua)
 )
 
 // single is a backend on one logical Redis: a server, a Sentinel-managed
@@ -128,8 +134,27 @@ type single struct {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.write(ctx, acquireScript, []string{key, AuxKey(KindFence, key)},
+	return s.writeRaw(ctx, acquireScript, append([]string{key, AuxKey(KindFence, key)}, semKeys(key)...), decodeSemAcquire,
 		a.token, ms(a.ttl), valuePrefix(a.token), a.rest)
+}
+
+func (s *single) reenter(ctx context.Context, key, token string) (reply, error) {
+	return s.writeRaw(ctx, reenterScript, append([]string{key}, semKeys(key)...), decodeReenter, token, valuePrefix(token))
+}
+
+// decodeReenter reads reenter.lua's {1|3, value, pttl, server ms}, else the
+// usual shapes.
+func decodeReenter(v any) (reply, error) {
+	if a, ok := v.([]any); ok && len(a) == 4 {
+		code, _ := a[0].(int64)
+		val, ok1 := a[1].(string)
+		pttl, ok2 := a[2].(int64)
+		now, ok3 := a[3].(int64)
+		if (code == 1 || code == 3) && ok1 && ok2 && ok3 {
+			return reply{code: code, value: val, pttl: time.Duration(pttl) * time.Millisecond, nowMS: now, acked: -1}, nil
+		}
+	}
+	return decode(v)
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
@@ -145,11 +170,11 @@ func (s *single) release(ctx context.Context, key, token string) (reply, error) 
 }
 
 func (s *single) inspect(ctx context.Context, key string) (reply, error) {
-	v, err := inspectScript.Run(ctx, s.c, []string{key}).Result()
+	v, err := inspectScript.Run(ctx, s.c, append([]string{key}, semKeys(key)...)).Result()
 	if err != nil {
 		return reply{}, err
 	}
-	return decode(v)
+	return decodeSemAcquire(v)
 }
 
 // write runs a script that writes a lease. With WaitReplicas set, WAIT goes
@@ -240,6 +265,11 @@ func (s *single) subscribe(ctx context.Context, channel string) (subscription, e
 
 func (s *single) queued(channel string) int { return s.hub.queued(channel) }
 
+func isInt(v any) bool {
+	_, ok := v.(int64)
+	return ok
+}
+
 // decode reads the reply shapes the lock scripts document.
 func decode(v any) (reply, error) {
 	a, ok := v.([]any)
@@ -253,6 +283,8 @@ func decode(v any) (reply, error) {
 	}
 	bad := func() (reply, error) { return reply{}, fmt.Errorf("unexpected script reply %v", v) }
 	switch {
+	case len(a) == 2 && isInt(a[1]): // {code, n}
+		r.num = a[1].(int64)
 	case len(a) == 3 && r.code == 1: // acquired: fence, ms
 		if r.fence, ok = a[1].(int64); !ok {
 			return bad()

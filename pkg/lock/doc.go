@@ -31,6 +31,9 @@
 //     lock: a lease that expired and was taken by someone else is never
 //     extended or deleted (the "stale DEL" that lets a third client in).
 //     Renew never re-creates an expired lock.
+//   - Reenter lets a holder that proves itself by its token take counted
+//     holds of its own lease (a nested caller); each release gives one
+//     back, and the last deletes the lock (see reenter.go).
 //   - Release distinguishes released, not held (ErrNotHeld) and held by
 //     someone else (*HeldError matching ErrNotOwner, with that holder's
 //     owner and remaining TTL).
@@ -61,7 +64,8 @@
 // A semaphore (AcquireOptions.Limit) does not use the lock key: its holders
 // are AuxKey(KindSem, key), a ZSET of token -> expiry in server ms, and
 // AuxKey(KindSemVal, key), a HASH of token -> the same JSON value a lock
-// holds (with "limit"). A FIFO queue (AcquireOptions.FIFO) is
+// holds (with "limit"). A semaphore and a plain lock of the same name
+// exclude each other, and the live holders' limit is the semaphore's. A FIFO queue (AcquireOptions.FIFO) is
 // AuxKey(KindQueue, key), a ZSET of token -> arrival in server µs, with
 // heartbeats in AuxKey(KindQueueHB, key). All four carry the TTL of their
 // latest member, so none outlives its last holder or waiter. See sem.go and

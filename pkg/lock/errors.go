@@ -21,7 +21,26 @@ var (
 	ErrStaleFence = errors.New("lock: stale fence")
 	// ErrInvalid: a caller passed an unusable argument (empty name, ttl < 1ms, ...).
 	ErrInvalid = errors.New("lock: invalid argument")
+	// ErrLimitMismatch: a semaphore acquire asked for another limit than
+	// the live holders use (*LimitError). It also matches ErrInvalid: the
+	// caller's configuration disagrees with the semaphore's, which waiting
+	// does not fix.
+	ErrLimitMismatch = errors.New("lock: semaphore limit differs from its holders'")
 )
+
+// LimitError: the semaphore at Key has live holders that came in with Limit,
+// and the caller asked for Want.
+type LimitError struct {
+	Key         string
+	Limit, Want int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("lock: semaphore %s is held with limit %d, not %d", e.Key, e.Limit, e.Want)
+}
+
+// Is makes a *LimitError match ErrLimitMismatch and ErrInvalid.
+func (e *LimitError) Is(target error) bool { return target == ErrLimitMismatch || target == ErrInvalid }
 
 // Holder describes whoever holds a lock, as far as its stored value tells.
 type Holder struct {
@@ -33,7 +52,8 @@ type Holder struct {
 	AcquiredAt time.Time     // zero when unknown
 	TTL        time.Duration // remaining; -1 when the key has no TTL
 	Kind       string        // "lockctl", "string" (foreign SET NX), "redisson" (hash lock)
-	Reentry    int64         // Redisson reentry count
+	Reentry    int64         // re-entry count: Redisson's, or a re-entered lockctl lease's holds (0 when not re-entered)
+	LeaseTTL   time.Duration // the TTL a lockctl lease was taken with; 0 when unknown
 	CI         string        // the CI job's URL recorded by the acquirer, if any
 
 	// Semaphore refusals (Kind "semaphore") describe the holder whose slot

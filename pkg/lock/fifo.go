@@ -45,7 +45,7 @@ func (l *Locker) queueTTL() time.Duration {
 }
 
 func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
-	keys := append([]string{key, AuxKey(KindFence, key)}, queueKeys(key)...)
+	keys := append(append([]string{key, AuxKey(KindFence, key)}, queueKeys(key)...), semKeys(key)...)
 	return s.writeRaw(ctx, fifoAcquireScript, keys, decodeFIFO,
 		a.token, ms(a.ttl), valuePrefix(a.token), a.rest, ms(queueTTL))
 }
@@ -61,6 +61,11 @@ func decodeFIFO(v any) (reply, error) {
 	if ok && len(a) >= 3 {
 		if code, _ := a[0].(int64); code == 0 {
 			ahead, _ := a[len(a)-1].(int64)
+			if r, ok := decodeSem(a[:len(a)-1]); ok {
+				// Slots of a semaphore of the same name hold the lock.
+				r.queue = ahead
+				return r, nil
+			}
 			r, err := decode(a[:len(a)-1])
 			r.queue = ahead
 			return r, err

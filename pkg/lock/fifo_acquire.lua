@@ -1,6 +1,7 @@
 -- KEYS[1] lock key; KEYS[2] fence counter; KEYS[3] queue (zset token ->
 -- arrival in server µs); KEYS[4] waiters' heartbeats (zset token -> expiry
--- in server ms).
+-- in server ms); KEYS[5], KEYS[6] the semaphore of the same name (zset,
+-- values).
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] value prefix; ARGV[4] the
 -- value's members after the fence; ARGV[5] how long a waiter's place is kept
 -- without a new attempt, in ms.
@@ -9,6 +10,11 @@
 -- {0, type, [value|fields, pttl,] waiters ahead}; type 'none' means the lock
 -- is free but earlier waiters go first.
 local key, q, hb = KEYS[1], KEYS[3], KEYS[4]
+local sem = semHeld(KEYS[5], KEYS[6])
+if sem then
+  table.insert(sem, 0)
+  return sem
+end
 local ms, us = now()
 -- A waiter that stopped trying (killed, partitioned) loses its place when its
 -- heartbeat runs out, so it never blocks those behind it for longer.

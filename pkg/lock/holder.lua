@@ -18,3 +18,52 @@ end
 local function owns(v, token, prefix)
   return v == token or string.sub(v, 1, #prefix) == prefix
 end
+
+-- holds is the hold count of a lockctl value: how many times its token
+-- re-entered the lease, plus one. Absent means 1. A '"' inside owner or note
+-- is always escaped, so the member name cannot match inside them.
+local function holds(v)
+  local n = string.match(v, ',"holds":(%d+)')
+  if n then
+    return tonumber(n)
+  end
+  return 1
+end
+
+-- withHolds returns v with hold count n (the member dropped at 1).
+local function withHolds(v, n)
+  local m = ''
+  if n > 1 then
+    m = ',"holds":' .. string.format('%d', n)
+  end
+  if string.find(v, ',"holds":%d+') then
+    return (string.gsub(v, ',"holds":%d+', m, 1))
+  end
+  return string.sub(v, 1, -2) .. m .. '}'
+end
+
+-- semHeld describes the live holders of the semaphore z (values in vals) as
+-- a semaphore refusal, {0, 'semaphore', value of the holder whose slot frees
+-- first, its pttl, holders}, or returns nil when it has none. A plain lock of
+-- the same name is refused while any slot is held, and the reverse.
+local function semHeld(z, vals)
+  if redis.call('EXISTS', z) == 0 then
+    return nil
+  end
+  local t = redis.call('TIME')
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local live = '(' .. string.format('%d', ms)
+  local first = redis.call('ZRANGEBYSCORE', z, live, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #first == 0 then
+    return nil
+  end
+  local n = redis.call('ZCOUNT', z, live, '+inf')
+  return {0, 'semaphore', redis.call('HGET', vals, first[1]) or first[1], tonumber(first[2]) - ms, n}
+end
+
+-- leaseTTL is the TTL in ms a lease was taken with, from its value's
+-- "ttl_ms" member, for renewals that ask for "the lease's own TTL" (ttl 0);
+-- nil when the value does not record one (a foreign lock).
+local function leaseTTL(v)
+  return string.match(v or '', ',"ttl_ms":(%d+)')
+end

@@ -105,7 +105,8 @@ type AcquireOptions struct {
 	// Token identifies this lease; "" means NewToken(). A given token must
 	// be printable ASCII without '"' or '\' (it is stored verbatim in JSON).
 	// Acquiring again with the token that already holds the lock succeeds
-	// and refreshes its TTL, so a retry after a lost reply is safe.
+	// and refreshes its TTL, so a retry after a lost reply is safe; it
+	// adds no hold (Reenter does).
 	Token string
 	// Owner is shown to other users; "" means DefaultOwner().
 	Owner string
@@ -115,7 +116,9 @@ type AcquireOptions struct {
 	CI string
 	// Limit > 0 makes the lock a counting semaphore with up to Limit
 	// holders (see sem.go). Every user of the semaphore must pass the same
-	// Limit. Renew, Release and ReleaseLease find semaphore slots by token.
+	// Limit: another Limit than the live holders' fails with *LimitError.
+	// Slots and a plain lock of the same name exclude each other. Renew,
+	// Release and ReleaseLease find semaphore slots by token.
 	Limit int
 	// FIFO serves waiters in arrival order (see fifo.go). Not supported
 	// together with Limit.
@@ -145,6 +148,9 @@ type Lease struct {
 	// clock: the lease lasts at least until Sent+TTL on the server, which
 	// makes it the right WatchdogOptions.Since.
 	Sent time.Time
+	// Holds is how many holds the token has on the lease after this call:
+	// 1 for an acquisition, more for a Reenter.
+	Holds int
 }
 
 // Acquire takes the lock called name for ttl, waiting as o.Wait says.
@@ -190,6 +196,9 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	if o.Limit > 0 {
 		rest += `,"limit":` + strconv.Itoa(o.Limit)
 	}
+	// The lease's own TTL, for renewals that do not name one (Renew with
+	// ttl 0) and for re-entry.
+	rest += `,"ttl_ms":` + strconv.FormatInt(ttl.Milliseconds(), 10)
 	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note, limit: o.Limit, fifo: o.FIFO,
 		args: acquireArgs{token: token, ttl: ttl, rest: rest}, start: l.clock.Now()}
 	lease, err := a.run(ctx, o)
@@ -253,7 +262,7 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 	if err != nil {
 		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", a.key, err)
 	}
-	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Sent: sent}
+	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Sent: sent, Holds: 1}
 	now := time.UnixMilli(r.nowMS).UTC()
 	switch r.code {
 	case 1:
@@ -289,7 +298,9 @@ func (l *Locker) replicated(key string, r reply) error {
 }
 
 // Renew sets the TTL of the lock called name to ttl if token holds it, and
-// returns the new TTL. It never re-creates an expired lock.
+// returns the new TTL. ttl 0 means the TTL the lease was taken with (which
+// its stored value records); a lock whose value records none (a foreign
+// lock) then fails with ErrInvalid. It never re-creates an expired lock.
 //
 // Errors: ErrNotHeld when there is no lock; *HeldError (errors.Is
 // ErrNotOwner) when another token holds it; *WrongTypeError; ErrInvalid;
@@ -307,10 +318,10 @@ func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Durat
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)
 	}
-	if err := checkTTL(ttl); err != nil {
+	ttl, err := renewTTL(ttl)
+	if err != nil {
 		return 0, err
 	}
-	ttl = ttl.Truncate(time.Millisecond)
 	r, err := l.b.renew(ctx, key, token, ttl)
 	if err != nil {
 		return 0, fmt.Errorf("lock: renew %s: %w", key, err)
@@ -327,9 +338,35 @@ func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Durat
 		}
 		return ttl, err
 	case 1:
-		return ttl, l.replicated(key, r)
+		return renewed(ttl, r), l.replicated(key, r)
+	case 4:
+		return 0, noLeaseTTL(key)
 	}
 	return 0, refused(key, r)
+}
+
+// renewTTL checks a renewal's ttl: 0 (the lease's own) or at least 1ms.
+func renewTTL(ttl time.Duration) (time.Duration, error) {
+	if ttl == 0 {
+		return 0, nil
+	}
+	if err := checkTTL(ttl); err != nil {
+		return 0, err
+	}
+	return ttl.Truncate(time.Millisecond), nil
+}
+
+// renewed is the TTL a renewal set: the script's answer, which is the
+// lease's own TTL when ttl was 0.
+func renewed(ttl time.Duration, r reply) time.Duration {
+	if r.num > 0 {
+		return time.Duration(r.num) * time.Millisecond
+	}
+	return ttl
+}
+
+func noLeaseTTL(key string) error {
+	return fmt.Errorf("%w: %s does not record the TTL it was taken with (not a lockctl lock?); name a ttl", ErrInvalid, key)
 }
 
 // Release deletes the lock called name if token holds it, and wakes its
@@ -348,27 +385,39 @@ func (l *Locker) Release(ctx context.Context, name, token string) error {
 
 // ReleaseKey is Release on a raw Redis key: the same compare-and-delete, for
 // callers (such as a forced release by token) that start from a key.
+//
+// A token that re-entered its lease (Reenter) gives back one hold per
+// release; the last one deletes the lock.
 func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
+	_, err := l.releaseKey(ctx, key, token)
+	return err
+}
+
+// releaseKey is ReleaseKey returning the holds the token has left.
+func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error) {
 	if key == "" || token == "" {
-		return fmt.Errorf("%w: empty key or token", ErrInvalid)
+		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)
 	}
 	r, err := l.b.release(ctx, key, token)
 	if err != nil {
-		return fmt.Errorf("lock: release %s: %w", key, err)
+		return 0, fmt.Errorf("lock: release %s: %w", key, err)
 	}
 	switch r.code {
 	case 0:
-		return fmt.Errorf("%w: %s", ErrNotHeld, key)
+		return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 	case 3:
 		// No lock at key, but a semaphore of the same name.
-		if err := l.releaseSem(ctx, key, token); !errors.Is(err, ErrNotHeld) {
-			return err
+		n, err := l.releaseSem(ctx, key, token)
+		if !errors.Is(err, ErrNotHeld) {
+			return n, err
 		}
-		return fmt.Errorf("%w: %s", ErrNotHeld, key)
+		return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 	case 1:
-		return nil
+		return 0, nil
+	case 4:
+		return int(r.num), nil
 	}
-	return refused(key, r)
+	return 0, refused(key, r)
 }
 
 func refused(key string, r reply) error {

@@ -36,7 +36,7 @@ func TestAcquireGetRelease(t *testing.T) {
 		t.Errorf("expires %v acquired %v", lease.ExpiresAt, lease.AcquiredAt)
 	}
 	raw := redisDo(t, c, "GET", lease.Key).(string)
-	if want := `{"token":"` + lease.Token + `","fence":1,"owner":"ci@build-3:4242","note":"deploy \"#81\"","acquired_ms":`; raw[:len(want)] != want {
+	if want := `{"token":"` + lease.Token + `","fence":1,"owner":"ci@build-3:4242","note":"deploy \"#81\"","ttl_ms":10000,"acquired_ms":`; raw[:len(want)] != want {
 		t.Errorf("stored value %s", raw)
 	}
 	h, err := l.Get(ctx, name)
@@ -106,7 +106,7 @@ func TestInvalidArguments(t *testing.T) {
 			_, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Token: `a"b`})
 			return err
 		}(),
-		"renew ttl": func() error { _, err := l.Renew(ctx, name, "t", 0); return err }(),
+		"renew ttl": func() error { _, err := l.Renew(ctx, name, "t", -time.Second); return err }(),
 		"renew tok": func() error { _, err := l.Renew(ctx, name, "", time.Second); return err }(),
 		"release":   l.Release(ctx, name, ""),
 		"check 0":   l.Fences().Check(ctx, name, 0),

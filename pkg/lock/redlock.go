@@ -414,23 +414,35 @@ func mostCommon(key string, replies []reply) reply {
 }
 
 func (r *redlock) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	res := each(ctx, r, nil, r.leaseTimeout(ttl), func(ctx context.Context, s *single) (reply, error) {
+	d := r.callTimeout()
+	if ttl > 0 {
+		d = r.leaseTimeout(ttl)
+	}
+	res := each(ctx, r, nil, d, func(ctx context.Context, s *single) (reply, error) {
 		return s.renew(ctx, key, token, ttl)
 	}, nil)
-	renewed := 0
+	renewed, noTTL := 0, 0
+	var set int64 // the shortest TTL a node set (ttl 0: each node's record)
 	var others []reply
 	for _, x := range res {
 		switch {
 		case x.err != nil:
 		case x.v.code == 1:
 			renewed++
+			if set == 0 || (x.v.num > 0 && x.v.num < set) {
+				set = x.v.num
+			}
+		case x.v.code == 4:
+			noTTL++
 		case x.v.code == 2:
 			others = append(others, x.v)
 		}
 	}
 	switch {
 	case renewed >= r.quorum:
-		return reply{code: 1, acked: -1}, nil
+		return reply{code: 1, num: set, acked: -1}, nil
+	case noTTL >= r.quorum:
+		return reply{code: 4, acked: -1}, nil
 	case answered(res) < r.quorum:
 		return reply{}, noQuorum(r, "renew", res)
 	case len(others) >= r.quorum:
@@ -444,25 +456,74 @@ func (r *redlock) release(ctx context.Context, key, token string) (reply, error)
 	res := each(ctx, r, nil, r.callTimeout(), func(ctx context.Context, s *single) (reply, error) {
 		return s.release(ctx, key, token)
 	}, nil)
-	deleted := 0
+	deleted, left := 0, int64(-1)
 	var others []reply
 	for _, x := range res {
 		switch {
 		case x.err != nil:
 		case x.v.code == 1:
 			deleted++
+		case x.v.code == 4:
+			// One hold of a re-entered lease given back.
+			left = max(left, x.v.num)
 		case x.v.code == 2:
 			others = append(others, x.v)
 		}
 	}
 	n := answered(res)
 	switch {
+	case len(others) >= r.quorum:
+		// A majority belongs to another holder: this token's lease was
+		// over, even if a minority master still had it (and dropped it).
+		return mostCommon(key, others), nil
+	case left >= 0:
+		return reply{code: 4, num: left, acked: -1}, nil
 	case deleted > 0:
 		return reply{code: 1, acked: -1}, nil
 	case n < r.quorum:
 		return reply{}, noQuorum(r, "release", res)
 	case len(others) > n/2:
 		return mostCommon(key, others), nil
+	}
+	return reply{code: 0, acked: -1}, nil
+}
+
+// reenter adds a hold on every node; it counts when a quorum did. Otherwise
+// the holds taken are given back, so no node keeps a count nobody releases.
+func (r *redlock) reenter(ctx context.Context, key, token string) (reply, error) {
+	res := each(ctx, r, nil, r.callTimeout(), func(ctx context.Context, s *single) (reply, error) {
+		return s.reenter(ctx, key, token)
+	}, nil)
+	var got, refusals []reply
+	var idx []int
+	for _, x := range res {
+		switch {
+		case x.err != nil:
+		case x.v.code == 1:
+			got = append(got, x.v)
+			idx = append(idx, x.node)
+		case x.v.code == 2:
+			refusals = append(refusals, x.v)
+		}
+	}
+	if len(got) >= r.quorum {
+		out := got[0]
+		for _, g := range got[1:] {
+			out.pttl = min(out.pttl, g.pttl)
+			out.nowMS = min(out.nowMS, g.nowMS)
+		}
+		return out, nil
+	}
+	if len(got) > 0 {
+		each(context.WithoutCancel(ctx), r, idx, r.callTimeout(), func(ctx context.Context, s *single) (reply, error) {
+			return s.release(ctx, key, token)
+		}, nil)
+	}
+	switch {
+	case answered(res) < r.quorum:
+		return reply{}, noQuorum(r, "re-enter", res)
+	case len(refusals) >= r.quorum:
+		return mostCommon(key, refusals), nil
 	}
 	return reply{code: 0, acked: -1}, nil
 }

@@ -1,7 +1,8 @@
 -- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem). ARGV[1]
--- token; ARGV[2] ttl in ms; ARGV[3] value prefix. Replies: {0} no lock and no
--- semaphore; {3} no lock, but a semaphore (never re-created); {1} renewed; {2,
--- ...} another holder, as held() describes.
+-- token; ARGV[2] ttl in ms, 0 for the TTL the lease was taken with; ARGV[3]
+-- value prefix. Replies: {0} no lock and no semaphore; {3} no lock, but a
+-- semaphore (never re-created); {1, ttl in ms} renewed; {4} ttl 0, but the
+-- value records no TTL; {2, ...} another holder, as held() describes.
 local key = KEYS[1]
 -- pcall: a key of another type makes GET fail, which costs a TYPE only
 -- then, not on every call (each redis.call is a measurable share of a
@@ -18,8 +19,15 @@ if v == false then
 end
 if type(v) == 'string' then
   if owns(v, ARGV[1], ARGV[3]) then
-    redis.call('PEXPIRE', key, ARGV[2])
-    return {1}
+    local ttl = ARGV[2]
+    if ttl == '0' then
+      ttl = leaseTTL(v)
+      if not ttl then
+        return {4}
+      end
+    end
+    redis.call('PEXPIRE', key, ttl)
+    return {1, tonumber(ttl)}
   end
   return held(2, key, 'string', v)
 end

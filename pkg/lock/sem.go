@@ -25,9 +25,13 @@ import (
 // the last holder is gone. Renew and release address a slot by token.
 // Every acquisition takes a fence from the lock's one fence counter.
 //
-// The limit is not stored as a property of the semaphore: each acquire
-// compares the number of live holders with its own N. Every user of a
-// semaphore must therefore pass the same N; a larger N lets more in.
+// The limit is a property of the semaphore while it has holders: each
+// holder's value records its N, and an acquire with another N than the live
+// holders' is refused (*LimitError) rather than let in beyond their bound.
+//
+// A semaphore and a plain lock of the same name exclude each other: a plain
+// (or FIFO) acquire counts live slots as held, and a semaphore acquire counts
+// a lock at the key as held.
 
 var (
 	//go:embed members.lua
@@ -39,9 +43,9 @@ var (
 	//go:embed sem_release.lua
 	semReleaseLua string
 
-	semAcquireScript = redis.NewScript(auxLua + semAcquireLua)
-	semRenewScript   = redis.NewScript(auxLua + semRenewLua)
-	semReleaseScript = redis.NewScript(auxLua + semReleaseLua)
+	semAcquireScript = redis.NewScript(holderLua + auxLua + semAcquireLua)
+	semRenewScript   = redis.NewScript(holderLua + auxLua + semRenewLua)
+	semReleaseScript = redis.NewScript(holderLua + auxLua + semReleaseLua)
 )
 
 func semKeys(key string) []string {
@@ -49,8 +53,12 @@ func semKeys(key string) []string {
 }
 
 func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquireArgs) (reply, error) {
-	return s.writeRaw(ctx, semAcquireScript, append(semKeys(key), AuxKey(KindFence, key)), decodeSemAcquire,
+	r, err := s.writeRaw(ctx, semAcquireScript, append(semKeys(key), AuxKey(KindFence, key), key), decodeSemAcquire,
 		a.token, ms(a.ttl), strconv.Itoa(limit), valuePrefix(a.token), a.rest)
+	if err == nil && r.code == 4 {
+		return reply{}, &LimitError{Key: key, Limit: int(r.num), Want: limit}
+	}
+	return r, err
 }
 
 func (s *single) semRenew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
@@ -72,7 +80,8 @@ func decodeSemAcquire(v any) (reply, error) {
 	return decode(v)
 }
 
-// decodeSem reads a semaphore refusal: {0, 'semaphore', value, pttl, holders}.
+// decodeSem reads a semaphore refusal: {0, 'semaphore', value, pttl,
+// holders}, or the same with code 2 (inspect.lua: held).
 func decodeSem(v any) (reply, bool) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 5 {
@@ -83,10 +92,10 @@ func decodeSem(v any) (reply, bool) {
 	val, _ := a[2].(string)
 	pttl, ok1 := a[3].(int64)
 	n, ok2 := a[4].(int64)
-	if code != 0 || typ != "semaphore" || !ok1 || !ok2 {
+	if (code != 0 && code != 2) || typ != "semaphore" || !ok1 || !ok2 {
 		return reply{}, false
 	}
-	return reply{code: 0, typ: typ, value: val, pttl: time.Duration(pttl) * time.Millisecond, holders: n, acked: -1}, true
+	return reply{code: code, typ: typ, value: val, pttl: time.Duration(pttl) * time.Millisecond, holders: n, acked: -1}, true
 }
 
 // semRenewer renews semaphore slots for a Watchdog.
@@ -101,29 +110,36 @@ func (r semRenewer) Renew(ctx context.Context, name, token string, ttl time.Dura
 }
 
 func (l *Locker) renewSem(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	if err := checkTTL(ttl); err != nil {
+	ttl, err := renewTTL(ttl)
+	if err != nil {
 		return 0, err
 	}
-	ttl = ttl.Truncate(time.Millisecond)
 	r, err := l.b.semRenew(ctx, key, token, ttl)
 	if err != nil {
 		return 0, fmt.Errorf("lock: renew %s: %w", AuxKey(KindSem, key), err)
 	}
-	if r.code != 1 {
-		return 0, fmt.Errorf("%w: %s (semaphore slot)", ErrNotHeld, key)
+	switch r.code {
+	case 1:
+		return renewed(ttl, r), l.replicated(key, r)
+	case 4:
+		return 0, noLeaseTTL(key)
 	}
-	return ttl, l.replicated(key, r)
+	return 0, fmt.Errorf("%w: %s (semaphore slot)", ErrNotHeld, key)
 }
 
-func (l *Locker) releaseSem(ctx context.Context, key, token string) error {
+// releaseSem releases one hold of token's slot and returns how many remain.
+func (l *Locker) releaseSem(ctx context.Context, key, token string) (int, error) {
 	r, err := l.b.semRelease(ctx, key, token)
 	if err != nil {
-		return fmt.Errorf("lock: release %s: %w", AuxKey(KindSem, key), err)
+		return 0, fmt.Errorf("lock: release %s: %w", AuxKey(KindSem, key), err)
 	}
-	if r.code != 1 {
-		return fmt.Errorf("%w: %s", ErrNotHeld, key)
+	switch r.code {
+	case 1:
+		return 0, nil
+	case 4:
+		return int(r.num), nil
 	}
-	return nil
+	return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 }
 
 // Renewer returns what renews lease: the Locker itself for a lock, or a
@@ -135,11 +151,20 @@ func (l *Locker) Renewer(lease *Lease) Renewer {
 	return l
 }
 
-// ReleaseLease releases lease, whether a lock or a semaphore slot.
-// Errors as Release.
+// ReleaseLease releases lease, whether a lock or a semaphore slot. For a
+// re-entered lease it gives back one hold (see Reenter). Errors as Release.
 func (l *Locker) ReleaseLease(ctx context.Context, lease *Lease) error {
+	_, err := l.ReleaseHold(ctx, lease)
+	return err
+}
+
+// ReleaseHold is ReleaseLease that also reports how many holds of lease's
+// token remain: 0 when the lock (or slot) is now free, more when re-entered
+// holds were not given back yet (the lock then stays until its TTL unless
+// they are). Errors as Release.
+func (l *Locker) ReleaseHold(ctx context.Context, lease *Lease) (int, error) {
 	if lease.Limit > 0 {
 		return l.releaseSem(ctx, lease.Key, lease.Token)
 	}
-	return l.ReleaseKey(ctx, lease.Key, lease.Token)
+	return l.releaseKey(ctx, lease.Key, lease.Token)
 }

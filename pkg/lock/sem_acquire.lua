@@ -1,11 +1,14 @@
 -- KEYS[1] semaphore zset (token -> expiry in server ms); KEYS[2] holders'
--- values (hash token -> lockctl JSON value); KEYS[3] fence counter.
+-- values (hash token -> lockctl JSON value); KEYS[3] fence counter; KEYS[4]
+-- the lock key of the same name.
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] limit; ARGV[4] value prefix;
 -- ARGV[5] the value's members after the fence.
 --
 -- Replies: {1, fence, server ms} acquired a slot; {2, stored value, server
 -- ms} the token already held one, its expiry refreshed; {0, 'semaphore',
--- value of the holder whose slot frees first, its pttl, holders} full.
+-- value of the holder whose slot frees first, its pttl, holders} full; {0,
+-- type, ...} a plain lock of the same name holds it, as held() describes;
+-- {4, limit} the live holders use another limit.
 local z, vals = KEYS[1], KEYS[2]
 local ms = now()
 -- Holders that died free their slot here, by their expiry: no client has to
@@ -18,7 +21,21 @@ if redis.call('ZSCORE', z, ARGV[1]) then
   expire(z, ms, {z, vals})
   return {2, redis.call('HGET', vals, ARGV[1]) or '', ms}
 end
+local lt = redis.call('TYPE', KEYS[4])['ok']
+if lt ~= 'none' then
+  return held(0, KEYS[4], lt)
+end
 local n = redis.call('ZCARD', z)
+-- The limit is a property of the semaphore while anyone holds a slot: every
+-- holder's value records the N it came in with, and a caller with another N
+-- is refused rather than let in beyond the holders' bound.
+if n > 0 then
+  local first = redis.call('ZRANGE', z, 0, 0)
+  local live = string.match(redis.call('HGET', vals, first[1]) or '', ',"limit":(%d+)')
+  if live and live ~= ARGV[3] then
+    return {4, tonumber(live)}
+  end
+end
 if n < tonumber(ARGV[3]) then
   local fence = redis.call('INCR', KEYS[3])
   local v = ARGV[4] .. ',"fence":' .. string.format('%d', fence) .. ARGV[5] ..

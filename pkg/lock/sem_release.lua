@@ -1,11 +1,19 @@
 -- KEYS[1] semaphore zset; KEYS[2] holders' values. ARGV[1] token; ARGV[2]
--- the wake-up channel. Replies: {0} the token holds no slot; {1} released.
+-- the wake-up channel. Replies: {0} the token holds no slot; {1} released;
+-- {4, holds left} the token had re-entered its slot: one hold released.
 local z, vals = KEYS[1], KEYS[2]
 local ms = now()
 trim(z, ms, {vals})
-if redis.call('ZREM', z, ARGV[1]) == 0 then
+if not redis.call('ZSCORE', z, ARGV[1]) then
   return {0}
 end
+local v = redis.call('HGET', vals, ARGV[1])
+local n = holds(v or '')
+if n > 1 then
+  redis.call('HSET', vals, ARGV[1], withHolds(v, n - 1))
+  return {4, n - 1}
+end
+redis.call('ZREM', z, ARGV[1])
 redis.call('HDEL', vals, ARGV[1])
 expire(z, ms, {z, vals})
 redis.call('PUBLISH', ARGV[2], 'released')

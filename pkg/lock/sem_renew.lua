@@ -1,12 +1,20 @@
 -- KEYS[1] semaphore zset; KEYS[2] holders' values. ARGV[1] token; ARGV[2]
--- ttl in ms. Replies: {0} the token holds no slot (never re-created); {1}
--- renewed.
+-- ttl in ms, 0 for the TTL the slot was taken with. Replies: {0} the token
+-- holds no slot (never re-created); {1, ttl in ms} renewed; {4} ttl 0, but
+-- the value records no TTL.
 local z, vals = KEYS[1], KEYS[2]
 local ms = now()
 trim(z, ms, {vals})
 if not redis.call('ZSCORE', z, ARGV[1]) then
   return {0}
 end
-redis.call('ZADD', z, string.format('%d', ms + tonumber(ARGV[2])), ARGV[1])
+local ttl = ARGV[2]
+if ttl == '0' then
+  ttl = leaseTTL(redis.call('HGET', vals, ARGV[1]))
+  if not ttl then
+    return {4}
+  end
+end
+redis.call('ZADD', z, string.format('%d', ms + tonumber(ttl)), ARGV[1])
 expire(z, ms, {z, vals})
-return {1}
+return {1, tonumber(ttl)}

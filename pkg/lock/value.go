@@ -14,7 +14,10 @@ import (
 //	{"token":"<32 hex>","fence":7,"owner":"ci@build-3:4242","note":"deploy #81","ci":"https://...","acquired_ms":1767225600000}
 //
 // note and ci (the CI job's URL) are present only when set; a semaphore
-// holder's value (see Semaphores in doc.go) also carries "limit".
+// holder's value (see Semaphores in doc.go) also carries "limit". ttl_ms is
+// the TTL the lease was taken with (Renew with ttl 0 extends by it), and
+// holds, present only above 1, the hold count of a re-entered lease (see
+// reenter.go).
 //
 // The acquire script writes it (fence and acquired_ms come from INCR and the
 // server's TIME inside the script); listing locks needs no second key.
@@ -37,6 +40,8 @@ type storedValue struct {
 	Limit      int64  `json:"limit,omitempty"`
 	AcquiredMS int64  `json:"acquired_ms"`
 	Holders    int64  `json:"holders,omitempty"`
+	TTLMS      int64  `json:"ttl_ms,omitempty"`
+	Holds      int64  `json:"holds,omitempty"`
 }
 
 // ParseValue decodes the string stored at a lock key. A value lockctl did not
@@ -48,6 +53,10 @@ func ParseValue(key, value string, ttl time.Duration) Holder {
 	if strings.HasPrefix(value, `{"token":"`) && json.Unmarshal([]byte(value), &v) == nil && v.Token != "" {
 		h.Kind = "lockctl"
 		h.Token, h.Fence, h.Owner, h.Note, h.CI, h.Limit = v.Token, v.Fence, v.Owner, v.Note, v.CI, v.Limit
+		h.LeaseTTL = time.Duration(v.TTLMS) * time.Millisecond
+		if v.Holds > 1 {
+			h.Reentry = v.Holds
+		}
 		if v.AcquiredMS > 0 {
 			h.AcquiredAt = time.UnixMilli(v.AcquiredMS).UTC()
 		}
