@@ -51,8 +51,11 @@ type Env struct {
 	TestBin string // this test binary, which doubles as the critical section
 	Started time.Time
 
-	mu    sync.Mutex
-	procs []*Proc
+	dir string // run reports of the lockctl processes
+
+	mu       sync.Mutex
+	procs    []*Proc
+	renewals int64 // renewals of finished lockctl processes
 }
 
 // NewEnv starts a scenario: a fresh recorder and resource, cleaned up with
@@ -67,7 +70,7 @@ func NewEnv(t testing.TB, name, lockctl string) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{T: t, Name: name, Seed: Seed(), Rec: rec, Res: res, Lockctl: lockctl, TestBin: self, Started: time.Now()}
+	e := &Env{T: t, Name: name, Seed: Seed(), Rec: rec, Res: res, Lockctl: lockctl, TestBin: self, Started: time.Now(), dir: t.TempDir()}
 	t.Cleanup(func() {
 		e.mu.Lock()
 		procs := e.procs
@@ -147,6 +150,9 @@ func (e *Env) Collect(variant string, ttl time.Duration, holders int) *Figures {
 		Succeeded: acq[OK], Busy: acq[Busy], Errors: acq[Fail], Unknown: acq[Unknown],
 		Unfenced: e.Res.Unfenced(), Fenced: e.Res.FencedFigures()}
 	f.Attempted = f.Succeeded + f.Busy + f.Errors + f.Unknown
+	e.mu.Lock()
+	f.Renewals = e.renewals
+	e.mu.Unlock()
 	for _, op := range e.Rec.Ops() {
 		if op.Kind == Lost {
 			f.Losses++

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,6 +116,10 @@ func (e *Env) Spawn(id int, s ProcSpec) *Proc {
 	args := []string{"run", s.Name}
 	args = append(args, s.Global...)
 	args = append(args, s.Flags...)
+	report := filepath.Join(e.dir, holder+".json")
+	if !hasFlag(s.Flags, "--report-file") {
+		args = append(args, "--report-file", report)
+	}
 	args = append(args, "--", e.TestBin)
 	cmd := exec.Command(e.Lockctl, args...)
 	cmd.Env = append(os.Environ(), ChildEnv+"=1", "CHAOS_RESOURCE="+e.Res.URL(), "CHAOS_PRESENCE="+e.Res.PresenceAddr(), "CHAOS_HOLDER="+holder,
@@ -131,6 +137,7 @@ func (e *Env) Spawn(id int, s ProcSpec) *Proc {
 		p.End = e.Rec.Now()
 		p.Exit = exitCode(err)
 		e.recordProc(p, s)
+		e.readReport(report)
 		close(p.done)
 	}()
 	return p
@@ -347,4 +354,30 @@ func (e *Env) WaitEntered(holder string, limit time.Duration) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return false
+}
+
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// readReport adds a finished run's renewals (from its --report-file) to
+// the scenario's count.
+func (e *Env) readReport(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var rep struct {
+		Renewals int64 `json:"renewals"`
+	}
+	if json.Unmarshal(b, &rep) == nil {
+		e.mu.Lock()
+		e.renewals += rep.Renewals
+		e.mu.Unlock()
+	}
 }

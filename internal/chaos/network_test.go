@@ -119,7 +119,9 @@ func netScenario(t *testing.T, srv *redistest.Server, ttl time.Duration, nf netF
 			wg.Wait()
 
 			f := e.Collect(label, ttl, 6)
-			f.Renewals, f.Detect = renewalsOf(cs)
+			r, det := renewalsOf(cs)
+			f.Renewals += r
+			f.Detect = det
 			f.Detect = append(f.Detect, a.End-faultAt)
 			if a.Exit == 76 {
 				f.ChildrenKilled = 1

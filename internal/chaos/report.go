@@ -106,6 +106,22 @@ func WriteReport(path string) error {
 		id := strings.SplitN(f.Scenario, ".", 2)[0]
 		byID[id] = append(byID[id], f)
 	}
+	b.WriteString("## Summary\n\n| scenario | variant | verdict |\n|---|---|---|\n")
+	for _, sc := range Scenarios {
+		fs := append([]*Figures(nil), byID[sc.ID]...)
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].Scenario < fs[j].Scenario })
+		if len(fs) == 0 {
+			why := "not run in this tier"
+			if sc.NotBuilt != "" {
+				why = sc.NotBuilt
+			}
+			fmt.Fprintf(&b, "| %s. %s | | %s |\n", sc.ID, sc.Title, why)
+		}
+		for _, f := range fs {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Scenario, f.Variant, f.Verdict)
+		}
+	}
+	b.WriteString("\n")
 	for _, sc := range Scenarios {
 		fmt.Fprintf(&b, "## %s. %s\n\n", sc.ID, sc.Title)
 		fs := byID[sc.ID]
