@@ -158,12 +158,14 @@ func exitCode(err error) int {
 }
 
 // recordProc turns a finished process into history: its child entering the
-// resource proves the grant, the last act of the child bounds its belief.
+// resource proves the grant, the child leaving (or dying) ends its belief.
 func (e *Env) recordProc(p *Proc, s ProcSpec) {
 	entered := e.Res.Entered(p.Holder)
-	last := e.Res.LastAct(p.Holder)
+	// The holder believes in its lease while its child is inside: until
+	// the child left or died (the presence connection tells), else now.
+	last := e.Res.LeftAt(p.Holder)
 	if last < 0 {
-		last = entered
+		last = p.End
 	}
 	// lockctl never exits while its child lives: the child is out now.
 	e.Res.Leave(p.Holder)

@@ -83,6 +83,35 @@ func TestRedlock(t *testing.T) {
 			}
 		})
 	}
+	// The unprotected variant: the same lock on one of those masters alone,
+	// which is then restarted without persistence. Its holder works on
+	// until its deadline while a second holder already got the lock.
+	t.Run("10.single-master-restarted", func(t *testing.T) {
+		s := startRedis(t)
+		e := chaos.NewEnv(t, "10.redlock-two-killed", lockctlBin)
+		global := []string{"--url", s.URL, "--timeout", "300ms"}
+		a := e.Spawn(0, chaos.ProcSpec{Global: global, Name: "rl", TTL: ttl,
+			Flags: []string{"-n", "--ttl", ttl.String()}, Work: 3 * ttl, Writes: 6})
+		if !e.WaitEntered(a.Holder, 10*time.Second) {
+			t.Fatalf("holder a never started: %s", a)
+		}
+		s.Kill()
+		if err := s.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		b := e.Spawn(1, chaos.ProcSpec{Global: global, Name: "rl", TTL: ttl,
+			Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
+		a.Wait()
+		b.Wait()
+		f := e.Collect("unprotected: one master, restarted", ttl, 2)
+		verdict := f.Check(e)
+		f.Note("a exit %d, b exit %d", a.Exit, b.Exit)
+		f.Verdict = verdictOf(f.Unfenced.Overlaps > 0 && verdict == "illegal", "fails as it must: the restart hands the lock to b while a works")
+		chaos.Publish(f)
+		if f.Unfenced.Overlaps == 0 || verdict != "illegal" {
+			t.Errorf("a single restarted master did not fail: overlaps %d, porcupine %s", f.Unfenced.Overlaps, verdict)
+		}
+	})
 	t.Run("10.redlock-three-killed", func(t *testing.T) {
 		var urls []string
 		var nodes []*redistest.Server

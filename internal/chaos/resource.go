@@ -51,6 +51,7 @@ type Resource struct {
 	newest       int // arrival order of the newest token
 	Fenced       FencedStats
 	lastAct      map[string]time.Duration // holder -> time of its last entry or write
+	leftAt       map[string]time.Duration // holder -> when it left (or its process died)
 	firstEntered map[string]time.Duration
 }
 
@@ -83,7 +84,7 @@ func NewResource(rec *Recorder) (*Resource, error) {
 	}
 	r := &Resource{ln: ln, rec: rec, inside: map[string]time.Duration{}, readAt: map[string]int{},
 		arrival: map[string]int{}, fenceOf: map[string]int64{}, tokensOf: map[int64]map[string]bool{},
-		lastAct: map[string]time.Duration{}, firstEntered: map[string]time.Duration{}}
+		lastAct: map[string]time.Duration{}, leftAt: map[string]time.Duration{}, firstEntered: map[string]time.Duration{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/enter", r.handleEnter)
 	mux.HandleFunc("/write", r.handleWrite)
@@ -194,6 +195,7 @@ func (r *Resource) Leave(holder string) {
 		r.overlapT += now - r.overlapS
 	}
 	delete(r.inside, holder)
+	r.leftAt[holder] = now
 }
 
 // Write is one write of the critical section: the counter update (when
@@ -280,6 +282,16 @@ func (r *Resource) Entered(holder string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t, ok := r.firstEntered[holder]; ok {
+		return t
+	}
+	return -1
+}
+
+// LeftAt is when holder last left (or its process died), or -1.
+func (r *Resource) LeftAt(holder string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.leftAt[holder]; ok {
 		return t
 	}
 	return -1
