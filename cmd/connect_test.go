@@ -117,3 +117,24 @@ func TestUnixSocket(t *testing.T) {
 		t.Fatalf("missing socket: exit %d, want 69", code)
 	}
 }
+
+// rediss:// at a plain server: the server never answers a TLS handshake, so
+// lockctl must find out by itself, well inside --timeout, and say TLS.
+func TestTLSAtPlainServerFailsFast(t *testing.T) {
+	s, err := redistest.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	start := time.Now()
+	code, _, errOut := run(t, "--url", "rediss://"+s.Addr+"/0", "--timeout", "60s", "lock", "tls-plain", "-n")
+	took := time.Since(start)
+	if code != cmd.ExitUnavailable || !strings.Contains(errOut, "TLS") || !strings.Contains(errOut, s.Addr) {
+		t.Fatalf("exit %d, stderr %q; want 69 naming TLS and %s", code, errOut, s.Addr)
+	}
+	// Half the timeout: generous for a loaded machine, far below the
+	// minute a handshake left alone would wait.
+	if took > 30*time.Second {
+		t.Fatalf("took %s of --timeout 60s; want a fast failure", took)
+	}
+}

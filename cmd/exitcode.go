@@ -1,19 +1,14 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"strings"
 	"syscall"
 
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
-	"github.com/redis/go-redis/v9"
 )
 
 // Exit codes of the contract. ExitCode is the only place that picks one.
@@ -88,65 +83,67 @@ func withHint(err error, hints ...string) error { return &HintError{Err: err, Hi
 
 // ExitCode maps an error returned by a command to the contract's exit code.
 func ExitCode(err error) int {
+	code, _ := exitClass(err)
+	return code
+}
+
+// exitClass is ExitCode with the Redis fault it was decided by, if any
+// (for the message's hints).
+func exitClass(err error) (int, fault) {
 	if err == nil {
-		return ExitOK
+		return ExitOK, faultNone
 	}
 	var (
 		exit  *ExitError
 		sig   *SignalError
 		usage *UsageError
 		unav  *UnavailableError
+		bug   *internalError
 	)
 	switch {
+	case errors.As(err, &bug):
+		return ExitInternal, faultNone
 	case errors.As(err, &exit):
-		return exit.Code
+		return exit.Code, faultNone
 	case errors.As(err, &sig):
-		return 128 + int(sig.Signal)
+		return 128 + int(sig.Signal), faultNone
 	case errors.As(err, &usage), errors.Is(err, lock.ErrInvalid),
 		errors.Is(err, limit.ErrInvalid), errors.Is(err, limit.ErrNeverAllowed),
 		errors.Is(err, once.ErrInvalid):
-		return ExitUsage
+		return ExitUsage, faultNone
 	case errors.As(err, &unav):
-		return ExitUnavailable
+		return ExitUnavailable, classifyRedis(err)
 	case errors.Is(err, lock.ErrNotObtained), errors.Is(err, limit.ErrLimited),
 		errors.Is(err, once.ErrInProgress):
-		return ExitNotAcquired
+		return ExitNotAcquired, faultNone
 	case errors.Is(err, lock.ErrNotOwner), errors.Is(err, lock.ErrNotHeld),
 		errors.Is(err, lock.ErrStaleFence), errors.Is(err, lock.ErrWrongType),
 		errors.Is(err, limit.ErrWrongType), errors.Is(err, once.ErrWrongType),
 		errors.Is(err, once.ErrFingerprint), errors.Is(err, once.ErrNotOwner):
-		return ExitNotOwner
-	case isRedisUnavailable(err):
-		return ExitUnavailable
+		return ExitNotOwner, faultNone
 	}
-	return ExitInternal
+	if f := classifyRedis(err); f != faultNone {
+		return f.code(), f
+	}
+	return ExitInternal, faultNone
 }
 
-// isRedisUnavailable recognises failures to reach or use the server.
-func isRedisUnavailable(err error) bool {
-	var (
-		netErr net.Error
-		opErr  *net.OpError
-		rerr   redis.Error
-	)
-	if errors.Is(err, lock.ErrNoQuorum) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, redis.ErrClosed) ||
-		errors.As(err, &netErr) || errors.As(err, &opErr) {
-		return true
+// code is the contract's exit code of a Redis fault: every condition of
+// the server or the way to it is 69, except a key of the wrong type (65).
+func (f fault) code() int {
+	if f == faultWrongType {
+		return ExitNotOwner
 	}
-	if errors.As(err, &rerr) {
-		msg := rerr.Error()
-		// An unauthenticated client sending a command of more than a few
-		// arguments (a lock script) gets a protocol error, not NOAUTH.
-		for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "READONLY", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "TRYAGAIN", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH", "ERR Protocol error: unauthenticated"} {
-			if strings.HasPrefix(msg, p) {
-				return true
-			}
-		}
-	}
-	return strings.Contains(err.Error(), "tls:") || strings.Contains(err.Error(), "x509:")
+	return ExitUnavailable
 }
+
+// internalError is a violated invariant of lockctl's own: a bug, exit 70.
+type internalError struct {
+	What  string
+	Stack []byte
+}
+
+func (e *internalError) Error() string { return "internal error: " + e.What }
 
 func hintsOf(err error) []string {
 	var hints []string

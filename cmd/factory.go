@@ -6,9 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -244,6 +247,12 @@ func (f *Factory) newClient() (redis.UniversalClient, error) {
 		o.Protocol = 2
 		o.DialerRetries, o.DialerRetryTimeout = 1, 50*time.Millisecond
 	}
+	if err := checkAddrs("--cluster", g.Cluster); err != nil {
+		return nil, err
+	}
+	if err := checkAddrs("--sentinel", g.Sentinel); err != nil {
+		return nil, err
+	}
 	switch {
 	case len(g.Cluster) > 0:
 		o := &redis.UniversalOptions{Addrs: g.Cluster, IsClusterMode: true, Password: password}
@@ -295,12 +304,21 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 		return nil, &UsageError{Err: fmt.Errorf("bad %s %q", flag, redactURL(raw)),
 			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock"}}
 	}
+	if u.Scheme != "unix" {
+		if err := checkPort(u.Port()); err != nil {
+			return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %v", flag, redactURL(raw), err),
+				Hints: []string{"the port is a number from 1 to 65535 (redis-server's default is 6379): redis://host:6379/0"}}
+		}
+	}
 	if _, has := u.User.Password(); has && onArgv {
 		f.IO.Errorf("warning: a password on the command line is visible to other users in ps; use LOCKCTL_PASSWORD or --password-file")
 	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %v", flag, redactURL(raw), err)}
+		// go-redis may quote the URL in its message.
+		msg := strings.ReplaceAll(err.Error(), raw, redactURL(raw))
+		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %s", flag, redactURL(raw), msg),
+			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock?db=N"}}
 	}
 	if password != "" {
 		opt.Password = password
@@ -317,6 +335,7 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 		if opt.TLSConfig, err = f.tlsConfig(true, u.Hostname()); err != nil {
 			return nil, err
 		}
+		opt.Dialer = tlsDialer(opt.TLSConfig, g.Timeout)
 	}
 	return opt, nil
 }
@@ -363,14 +382,54 @@ func (f *Factory) tlsConfig(force bool, serverName string) (*tls.Config, error) 
 	return cfg, nil
 }
 
-// redactURL hides a password for messages.
+// checkPort accepts an empty port (the default) or 1..65535.
+func checkPort(port string) error {
+	if port == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not in 1-65535", port)
+	}
+	return nil
+}
+
+// checkAddrs requires host:port with a valid port for --cluster and --sentinel.
+func checkAddrs(flag string, addrs []string) error {
+	for _, a := range addrs {
+		_, port, err := net.SplitHostPort(strings.TrimSpace(a))
+		if err == nil {
+			err = checkPort(port)
+		}
+		if err == nil && port == "" {
+			err = errors.New("missing port")
+		}
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("bad %s address %q: %v", flag, a, err),
+				Hints: []string{fmt.Sprintf("%s takes host:port,... (ports 1-65535)", flag)}}
+		}
+	}
+	return nil
+}
+
+// userInfo is the user:password part of a URL, whether or not the rest parses.
+var userInfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):[^@]*@`)
+
+// redactURL hides a password for messages (redis://user:***@host), also in
+// a URL that does not parse.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
+		return userInfo.ReplaceAllString(raw, "$1:***@")
+	}
+	if u.User == nil {
 		return raw
 	}
 	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		name := u.User.Username()
+		u.User = nil
+		rest := strings.TrimPrefix(u.String(), u.Scheme+"://")
+		return u.Scheme + "://" + url.User(name).String() + ":***@" + rest
 	}
 	return u.String()
 }
@@ -396,4 +455,23 @@ func (f *Factory) notifySignals(cancel func(error)) (stop func()) {
 		}
 	}()
 	return func() { signal.Stop(ch); close(done) }
+}
+
+// target names the server(s) this invocation talks to, for messages.
+func (f *Factory) target() server {
+	g := &f.G
+	if redlock, _ := f.redlock(); redlock {
+		return server{Mode: "redlock"}
+	}
+	switch {
+	case len(g.Cluster) > 0:
+		return server{Mode: "cluster", Addr: strings.Join(g.Cluster, ",")}
+	case len(g.Sentinel) > 0:
+		return server{Mode: "sentinel", Addr: strings.Join(g.Sentinel, ",")}
+	}
+	s := server{Mode: "url", TLS: strings.HasPrefix(g.URL, "rediss://")}
+	if opt, err := redis.ParseURL(g.URL); err == nil {
+		s.Addr, s.DB = opt.Addr, opt.DB
+	}
+	return s
 }

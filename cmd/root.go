@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -35,6 +38,11 @@ func Main() int {
 
 // MainArgs runs lockctl with args on the given streams.
 func MainArgs(args []string, io *ui.IOStreams) int {
+	return mainArgs(args, io, NewRootCmd)
+}
+
+// mainArgs is MainArgs with the command tree newRoot builds.
+func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Command) int {
 	f := NewFactory(io)
 	defer f.Close()
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -42,12 +50,12 @@ func MainArgs(args []string, io *ui.IOStreams) int {
 	stop := f.notifySignals(cancel)
 	defer stop()
 
-	root := NewRootCmd(f)
+	root := newRoot(f)
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
-	err := root.ExecuteContext(ctx)
+	err := execute(ctx, root)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		err = &UsageError{Err: err, Hints: []string{"see `lockctl --help` for the commands"}}
 	}
@@ -56,13 +64,45 @@ func MainArgs(args []string, io *ui.IOStreams) int {
 			err = cause
 		}
 	}
-	code := ExitCode(err)
+	code, fault := exitClass(err)
+	if fault != faultNone {
+		err = explainFault(err, fault, f.target())
+	}
+	if bug := (*internalError)(nil); errors.As(err, &bug) && f.G.Verbose {
+		io.Errorf("%s", bug.Stack)
+	}
 	printError(io, err, code)
 	if err != nil && envRefusalWanted(root, args, f) {
 		// Even when -E 0 makes the code 0: the shell stops either way.
 		io.PrintEnvRefusal(code)
 	}
 	return code
+}
+
+// execute runs the command tree, turning a panic in a command into an
+// *internalError (exit 70, "this is a bug") rather than a Go stack dump
+// and exit 2.
+func execute(ctx context.Context, root *cobra.Command) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &internalError{What: fmt.Sprintf("panic: %v", r), Stack: debug.Stack()}
+		}
+	}()
+	return root.ExecuteContext(ctx)
+}
+
+// explainFault names the server in err's message and attaches the hints
+// for its fault, unless the command attached its own.
+func explainFault(err error, f fault, s server) error {
+	err = explain(err, f, s)
+	if len(hintsOf(err)) == 0 {
+		hints := f.hints(s)
+		if f == faultNoQuorum {
+			hints = quorumHints(err, s)
+		}
+		err = withHint(err, hints...)
+	}
+	return err
 }
 
 func printError(io *ui.IOStreams, err error, code int) {
@@ -83,25 +123,23 @@ func printError(io *ui.IOStreams, err error, code int) {
 	}
 }
 
+// defaultHints are for errors that carry no hints of their own; Redis
+// faults got theirs from explainFault.
 func defaultHints(err error, code int) []string {
-	switch code {
-	case ExitUnavailable:
-		msg := err.Error()
-		switch {
-		case strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"), strings.Contains(msg, "AUTH"),
-			strings.Contains(msg, "unauthenticated"):
-			return []string{"set the password with LOCKCTL_PASSWORD or --password-file, or the user in --url redis://user@host"}
-		case strings.Contains(msg, "NOPERM"):
-			return []string{"the Redis user lacks a command lockctl needs; `lockctl doctor` lists them"}
-		case errors.Is(err, lock.ErrNoQuorum):
-			return []string{"a majority of the --redlock masters must answer in time; check the servers named above"}
-		case strings.Contains(msg, "READONLY"):
-			return []string{"this server is a replica; point --url at the master or use --sentinel"}
-		default:
-			return []string{"is redis-server running there? set --url or LOCKCTL_URL (default redis://127.0.0.1:6379/0)"}
+	var data *lock.DataError
+	switch {
+	case errors.As(err, &data):
+		h := "someone else wrote that key: look at it with redis-cli (TYPE, GET) and remove it only if nothing else needs it"
+		if kind, _, _ := lock.KeyOfAux(data.Key); kind == lock.KindFence || kind == lock.KindChecked {
+			h += "; a fence counter must then be set above every fence already issued, or a stale holder's writes pass the check again"
 		}
-	case ExitUsage:
+		return []string{h}
+	case errors.Is(err, limit.ErrWrongType), errors.Is(err, once.ErrWrongType):
+		return []string{"someone else wrote that key (for limit: or another --algo did): look at it with redis-cli and remove it only if nothing else needs it, or use another KEY"}
+	case code == ExitUsage:
 		return []string{"see `lockctl --help`"}
+	case code == ExitInternal:
+		return []string{"this is a bug in lockctl: please report it with the command line and the output of -v"}
 	}
 	return nil
 }

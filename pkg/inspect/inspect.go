@@ -141,11 +141,13 @@ func isRedisErr(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, redis.Nil)
 }
 
-// cmdErr is a command's error unless it is a nil reply or a reply error
-// (expected when a batch probes keys of unknown type).
+// cmdErr is a command's error unless it is a nil reply or WRONGTYPE
+// (expected when a batch probes keys of unknown type). Any other reply
+// (NOPERM, LOADING, MOVED, ...) means the listing would be wrong: it is
+// returned.
 func cmdErr(c redis.Cmder) error {
 	err := c.Err()
-	if err == nil || errors.Is(err, redis.Nil) || isRedisErr(err) {
+	if err == nil || errors.Is(err, redis.Nil) || redis.HasErrorPrefix(err, "WRONGTYPE") {
 		return nil
 	}
 	return err

@@ -95,7 +95,7 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 	v, err := forceReleaseScript.Run(ctx, in.c, keys, token, lock.Channel(key), who, o.Reason, name,
 		AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("inspect: force-release %s: %w", key, err)
+		return nil, fmt.Errorf("inspect: force-release %s: %w", key, lock.DataErrorOf(ctx, in.c, err, keys...))
 	}
 	code, _ := v[0].(int64)
 	switch code {
@@ -218,7 +218,7 @@ func (in *Inspector) Audit(ctx context.Context, n int64) ([]AuditEntry, error) {
 		msgs, err = in.c.XRange(ctx, AuditKey, "-", "+").Result()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("inspect: audit: %w", err)
+		return nil, fmt.Errorf("inspect: audit: %w", lock.DataErrorOf(ctx, in.c, err, AuditKey))
 	}
 	out := make([]AuditEntry, 0, len(msgs))
 	for _, m := range msgs {

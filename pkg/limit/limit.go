@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -205,7 +206,7 @@ func (l *limiter) Allow(ctx context.Context, key string, cost int64) (Result, er
 	args[len(l.args)] = cost
 	vals, err := l.script.Run(ctx, l.client, []string{k}, args...).Int64Slice()
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		if redisreply.IsData(err) {
 			return Result{}, &WrongTypeError{Key: k, Msg: err.Error()}
 		}
 		return Result{}, fmt.Errorf("limit: %s: %w", k, err)

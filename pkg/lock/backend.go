@@ -162,9 +162,10 @@ func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
-	v, err := releaseScript.Run(ctx, s.c, []string{key, AuxKey(KindSem, key)}, token, valuePrefix(token), AuxKey(KindChannel, key)).Result()
+	keys := []string{key, AuxKey(KindSem, key)}
+	v, err := releaseScript.Run(ctx, s.c, keys, token, valuePrefix(token), AuxKey(KindChannel, key)).Result()
 	if err != nil {
-		return reply{}, err
+		return reply{}, s.dataError(ctx, err, keys...)
 	}
 	return decode(v)
 }
@@ -190,7 +191,7 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 	if s.replicas <= 0 {
 		v, err := sc.Run(ctx, s.c, keys, args...).Result()
 		if err != nil {
-			return reply{}, err
+			return reply{}, s.dataError(ctx, err, keys...)
 		}
 		r, err := decode(v)
 		r.acked = -1
@@ -212,7 +213,7 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		}
 		v, err := ev.Result()
 		if err != nil {
-			return reply{}, err
+			return reply{}, s.dataError(ctx, err, keys...)
 		}
 		r, err := decode(v)
 		if err != nil {
@@ -228,7 +229,8 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 }
 
 func (s *single) incr(ctx context.Context, key string) (int64, error) {
-	return s.c.Incr(ctx, key).Result()
+	n, err := s.c.Incr(ctx, key).Result()
+	return n, s.dataError(ctx, err, key)
 }
 
 func (s *single) peek(ctx context.Context, key string) (int64, error) {
@@ -236,13 +238,16 @@ func (s *single) peek(ctx context.Context, key string) (int64, error) {
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
-	return n, err
+	if err != nil {
+		return 0, s.counterError(ctx, key, err)
+	}
+	return n, nil
 }
 
 func (s *single) check(ctx context.Context, key string, n int64) (bool, int64, error) {
 	v, err := checkScript.Run(ctx, s.c, []string{key}, strconv.FormatInt(n, 10)).Slice()
 	if err != nil {
-		return false, 0, err
+		return false, 0, s.dataError(ctx, err, key)
 	}
 	if len(v) != 2 {
 		return false, 0, fmt.Errorf("unexpected fence check reply %v", v)
@@ -250,7 +255,7 @@ func (s *single) check(ctx context.Context, key string, n int64) (bool, int64, e
 	code, _ := v[0].(int64)
 	h, err := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
 	if err != nil {
-		return false, 0, fmt.Errorf("fence check: recorded fence %v: %w", v[1], err)
+		return false, 0, s.counterError(ctx, key, err)
 	}
 	return code == 1, h, nil
 }

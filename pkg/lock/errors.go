@@ -15,7 +15,8 @@ var (
 	ErrNotHeld = errors.New("lock: not held")
 	// ErrNotOwner: the lock exists but another token holds it (*HeldError).
 	ErrNotOwner = errors.New("lock: held by another owner")
-	// ErrWrongType: the key at the lock's name is not a lock (*WrongTypeError).
+	// ErrWrongType: the key at the lock's name is not a lock (*WrongTypeError),
+	// or one of its auxiliary keys holds what someone else wrote (*DataError).
 	ErrWrongType = errors.New("lock: key is not a lock")
 	// ErrStaleFence: fence check refused a fence not newer than the highest seen (*StaleFenceError).
 	ErrStaleFence = errors.New("lock: stale fence")

@@ -51,7 +51,7 @@ func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, que
 }
 
 func (s *single) fifoLeave(ctx context.Context, key, token string) error {
-	return fifoLeaveScript.Run(ctx, s.c, queueKeys(key), token, Channel(key)).Err()
+	return s.dataError(ctx, fifoLeaveScript.Run(ctx, s.c, queueKeys(key), token, Channel(key)).Err(), queueKeys(key)...)
 }
 
 // decodeFIFO reads fifo_acquire.lua's replies: acquire.lua's, with the

@@ -68,7 +68,7 @@ func (s *single) semRenew(ctx context.Context, key, token string, ttl time.Durat
 func (s *single) semRelease(ctx context.Context, key, token string) (reply, error) {
 	v, err := semReleaseScript.Run(ctx, s.c, semKeys(key), token, Channel(key)).Result()
 	if err != nil {
-		return reply{}, err
+		return reply{}, s.dataError(ctx, err, semKeys(key)...)
 	}
 	return decode(v)
 }

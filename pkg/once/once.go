@@ -25,9 +25,9 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -322,7 +322,7 @@ func parseRecord(key string, pttl any, fields []any) Record {
 }
 
 func wrap(key string, err error) error {
-	if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+	if redisreply.IsData(err) {
 		return &WrongTypeError{Key: key, Msg: err.Error()}
 	}
 	return fmt.Errorf("once: %s: %w", key, err)

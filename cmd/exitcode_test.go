@@ -1,0 +1,88 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+)
+
+// A panic in a command is a lockctl bug: exit 70 with a message that says
+// so, not a Go stack dump and exit 2. The stack is for -v.
+func TestPanicIsABug(t *testing.T) {
+	withPanic := func(f *Factory) *cobra.Command {
+		root := NewRootCmd(f)
+		root.AddCommand(&cobra.Command{Use: "boom", RunE: func(*cobra.Command, []string) error {
+			var m map[string]int
+			m["x"]++ // a nil map: the kind of slip a bug is
+			return nil
+		}})
+		return root
+	}
+	for _, verbose := range []bool{false, true} {
+		args := []string{"boom"}
+		if verbose {
+			args = append(args, "-v")
+		}
+		io, _, out, errOut := ui.Test()
+		code := mainArgs(args, io, withPanic)
+		stderr := errOut.String()
+		if code != ExitInternal {
+			t.Fatalf("%v: exit %d, want %d; stderr %q", args, code, ExitInternal, stderr)
+		}
+		if !strings.Contains(stderr, "lockctl: internal error: panic: assignment to entry in nil map") ||
+			!strings.Contains(stderr, "hint: this is a bug in lockctl") {
+			t.Errorf("%v: stderr %q, want the panic named as an internal error and a bug", args, stderr)
+		}
+		if hasStack := strings.Contains(stderr, "goroutine "); hasStack != verbose {
+			t.Errorf("%v: stack trace shown: %v, want %v; stderr %q", args, hasStack, verbose, stderr)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v: stdout %q, want nothing", args, out.String())
+		}
+	}
+}
+
+// Every error reply of the server is an environment condition: one of the
+// contract's classes, "Redis refused" (69) when unrecognised, never 70.
+func TestClassifyReply(t *testing.T) {
+	for _, tc := range []struct {
+		reply string
+		want  fault
+		code  int
+	}{
+		{"OOM command not allowed when used memory > 'maxmemory'.", faultOOM, ExitUnavailable},
+		{"NOREPLICAS Not enough good replicas to write.", faultNoReplicas, ExitUnavailable},
+		{"ERR DB index is out of range", faultDBIndex, ExitUnavailable},
+		{"ERR This instance has cluster support disabled", faultNotCluster, ExitUnavailable},
+		{"ERR unknown command 'sentinel', with args beginning with: 'get-master-addr-by-name' 'm' ", faultNotSentinel, ExitUnavailable},
+		{"MOVED 3999 127.0.0.1:7001", faultMoved, ExitUnavailable},
+		{"CLUSTERDOWN The cluster is down", faultClusterDown, ExitUnavailable},
+		{"READONLY You can't write against a read only replica.", faultReadOnly, ExitUnavailable},
+		{"LOADING Redis is loading the dataset in memory", faultLoading, ExitUnavailable},
+		{"NOAUTH Authentication required.", faultAuth, ExitUnavailable},
+		{"NOPERM this user has no permissions to run the 'evalsha' command", faultNoPerm, ExitUnavailable},
+		{"BUSY Redis is busy running a script.", faultBusy, ExitUnavailable},
+		{"WRONGTYPE Operation against a key holding the wrong kind of value", faultWrongType, ExitNotOwner},
+		{"ERR some reply no version of lockctl has seen", faultRefused, ExitUnavailable},
+	} {
+		f := classifyReply(tc.reply)
+		if f != tc.want || f.code() != tc.code {
+			t.Errorf("%q: fault %d (exit %d), want %d (exit %d)", tc.reply, f, f.code(), tc.want, tc.code)
+		}
+		if len(f.hints(server{Mode: "url", Addr: "127.0.0.1:6379"})) == 0 {
+			t.Errorf("%q: no hint", tc.reply)
+		}
+	}
+}
+
+// go-redis's nil reply reaching the top is lockctl's own slip, not the
+// server's: 70.
+func TestNilReplyIsABug(t *testing.T) {
+	if code := ExitCode(fmt.Errorf("lock: get x: %w", redis.Nil)); code != ExitInternal {
+		t.Fatalf("exit %d, want %d", code, ExitInternal)
+	}
+}
