@@ -1,16 +1,25 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build completions bench lint chaos reliability
+.PHONY: test build completions bench bench-peers lint fuzz chaos reliability
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/lockctl .
 
+# The tests, then a short bounded run of every fuzz target (FUZZTIME each).
 test:
 	./scripts/ensure-redis.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	GO=$(GO) FUZZTIME=3s FUZZJOBS=2 FUZZPARALLEL=1 ./scripts/fuzz.sh
+
+# A longer search: every fuzz target for 60s in turn, a worker per CPU
+# (make fuzz FUZZTIME=10m for more).
+FUZZTIME ?= 60s
+fuzz:
+	./scripts/ensure-redis.sh
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZJOBS=1 FUZZPARALLEL=0 ./scripts/fuzz.sh
 
 # Regenerates the committed completion scripts; TestCompletionsUpToDate fails when they drift.
 completions:
@@ -34,3 +43,9 @@ chaos:
 reliability:
 	./scripts/ensure-redis.sh
 	LOCKCTL_CHAOS=full LOCKCTL_CHAOS_REPORT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 30m ./internal/chaos
+
+# lockctl beside redislock, redsync and redis_rate, interleaved (bench/peers
+# is a module of its own, so peers never enter lockctl's go.mod).
+bench-peers:
+	./scripts/ensure-redis.sh
+	cd bench/peers && $(GO) run . $(PEERS_FLAGS)

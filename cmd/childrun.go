@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/lockctl/lockctl/internal/child"
@@ -47,6 +48,11 @@ func superviseCommand(ctx context.Context, f *Factory, spec child.Spec, cfg runn
 	if ctx.Err() != nil {
 		// A signal arrived between the decision and now: nothing ran.
 		return runner.Result{}, context.Cause(ctx)
+	}
+	if cfg.Lease != nil && !cfg.Lease.Held() {
+		// This process was held up (stopped, starved) between the grant
+		// and now: the command would start outside the lease.
+		return runner.Result{}, &ExitError{Code: runner.ExitLost, Err: fmt.Errorf("%w; it was not started", runner.ErrLapsed)}
 	}
 	if spec.Stdin == nil {
 		spec.Stdin = f.IO.In

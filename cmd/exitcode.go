@@ -114,7 +114,7 @@ func exitClass(err error) (int, fault) {
 	case errors.As(err, &unav):
 		return ExitUnavailable, classifyRedis(err)
 	case errors.Is(err, lock.ErrNotObtained), errors.Is(err, limit.ErrLimited),
-		errors.Is(err, once.ErrInProgress):
+		errors.Is(err, once.ErrInProgress), errors.Is(err, once.ErrLate):
 		return ExitNotAcquired, faultNone
 	case errors.Is(err, lock.ErrNotOwner), errors.Is(err, lock.ErrNotHeld),
 		errors.Is(err, lock.ErrStaleFence), errors.Is(err, lock.ErrWrongType),

@@ -320,6 +320,11 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %s", flag, redactURL(raw), msg),
 			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock?db=N"}}
 	}
+	// go-redis takes any database number; a negative one would fail only
+	// at SELECT, as if Redis were unavailable.
+	if opt.DB < 0 {
+		return nil, usageErrorf("bad %s %q: database %d is negative", flag, redactURL(raw), opt.DB)
+	}
 	if password != "" {
 		opt.Password = password
 	}
@@ -419,19 +424,32 @@ var userInfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):[^@]*@`)
 // a URL that does not parse.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
-		return userInfo.ReplaceAllString(raw, "$1:***@")
+	if err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			name := u.User.Username()
+			u.User = nil
+			rest := strings.TrimPrefix(u.String(), u.Scheme+"://")
+			return u.Scheme + "://" + url.User(name).String() + ":***@" + rest
+		}
+		return u.String()
 	}
-	if u.User == nil {
+	if err == nil && !strings.Contains(raw, "@") {
 		return raw
 	}
-	if _, has := u.User.Password(); has {
-		name := u.User.Username()
-		u.User = nil
-		rest := strings.TrimPrefix(u.String(), u.Scheme+"://")
-		return u.Scheme + "://" + url.User(name).String() + ":***@" + rest
+	if r := userInfo.ReplaceAllString(raw, "$1:***@"); r != raw {
+		return r
 	}
-	return u.String()
+	// Unparsable, or an '@' net/url did not read as user info (a typo in
+	// the scheme, say): a password may still be in it, so hide everything
+	// between the scheme and the last '@'.
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + 3
+	}
+	if at := strings.LastIndexByte(raw, '@'); at >= start {
+		return raw[:start] + "***" + raw[at:]
+	}
+	return raw
 }
 
 // notifySignals delivers SIGINT, SIGTERM and SIGHUP to the current handler,

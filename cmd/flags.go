@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -48,9 +49,17 @@ func parseDuration(s string, allowZero, bareSeconds bool) (time.Duration, error)
 		return 0, errors.New("empty duration; " + errDurationHint)
 	}
 	var d time.Duration
-	if n, err := strconv.ParseFloat(s, 64); err == nil && bareSeconds {
+	// Bare numbers are decimal only: ParseFloat alone would also take 1e3,
+	// 0x1p4, Inf and NaN, and NaN or an overflow converts to a negative
+	// duration.
+	n, err := strconv.ParseFloat(s, 64)
+	bare := (err == nil || errors.Is(err, strconv.ErrRange)) && isDecimal(s)
+	if bare && bareSeconds {
+		if math.Abs(n)*float64(time.Second) >= math.MaxInt64 {
+			return 0, fmt.Errorf("%q is too long; %s", s, errDurationHint)
+		}
 		d = time.Duration(n * float64(time.Second))
-	} else if err == nil && n == 0 {
+	} else if bare && n == 0 {
 		d = 0
 	} else {
 		d, err = time.ParseDuration(s)
@@ -70,6 +79,26 @@ func parseDuration(s string, allowZero, bareSeconds bool) (time.Duration, error)
 		return 0, fmt.Errorf("%q is below Redis's resolution of 1ms", s)
 	}
 	return d, nil
+}
+
+// isDecimal reports whether s is digits with an optional sign and fraction.
+func isDecimal(s string) bool {
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	digits := 0
+	dot := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return digits > 0
 }
 
 // replicasValue is --wait-replicas N[:D].

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -166,6 +167,14 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 	lease, err := o.take(ctx, f, l, name, opts)
 	if err != nil {
 		return o.notAcquired(o.explainBusy(name, err))
+	}
+	if !time.Now().Before(lease.Deadline()) {
+		// Held up between the grant and now (stopped, starved): a token
+		// printed now would name a lease that no longer counts.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
+		_ = l.ReleaseLease(rctx, lease)
+		cancel()
+		return o.notAcquired(&lock.LateError{Key: lease.Key, Op: "acquire", TTL: lease.TTL, Took: time.Since(lease.Sent)})
 	}
 	return printLease(f, lease)
 }
@@ -363,6 +372,8 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 func explainRefusal(name string, err error) error {
 	var held *lock.HeldError
 	switch {
+	case errors.Is(err, lock.ErrLate):
+		return withHint(err, "the server may have extended the lease, but too late to count on it: stop writing to the protected resource")
 	case errors.As(err, &held):
 		return withHint(reword(err, "%s is held by %s%s, not by this token; nothing changed", name, held.Holder.Owner, ttlText(held.Holder.TTL)),
 			"your lease expired and someone else took the lock: stop writing to the protected resource")

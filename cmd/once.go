@@ -39,8 +39,11 @@ runs, and records CMD's exit code for --result-ttl. Later calls:
     that code was not 0);
   - with another --fingerprint than the record's: exit 65.
 A claimant that dies stops renewing; its claim expires after --ttl and the
-next call runs CMD. If the claim is lost while CMD runs, CMD's process group
-gets SIGTERM (SIGKILL 5s later) and lockctl exits 76.
+next call runs CMD. The claim is a lease: it counts as held until its send
+time (or its last renewal's) + ttl - ttl/4. A claim whose reply comes later
+than that is re-confirmed once or given up, and CMD does not run (exit 75).
+If the claim is lost while CMD runs, CMD's process group gets SIGTERM
+(SIGKILL after a grace that fits the claim's margin) and lockctl exits 76.
 
 CMD sees LOCKCTL_ONCE_KEY (the Redis key) and LOCKCTL_ONCE_ATTEMPT (1, or
 more when rerunning a failure).
@@ -202,14 +205,10 @@ func newKeeperLease(k *once.Keeper) *keeperLease {
 	return l
 }
 
-func (l *keeperLease) Lost() <-chan error { return l.lost }
-func (l *keeperLease) Renewals() int64    { return int64(l.k.Renewals()) }
-
-// Margin is 0: the keeper reports a loss when the claim is gone or taken
-// over, or when a whole TTL has passed without a renewal, so by then the
-// server may already have dropped it and there is no margin to fit the
-// kill grace into.
-func (l *keeperLease) Margin() time.Duration { return 0 }
+func (l *keeperLease) Lost() <-chan error    { return l.lost }
+func (l *keeperLease) Renewals() int64       { return int64(l.k.Renewals()) }
+func (l *keeperLease) Margin() time.Duration { return l.k.Margin() }
+func (l *keeperLease) Held() bool            { return l.k.Held() }
 
 func (l *keeperLease) close() { close(l.stop) }
 

@@ -36,8 +36,12 @@ func newRunCmd(f *Factory) *cobra.Command {
 lease in the background, run CMD in its own process group, release once the
 whole group is gone. CMD's exit status is lockctl's.
 
+The lease counts as held until the send time of the call that granted or
+last renewed it + ttl - ttl/4. A grant whose reply comes later than that is
+re-confirmed once or released (the wait goes on); CMD never starts on it.
 If the lease is lost while CMD runs (no renewal succeeded in time), CMD's
-group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76.
+group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76;
+so it does if any part of CMD's run fell outside the lease.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
 group.
 
@@ -178,9 +182,9 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	// in order, never abandoned.
 	wdCtx, stopWD := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWD()
-	wd, err := lock.StartWatchdog(wdCtx, l.Renewer(lease), name, lease.Token, lease.TTL, &lock.WatchdogOptions{
-		RenewEvery: o.renewEvery,
-		Since:      lease.Sent,
+	wd, err := l.Watch(wdCtx, lease, &lock.WatchdogOptions{
+		RenewEvery:   o.renewEvery,
+		OnRenewError: renewWarning(f, name),
 	})
 	if err != nil {
 		releaseAfterRun(f, l, lease, false)
@@ -201,6 +205,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		MaxRuntime: o.maxRuntime,
 	})
 	if err != nil {
+		rep.Lost = errors.Is(err, runner.ErrLapsed)
 		return err
 	}
 	rep.Lost = res.Lost
@@ -215,6 +220,19 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		return &ExitError{Code: res.Exit, Silent: true}
 	}
 	return nil
+}
+
+// renewWarning reports renewal trouble that has not lost the lease (Redis
+// unreachable for a moment, a failover, replicas behind) on stderr, at most
+// every few seconds: the first one at once, as it may precede a loss.
+func renewWarning(f *Factory, name string) func(error) {
+	var last time.Time
+	return func(err error) {
+		if now := time.Now(); last.IsZero() || now.Sub(last) >= statusEvery {
+			last = now
+			f.IO.Errorf("warning: renewing %s: %v; retrying (the lease is held until its local deadline)", name, err)
+		}
+	}
 }
 
 // releaseAfterRun frees the lease once the child's group is gone, on a

@@ -83,17 +83,25 @@ func (c *Cluster) Stop() {
 	}
 }
 
-// Sentinel is one master watched by one sentinel process.
+// Sentinel is one master watched by one sentinel process, with replicas
+// when asked for.
 type Sentinel struct {
-	Master *Server
-	Addr   string // the sentinel's host:port
-	Name   string // the master's name in the sentinel
+	Master   *Server
+	Replicas []*Server // in sync with Master when StartSentinelReplicas returns
+	Addr     string    // the sentinel's host:port
+	Name     string    // the master's name in the sentinel
 
 	proc *Server // the sentinel process itself
 }
 
 // StartSentinel starts a master and a sentinel monitoring it as name.
-func StartSentinel(name string) (*Sentinel, error) {
+func StartSentinel(name string) (*Sentinel, error) { return StartSentinelReplicas(name, 0) }
+
+// StartSentinelReplicas starts a master with n replicas and a sentinel
+// monitoring them as name, and returns once the replicas are in sync and
+// the sentinel knows them, so that SENTINEL FAILOVER can promote one. After
+// a failover Master is no longer the master: ask the sentinel which is.
+func StartSentinelReplicas(name string, n int) (*Sentinel, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -102,50 +110,85 @@ func StartSentinel(name string) (*Sentinel, error) {
 	if err != nil {
 		return nil, err
 	}
+	var replicas []*Server
+	stopAll := func() {
+		for _, r := range replicas {
+			r.Stop()
+		}
+		m.Stop()
+	}
+	for range n {
+		r, err := Start(&Options{Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(m.Port)}})
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		replicas = append(replicas, r)
+	}
 	port, err := FreePort()
 	if err != nil {
-		m.Stop()
+		stopAll()
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "lockctl-sentinel-")
 	if err != nil {
-		m.Stop()
+		stopAll()
 		return nil, err
 	}
 	conf := filepath.Join(dir, "sentinel.conf")
 	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor %s 127.0.0.1 %d 1\nsentinel down-after-milliseconds %s 1000\n",
 		port, dir, filepath.Join(dir, "sentinel.log"), name, m.Port, name)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		m.Stop()
+		stopAll()
 		return nil, err
 	}
 	cmd := exec.Command(bin, conf, "--sentinel")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		m.Stop()
+		stopAll()
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	proc := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(proc.done) }()
-	s := &Sentinel{Master: m, Addr: proc.Addr, Name: name, proc: proc}
-	deadline := time.Now().Add(10 * time.Second)
+	s := &Sentinel{Master: m, Replicas: replicas, Addr: proc.Addr, Name: name, proc: proc}
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r, err := proc.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)
-		if err == nil && r == "2" {
+		ready := err == nil && r == "2"
+		if ready && n > 0 {
+			ready = inSync(m, n) && knowsReplicas(proc, name, n)
+		}
+		if ready {
 			return s, nil
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, fmt.Errorf("sentinel on %s did not start: %q %v", s.Addr, r, err)
+			return nil, fmt.Errorf("sentinel on %s did not start with %d replicas: %q %v", s.Addr, n, r, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// Stop stops the sentinel and its master.
+// inSync: the master reports n replicas online.
+func inSync(m *Server, n int) bool {
+	info, err := m.Do("INFO", "replication")
+	return err == nil && strings.Count(info, "state=online") >= n
+}
+
+// knowsReplicas: the sentinel has discovered n replicas of name (it learns
+// them from the master's INFO, which it asks for every few seconds).
+func knowsReplicas(sentinel *Server, name string, n int) bool {
+	info, err := sentinel.Do("INFO", "sentinel")
+	return err == nil && strings.Contains(info, "name="+name+",status=ok,") && strings.Contains(info, fmt.Sprintf(",slaves=%d,", n))
+}
+
+// Stop stops the sentinel, its master and its replicas.
 func (s *Sentinel) Stop() {
 	s.proc.Stop()
+	for _, r := range s.Replicas {
+		r.Stop()
+	}
 	s.Master.Stop()
 }
 

@@ -73,7 +73,14 @@ type Lease interface {
 	// Margin is how long the server still holds the lease at the moment
 	// Lost fires; the kill-after grace after a loss is cut to fit in it.
 	Margin() time.Duration
+	// Held reports whether the lease counts as held right now, by its
+	// local deadline, whether or not Lost has been delivered yet.
+	Held() bool
 }
+
+// ErrLapsed: the lease no longer counted as held when the child was about
+// to start, so it was not started.
+var ErrLapsed = errors.New("runner: lease lapsed before the command started")
 
 // Config tunes Supervise. The zero Config forwards nothing, watches no
 // lease and sets no runtime limit.
@@ -123,7 +130,11 @@ type Result struct {
 // never returns while a process of the group runs.
 //
 // Exit code: 76 when the lease was lost (and OnLost is not ignore), even
-// if the child then exited 0, since its work was not protected to the end;
+// if the child then exited 0, since its work was not protected to the end.
+// Lost is decided by the lease's deadline when the group is gone, not only
+// by a delivered loss: a loss that the lease's watcher has not reported yet
+// (it fired as the child exited, or this process was stopped past the
+// deadline and the child ended meanwhile) counts all the same;
 // else 124 when MaxRuntime ran out; else the child's status as a shell maps
 // it. With OnLostIgnore the child's status passes through and only
 // Result.Lost tells of the loss: the user chose to let the work finish and
@@ -214,6 +225,10 @@ loop:
 			res.Lost, res.LostErr = true, err
 			logf("%v as the child's process group ended", err)
 		default:
+			if !cfg.Lease.Held() {
+				res.Lost, res.LostErr = true, errNotHeldAtEnd
+				logf("%v", errNotHeldAtEnd)
+			}
 		}
 	}
 	res.Status = c.Status()
@@ -230,6 +245,8 @@ loop:
 	}
 	return res
 }
+
+var errNotHeldAtEnd = errors.New("the lease's local deadline passed before the child's process group ended")
 
 // Interrupted is the exit code for a signal that arrived while no child ran
 // yet (waiting for the lock): 128+N, as a shell reports death by signal N.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func TestMain(m *testing.M) {
 type fakeLease struct {
 	lost   chan error
 	margin time.Duration
+	lapsed atomic.Bool // the deadline passed, whether or not lost was sent
 }
 
 func newLease(margin time.Duration) *fakeLease {
@@ -40,6 +42,7 @@ func newLease(margin time.Duration) *fakeLease {
 func (l *fakeLease) Lost() <-chan error    { return l.lost }
 func (l *fakeLease) Renewals() int64       { return 42 }
 func (l *fakeLease) Margin() time.Duration { return l.margin }
+func (l *fakeLease) Held() bool            { return !l.lapsed.Load() }
 
 type outcome struct {
 	res runner.Result
@@ -123,6 +126,18 @@ func TestLostWinsOverCleanExit(t *testing.T) {
 	o := result(t, ch)
 	if o.res.Status.ExitCode() != 0 || o.res.Exit != runner.ExitLost {
 		t.Errorf("child %v, exit %d; want child 0 and exit 76", o.res.Status, o.res.Exit)
+	}
+}
+
+// The lease's deadline passed before the group ended, but its watcher had
+// not delivered the loss yet: still 76, never the child's 0.
+func TestLapsedAtEndWithoutLossDeliveredExits76(t *testing.T) {
+	lease := newLease(time.Minute)
+	_, ch := supervise(t, context.Background(), `echo > "$READY"; sleep 1`, &runner.Config{Lease: lease})
+	lease.lapsed.Store(true)
+	o := result(t, ch)
+	if o.res.Status.ExitCode() != 0 || !o.res.Lost || o.res.Exit != runner.ExitLost {
+		t.Errorf("child %v, lost %v, exit %d; want child 0, lost and exit 76", o.res.Status, o.res.Lost, o.res.Exit)
 	}
 }
 

@@ -142,19 +142,32 @@ func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("CLUSTER_ADDR", c.Addrs[0])
 }
 
-// sentinel NAME: start a master watched by a sentinel and point
-// LOCKCTL_SENTINEL and LOCKCTL_SENTINEL_MASTER at it (SENTINEL_MASTER_URL is
-// the master's own URL, for assertions).
+// sentinel NAME [REPLICAS]: start a master (with REPLICAS replicas in sync,
+// default none) watched by a sentinel and point LOCKCTL_SENTINEL and
+// LOCKCTL_SENTINEL_MASTER at it. SENTINEL_MASTER_URL is the master's own
+// URL, SENTINEL_PORT the sentinel's port and SENTINEL_REPLICA_URL the first
+// replica's URL, for assertions and `redis-cli -p $SENTINEL_PORT SENTINEL
+// FAILOVER NAME`.
 func cmdSentinel(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: sentinel NAME")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: sentinel NAME [REPLICAS]")
 	}
-	s, err := redistest.StartSentinel(args[0])
+	n := 0
+	if len(args) == 2 {
+		var err error
+		n, err = strconv.Atoi(args[1])
+		ts.Check(err)
+	}
+	s, err := redistest.StartSentinelReplicas(args[0], n)
 	ts.Check(err)
 	ts.Defer(s.Stop)
 	ts.Setenv("LOCKCTL_SENTINEL", s.Addr)
 	ts.Setenv("LOCKCTL_SENTINEL_MASTER", s.Name)
 	ts.Setenv("SENTINEL_MASTER_URL", s.Master.URL)
+	ts.Setenv("SENTINEL_PORT", s.Addr[strings.LastIndex(s.Addr, ":")+1:])
+	if n > 0 {
+		ts.Setenv("SENTINEL_REPLICA_URL", s.Replicas[0].URL)
+	}
 }
 
 // sleep D: pause the script (lease expiry is the server's clock; scripts

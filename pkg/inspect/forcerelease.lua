@@ -24,7 +24,7 @@ local function matches(tok)
 end
 
 local function describe(body)
-  local token = string.match(body, '^{"token":"([^"]*)"')
+  local token = string.match(body, '^{"token":"([^"]+)"')
   if not token then
     return 'string', body, body, nil
   end

@@ -3,6 +3,7 @@ package limit
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -62,5 +63,9 @@ func ceilMS(us int64) time.Duration {
 	if us <= 0 {
 		return 0
 	}
-	return time.Duration((us+999)/1000) * time.Millisecond
+	// A key someone else wrote can put its times centuries ahead: saturate
+	// (at half the range, so that a caller's deadline arithmetic stays in
+	// range too) rather than overflow into a negative duration.
+	const most = math.MaxInt64 / 2 / int64(time.Millisecond)
+	return time.Duration(min(us/1000+min(us%1000, 1), most)) * time.Millisecond
 }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -134,12 +135,12 @@ type single struct {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.writeRaw(ctx, acquireScript, append([]string{key, AuxKey(KindFence, key)}, semKeys(key)...), decodeSemAcquire,
+	return s.writeRaw(ctx, acquireScript, append([]string{key, AuxKey(KindFence, key)}, semKeys(key)...), 0, decodeSemAcquire,
 		a.token, ms(a.ttl), valuePrefix(a.token), a.rest)
 }
 
 func (s *single) reenter(ctx context.Context, key, token string) (reply, error) {
-	return s.writeRaw(ctx, reenterScript, append([]string{key}, semKeys(key)...), decodeReenter, token, valuePrefix(token))
+	return s.writeRaw(ctx, reenterScript, append([]string{key}, semKeys(key)...), 0, decodeReenter, token, valuePrefix(token))
 }
 
 // decodeReenter reads reenter.lua's {1|3, value, pttl, server ms}, else the
@@ -158,7 +159,7 @@ func decodeReenter(v any) (reply, error) {
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, renewScript, []string{key, AuxKey(KindSem, key)}, token, ms(ttl), valuePrefix(token))
+	return s.write(ctx, renewScript, []string{key, AuxKey(KindSem, key)}, ttl, token, ms(ttl), valuePrefix(token))
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
@@ -181,13 +182,28 @@ func (s *single) inspect(ctx context.Context, key string) (reply, error) {
 // write runs a script that writes a lease. With WaitReplicas set, WAIT goes
 // in the same pipeline: WAIT counts replicas that caught up with writes made
 // on its own connection, so on any other pooled connection it would report
-// success for writes it never waited for.
-func (s *single) write(ctx context.Context, sc *redis.Script, keys []string, args ...any) (reply, error) {
-	return s.writeRaw(ctx, sc, keys, decode, args...)
+// success for writes it never waited for. renewTTL is the TTL a renewal
+// sets, 0 for an acquire (see waitTimeout).
+func (s *single) write(ctx context.Context, sc *redis.Script, keys []string, renewTTL time.Duration, args ...any) (reply, error) {
+	return s.writeRaw(ctx, sc, keys, renewTTL, decode, args...)
+}
+
+// waitTimeout bounds WAIT: the configured timeout, and for a renewal at
+// most ttl/6. While no replica is in sync (a failover, a resync) every
+// WAIT runs to its timeout, and a lease's deadline leaves ttl*3/4 for
+// renewals: a sixth leaves room for several attempts, so that the lease
+// rides through on the master (a renewal's *ReplicationError keeps it)
+// instead of being lost waiting. An acquire, whose shortfall gives the
+// lock back, waits the whole timeout.
+func (s *single) waitTimeout(renewTTL time.Duration) time.Duration {
+	if renewTTL <= 0 {
+		return s.replicasTimeout
+	}
+	return max(min(s.replicasTimeout, renewTTL/6), time.Millisecond)
 }
 
 // writeRaw is write with the script's own reply decoder.
-func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, decode func(any) (reply, error), args ...any) (reply, error) {
+func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, renewTTL time.Duration, decode func(any) (reply, error), args ...any) (reply, error) {
 	if s.replicas <= 0 {
 		v, err := sc.Run(ctx, s.c, keys, args...).Result()
 		if err != nil {
@@ -205,8 +221,11 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		} else {
 			ev = sc.Eval(ctx, pipe, keys, args...)
 		}
-		// The client's read timeout must exceed replicasTimeout.
-		wait := pipe.Do(ctx, "WAIT", s.replicas, s.replicasTimeout.Milliseconds())
+		// The client's read timeout must exceed replicasTimeout. After a
+		// NOSCRIPT (a promoted replica starts with an empty script cache)
+		// this WAIT has waited in vain; a renewal's ttl/6 bound keeps the
+		// two within the lease's room for renewals.
+		wait := pipe.Do(ctx, "WAIT", s.replicas, s.waitTimeout(renewTTL).Milliseconds())
 		_, _ = pipe.Exec(ctx)
 		if attempt == 0 && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
 			continue
@@ -270,6 +289,21 @@ func (s *single) subscribe(ctx context.Context, channel string) (subscription, e
 
 func (s *single) queued(channel string) int { return s.hub.queued(channel) }
 
+// pttlDuration turns a PTTL reply into a duration: -1 when the key has no
+// TTL (the lock never frees itself). A TTL someone set centuries ahead
+// saturates at half the range, so that callers' small additions (a waiter
+// retries at TTL+1ms) cannot overflow into the past.
+func pttlDuration(ms int64) time.Duration {
+	const most = math.MaxInt64 / 2 / int64(time.Millisecond)
+	switch {
+	case ms < 0:
+		return -1
+	case ms > most:
+		ms = most
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 func isInt(v any) bool {
 	_, ok := v.(int64)
 	return ok
@@ -324,10 +358,7 @@ func decode(v any) (reply, error) {
 			if !ok {
 				return bad()
 			}
-			r.pttl = time.Duration(pttl) * time.Millisecond
-			if pttl < 0 {
-				r.pttl = -1 // no TTL: the lock never frees itself
-			}
+			r.pttl = pttlDuration(pttl)
 		}
 	}
 	return r, nil

@@ -46,7 +46,7 @@ func (l *Locker) queueTTL() time.Duration {
 
 func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
 	keys := append(append([]string{key, AuxKey(KindFence, key)}, queueKeys(key)...), semKeys(key)...)
-	return s.writeRaw(ctx, fifoAcquireScript, keys, decodeFIFO,
+	return s.writeRaw(ctx, fifoAcquireScript, keys, 0, decodeFIFO,
 		a.token, ms(a.ttl), valuePrefix(a.token), a.rest, ms(queueTTL))
 }
 

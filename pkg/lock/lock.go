@@ -31,7 +31,9 @@ type Options struct {
 	// loses a lock. Supported on single-server and Sentinel clients;
 	// NewRedlock refuses it (Redlock assumes masters without replicas).
 	WaitReplicas int
-	// WaitReplicasTimeout bounds that wait; 0 means 1s.
+	// WaitReplicasTimeout bounds that wait; 0 means 1s. A renewal waits
+	// at most a sixth of its TTL, so that renewals blocked by lagging
+	// replicas leave time for retries before the deadline.
 	WaitReplicasTimeout time.Duration
 	// NodeTimeout bounds each node's reply in a Redlock call (NewRedlock);
 	// a node slower than that counts as not answering. 0 means ttl/10
@@ -144,9 +146,10 @@ type Lease struct {
 	Waited     time.Duration
 	// Limit is the semaphore's bound for a semaphore slot, else 0.
 	Limit int
-	// Sent is when the successful attempt was sent, on the Locker's
-	// clock: the lease lasts at least until Sent+TTL on the server, which
-	// makes it the right WatchdogOptions.Since.
+	// Sent is when the call that granted (or re-confirmed) the lease was
+	// sent, on the Locker's clock: the lease lasts at least until Sent+TTL
+	// on the server, and counts as held until Deadline(). It is the
+	// WatchdogOptions.Since that Locker.Watch passes.
 	Sent time.Time
 	// Holds is how many holds the token has on the lease after this call:
 	// 1 for an acquisition, more for a Reenter.
@@ -220,16 +223,30 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 		return a.wait(ctx, o, false)
 	}
 	lease, held, err := a.try(ctx)
-	if lease != nil || err != nil {
+	late := isLate(err)
+	if lease != nil || (err != nil && !late) {
 		return lease, err
 	}
-	if o.OnBusy != nil {
-		o.OnBusy(held)
-	}
 	if o.Wait == 0 {
+		if late {
+			return nil, err
+		}
+		if o.OnBusy != nil {
+			o.OnBusy(held)
+		}
 		return nil, NewHeldError(ErrNotObtained, held)
 	}
+	if !late && o.OnBusy != nil {
+		o.OnBusy(held)
+	}
 	return a.wait(ctx, o, true)
+}
+
+// isLate tells a grant that came too late to count (the attempt has given
+// it back; a wait goes on) from other errors, which end the Acquire.
+func isLate(err error) bool {
+	var late *LateError
+	return errors.As(err, &late)
 }
 
 // attempt is one Acquire call: its arguments and start on the waiter's clock.
@@ -245,9 +262,51 @@ type attempt struct {
 	start time.Time
 }
 
-// try runs the acquire script once. It returns a lease, or the holder that
-// refused it, or an error.
+// try takes the lock if it can. It returns a lease that counts as held
+// (LeaseDeadline) when its reply arrived, or the holder that refused it, or
+// an error: a *LateError when the grant came too late to count, was
+// re-confirmed once, that came too late as well, and the lease was given
+// back.
 func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
+	lease, held, err := a.once(ctx)
+	if lease == nil || err != nil {
+		return lease, held, err
+	}
+	if a.l.late("acquire", a.key, lease.Sent, lease.TTL) == nil {
+		return lease, held, nil
+	}
+	// Re-confirm by running the same script again with the same token,
+	// from a fresh send time: while the lease is still ours this renews it
+	// (the same-token branch refreshes the TTL and keeps the fence); if it
+	// expired meanwhile, the lock is granted afresh or refused.
+	first := lease
+	lease, held, err = a.once(ctx)
+	if err != nil {
+		a.giveBack(ctx, first)
+		return nil, Holder{}, err
+	}
+	if lease == nil {
+		return nil, held, nil
+	}
+	if err := a.l.late("acquire", a.key, lease.Sent, lease.TTL); err != nil {
+		a.giveBack(ctx, lease)
+		return nil, Holder{}, err
+	}
+	return lease, held, nil
+}
+
+// giveBack releases a lease the attempt will not hand out, on a context of
+// its own (an interrupted Acquire cleans up too): others need not wait for
+// its TTL.
+func (a *attempt) giveBack(ctx context.Context, lease *Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = a.l.ReleaseLease(rctx, lease)
+}
+
+// once runs the acquire script once. It returns a lease (whether or not
+// its reply came in time), or the holder that refused it, or an error.
+func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 	var r reply
 	var err error
 	sent := a.l.clock.Now()
@@ -282,9 +341,7 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 	if err := a.l.replicated(a.key, r); err != nil {
 		// A lease the replicas may not have is not worth holding: free it
 		// for others now rather than at its TTL.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = a.l.ReleaseLease(rctx, lease)
+		a.giveBack(ctx, lease)
 		return nil, Holder{}, err
 	}
 	return lease, Holder{}, nil
@@ -322,6 +379,7 @@ func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Durat
 	if err != nil {
 		return 0, err
 	}
+	sent := l.clock.Now()
 	r, err := l.b.renew(ctx, key, token, ttl)
 	if err != nil {
 		return 0, fmt.Errorf("lock: renew %s: %w", key, err)
@@ -333,12 +391,16 @@ func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Durat
 		// No lock at key, but a semaphore of the same name: the token
 		// may hold one of its slots.
 		ttl, err := l.renewSem(ctx, key, token, ttl)
-		if errors.Is(err, ErrNotHeld) {
+		if errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLate) {
 			return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 		}
 		return ttl, err
 	case 1:
-		return renewed(ttl, r), l.replicated(key, r)
+		ttl = renewed(ttl, r)
+		if err := l.late("renew", key, sent, ttl); err != nil {
+			return 0, err
+		}
+		return ttl, l.replicated(key, r)
 	case 4:
 		return 0, noLeaseTTL(key)
 	}

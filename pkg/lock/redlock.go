@@ -24,9 +24,13 @@ import (
 // N/2+1. What each call means under Redlock:
 //
 //   - Acquire succeeds when a quorum acquired (or already held the lock with
-//     the same token) and the lease is still valid: ttl minus the time the
-//     whole acquire took minus a clock-drift allowance of ttl/100+2ms is
-//     positive. Otherwise it releases whatever it took on every node and
+//     the same token) and the lease still counts as held by the rule every
+//     lease follows (LeaseDeadline: the acquire's send time + ttl - margin
+//     has not passed when the quorum's answers, fence write-back included,
+//     are in). The margin, at least ttl/4 for leases of 200ms and more, is
+//     also the allowance for the nodes' clocks running faster than ours.
+//     A grant that comes too late is re-confirmed once, else released (see
+//     Acquire). Otherwise Acquire releases whatever it took on every node and
 //     reports the most common holder among the refusing nodes (*HeldError),
 //     or *QuorumError when too few nodes answered.
 //   - Renew succeeds when a quorum renewed. Otherwise ErrNotOwner (with the
@@ -77,8 +81,7 @@ var (
 	raiseScript = redis.NewScript(raiseLua)
 )
 
-// ErrNoQuorum: too few Redlock nodes answered, or a Redlock acquire took
-// longer than its lease (*QuorumError).
+// ErrNoQuorum: too few Redlock nodes answered (*QuorumError).
 var ErrNoQuorum = errors.New("lock: no quorum of Redlock nodes")
 
 // QuorumError: a Redlock call could not reach a quorum of nodes in time. It
@@ -177,9 +180,6 @@ func (r *redlock) callTimeout() time.Duration {
 	return time.Second
 }
 
-// drift is the allowance for the nodes' clocks running faster than ours.
-func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
-
 type nodeResult[T any] struct {
 	node int
 	v    T
@@ -264,7 +264,6 @@ func answered[T any](res []nodeResult[T]) int {
 }
 
 func (r *redlock) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	start := time.Now()
 	d := r.leaseTimeout(a.ttl)
 	res := each(ctx, r, nil, d, func(ctx context.Context, s *single) (reply, error) {
 		return s.acquire(ctx, key, a)
@@ -283,7 +282,7 @@ func (r *redlock) acquire(ctx context.Context, key string, a acquireArgs) (reply
 	var err error
 	if len(got) >= r.quorum {
 		var rep reply
-		if rep, err = r.fence(ctx, key, a, got, start, d); err == nil {
+		if rep, err = r.fence(ctx, key, a, got, d); err == nil {
 			return rep, nil
 		}
 	} else if len(got)+len(refusals) < r.quorum {
@@ -302,9 +301,9 @@ func (r *redlock) acquire(ctx context.Context, key string, a acquireArgs) (reply
 
 // fence settles the fence of an acquisition that a quorum granted: the
 // maximum of the acquiring nodes' fences, written back to them (see the
-// comment at the top of this file), and checks that the lease is still
-// valid.
-func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []nodeResult[reply], start time.Time, d time.Duration) (reply, error) {
+// comment at the top of this file). Whether the lease is still valid is
+// the caller's rule, LeaseDeadline, as for every backend.
+func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []nodeResult[reply], d time.Duration) (reply, error) {
 	var f int64
 	idx := make([]int, len(got))
 	differ := false
@@ -336,10 +335,6 @@ func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []no
 			e.Reason = fmt.Sprintf("fence write-back: %d of %d Redlock nodes confirmed, %d needed", ok, len(r.nodes), r.quorum)
 			return reply{}, e
 		}
-	}
-	if took, dr := time.Since(start), drift(a.ttl); a.ttl-took-dr <= 0 {
-		return reply{}, &QuorumError{Reason: fmt.Sprintf("acquire took %s: no time left of the %s lease after a clock drift allowance of %s",
-			took.Round(time.Millisecond), a.ttl, dr)}
 	}
 	// The earliest server time: ExpiresAt then errs on the early side.
 	rep := reply{code: 1, fence: f, acked: -1}

@@ -74,5 +74,13 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 	// The lease lasts at least until start+pttl: Sent is set so that
 	// Sent+TTL is that moment, as a watchdog's Since expects.
 	lease.Sent = start.Add(r.pttl - lease.TTL)
+	if now := l.clock.Now(); !now.Before(lease.Deadline()) {
+		// The lease rule (LeaseDeadline), as for any grant: too late to
+		// count on. Give this hold back.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = l.ReleaseLease(rctx, lease)
+		return nil, &LateError{Key: key, Op: "re-enter", TTL: lease.TTL, Took: now.Sub(start)}
+	}
 	return lease, nil
 }

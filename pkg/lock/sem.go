@@ -53,7 +53,7 @@ func semKeys(key string) []string {
 }
 
 func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquireArgs) (reply, error) {
-	r, err := s.writeRaw(ctx, semAcquireScript, append(semKeys(key), AuxKey(KindFence, key), key), decodeSemAcquire,
+	r, err := s.writeRaw(ctx, semAcquireScript, append(semKeys(key), AuxKey(KindFence, key), key), 0, decodeSemAcquire,
 		a.token, ms(a.ttl), strconv.Itoa(limit), valuePrefix(a.token), a.rest)
 	if err == nil && r.code == 4 {
 		return reply{}, &LimitError{Key: key, Limit: int(r.num), Want: limit}
@@ -62,7 +62,7 @@ func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquir
 }
 
 func (s *single) semRenew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, semRenewScript, semKeys(key), token, ms(ttl))
+	return s.write(ctx, semRenewScript, semKeys(key), ttl, token, ms(ttl))
 }
 
 func (s *single) semRelease(ctx context.Context, key, token string) (reply, error) {
@@ -95,7 +95,7 @@ func decodeSem(v any) (reply, bool) {
 	if (code != 0 && code != 2) || typ != "semaphore" || !ok1 || !ok2 {
 		return reply{}, false
 	}
-	return reply{code: code, typ: typ, value: val, pttl: time.Duration(pttl) * time.Millisecond, holders: n, acked: -1}, true
+	return reply{code: code, typ: typ, value: val, pttl: pttlDuration(pttl), holders: n, acked: -1}, true
 }
 
 // semRenewer renews semaphore slots for a Watchdog.
@@ -114,13 +114,18 @@ func (l *Locker) renewSem(ctx context.Context, key, token string, ttl time.Durat
 	if err != nil {
 		return 0, err
 	}
+	sent := l.clock.Now()
 	r, err := l.b.semRenew(ctx, key, token, ttl)
 	if err != nil {
 		return 0, fmt.Errorf("lock: renew %s: %w", AuxKey(KindSem, key), err)
 	}
 	switch r.code {
 	case 1:
-		return renewed(ttl, r), l.replicated(key, r)
+		ttl = renewed(ttl, r)
+		if err := l.late("renew", key, sent, ttl); err != nil {
+			return 0, err
+		}
+		return ttl, l.replicated(key, r)
 	case 4:
 		return 0, noLeaseTTL(key)
 	}

@@ -47,10 +47,18 @@ type storedValue struct {
 // ParseValue decodes the string stored at a lock key. A value lockctl did not
 // write is a foreign lock: its whole value is both token and owner. ttl is the
 // key's remaining time (-1 for none).
+//
+// Whose value it is follows the scripts' rule, not JSON's: a value that
+// starts {"token":"<token>" is lockctl's and <token> is what renew, release
+// and force-release compare, verbatim (JSON escapes and a second "token"
+// member do not change it). The other members are read as far as the value
+// is JSON.
 func ParseValue(key, value string, ttl time.Duration) Holder {
 	h := Holder{Key: key, TTL: ttl}
 	var v storedValue
-	if strings.HasPrefix(value, `{"token":"`) && json.Unmarshal([]byte(value), &v) == nil && v.Token != "" {
+	if token, ok := scriptToken(value); ok {
+		_ = json.Unmarshal([]byte(value), &v)
+		v.Token = token
 		h.Kind = "lockctl"
 		h.Token, h.Fence, h.Owner, h.Note, h.CI, h.Limit = v.Token, v.Fence, v.Owner, v.Note, v.CI, v.Limit
 		h.LeaseTTL = time.Duration(v.TTLMS) * time.Millisecond
@@ -65,6 +73,17 @@ func ParseValue(key, value string, ttl time.Duration) Holder {
 	h.Kind = "string"
 	h.Token, h.Owner = value, value
 	return h
+}
+
+// scriptToken is the token the scripts see in value: the text between
+// {"token":" and the next '"'.
+func scriptToken(value string) (string, bool) {
+	rest, ok := strings.CutPrefix(value, `{"token":"`)
+	i := strings.IndexByte(rest, '"')
+	if !ok || i <= 0 {
+		return "", false
+	}
+	return rest[:i], true
 }
 
 // ParseRedisson decodes a Redisson-style hash lock: one field per holder

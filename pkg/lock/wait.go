@@ -35,27 +35,35 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lea
 		wake = sub.C()
 	}
 	var held Holder
+	var late error // the last attempt's grant came too late to count
 	for {
 		delay := a.l.poll
 		if retry {
 			lease, h, err := a.try(ctx)
-			if lease != nil || err != nil {
+			if isLate(err) {
+				// Given back already; try again like any waiter.
+				late = err
+			} else if lease != nil || err != nil {
 				return lease, err
-			}
-			held = h
-			if o.OnBusy != nil {
-				o.OnBusy(held)
-			}
-			if held.TTL >= 0 {
-				// Retry as the key expires; the extra millisecond covers
-				// PTTL's rounding down.
-				delay = min(delay, held.TTL+time.Millisecond)
+			} else {
+				held, late = h, nil
+				if o.OnBusy != nil {
+					o.OnBusy(held)
+				}
+				if held.TTL >= 0 {
+					// Retry as the key expires; the extra millisecond
+					// covers PTTL's rounding down.
+					delay = min(delay, held.TTL+time.Millisecond)
+				}
 			}
 		}
 		retry = true
 		if !deadline.IsZero() {
 			left := deadline.Sub(a.l.clock.Now())
 			if left <= 0 {
+				if late != nil {
+					return nil, late
+				}
 				return nil, NewHeldError(ErrNotObtained, held)
 			}
 			delay = min(delay, left)

@@ -61,9 +61,14 @@ type WatchdogOptions struct {
 	// Clock drives the watchdog's schedules; nil is SystemClock().
 	Clock Clock
 	// RetryMin and RetryMax bound the back-off between attempts after a
-	// failed renewal (Redis unreachable, timeout); 0 means 100ms and
-	// min(1s, RenewEvery).
+	// failed renewal (Redis unreachable, timeout, a failover under way);
+	// 0 means 100ms and min(1s, RenewEvery, Margin/3), so that several
+	// attempts fit between the first failure and the deadline.
 	RetryMin, RetryMax time.Duration
+	// OnRenewError, if set, is called (from the watchdog's goroutine) with
+	// every renewal error that does not lose the lease: a transient one
+	// that will be retried, or a *ReplicationError (see Watchdog).
+	OnRenewError func(error)
 }
 
 // DefaultMargin is ttl/4, at least 100ms, at most ttl/2.
@@ -103,13 +108,22 @@ func DefaultMargin(ttl time.Duration) time.Duration {
 // the loss before anything else.
 //
 // A renewal answered "not held", "not owner" or "wrong type" is a loss at
-// once. Other errors (Redis unreachable, timeouts) are retried with a short
-// back-off until the deadline.
+// once. Other errors (Redis unreachable, timeouts, a failover under way)
+// are retried with a short back-off until the deadline.
+//
+// A *ReplicationError (Options.WaitReplicas) means the master applied the
+// renewal but fewer replicas than asked acknowledged it. The lease is then
+// held on the master exactly as without WaitReplicas, so the renewal counts
+// and moves the deadline; it is retried with the short back-off until the
+// replicas acknowledge, and reported through OnRenewError. Only a failover
+// to a replica that missed every such renewal can lose it, which is the
+// window WaitReplicas narrows but never closes.
 type Watchdog struct {
 	r                  Renewer
 	name, token        string
 	ttl, every, margin time.Duration
 	retryMin, retryMax time.Duration
+	onErr              func(error)
 	clk                Clock
 	lost               chan error
 	stop               chan struct{}
@@ -131,10 +145,11 @@ func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.
 		r: r, name: name, token: token, ttl: ttl,
 		every: opt.RenewEvery, margin: opt.Margin,
 		retryMin: opt.RetryMin, retryMax: opt.RetryMax,
-		clk:  opt.Clock,
-		lost: make(chan error, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		onErr: opt.OnRenewError,
+		clk:   opt.Clock,
+		lost:  make(chan error, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 	if r == nil || token == "" {
 		return nil, fmt.Errorf("%w: watchdog needs a renewer and a token", ErrInvalid)
@@ -161,16 +176,31 @@ func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.
 		w.retryMin = 100 * time.Millisecond
 	}
 	if w.retryMax <= 0 {
-		w.retryMax = min(time.Second, w.every)
+		w.retryMax = max(min(time.Second, w.every, w.margin/3), w.retryMin)
 	}
 	since := opt.Since
 	if since.IsZero() {
 		since = w.clk.Now()
 	}
 	w.last = since
-	w.deadline = since.Add(ttl - w.margin)
+	w.deadline = LeaseDeadline(since, ttl, w.margin)
 	go w.run(ctx, since)
 	return w, nil
+}
+
+// Watch starts a Watchdog on lease: renewed by l.Renewer(lease), from the
+// lease's own send time, so that its deadline starts at lease.Deadline().
+// opt may be nil; its Since is ignored.
+func (l *Locker) Watch(ctx context.Context, lease *Lease, opt *WatchdogOptions) (*Watchdog, error) {
+	o := WatchdogOptions{}
+	if opt != nil {
+		o = *opt
+	}
+	o.Since = lease.Sent
+	if o.Clock == nil {
+		o.Clock = l.clock
+	}
+	return StartWatchdog(ctx, l.Renewer(lease), lease.Name, lease.Token, lease.TTL, &o)
 }
 
 // Lost delivers one *LostError when the lease is lost. It is never closed,
@@ -233,8 +263,13 @@ type renewal struct {
 	err  error
 }
 
-// fatal errors mean the lease is gone for good: retrying cannot help.
+// fatal errors mean the lease is gone for good: retrying cannot help. A
+// late renewal reply is not one of them: the watchdog's own deadline, which
+// has passed by then too, decides.
 func fatal(err error) bool {
+	if errors.Is(err, ErrLate) {
+		return false
+	}
 	return errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotOwner) ||
 		errors.Is(err, ErrWrongType) || errors.Is(err, ErrInvalid)
 }
@@ -297,13 +332,13 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				continue
 			}
 			switch {
-			case res.err == nil:
+			case res.err == nil, errors.Is(res.err, ErrNotReplicated):
 				ttl := w.ttl
 				if res.ttl > 0 && res.ttl < ttl {
 					ttl = res.ttl
 				}
 				w.mu.Lock()
-				if d := res.sent.Add(ttl - w.margin); d.After(w.deadline) {
+				if d := LeaseDeadline(res.sent, ttl, w.margin); d.After(w.deadline) {
 					w.deadline = d
 				}
 				w.last = res.sent
@@ -311,6 +346,13 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				w.mu.Unlock()
 				next = res.sent.Add(w.every)
 				failures, lastErr = 0, nil
+				if res.err != nil {
+					// Held on the master; ask again soon for the
+					// replicas' acknowledgement.
+					failures, lastErr = 1, res.err
+					next = w.clk.Now().Add(w.backoff(1))
+					w.report(res.err)
+				}
 			case fatal(res.err):
 				w.lose(&LostError{Name: w.name, Err: res.err})
 				return
@@ -320,6 +362,7 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				failures++
 				lastErr = res.err
 				next = w.clk.Now().Add(w.backoff(failures))
+				w.report(res.err)
 			}
 		}
 	}
@@ -331,6 +374,12 @@ func (w *Watchdog) backoff(failures int) time.Duration {
 		d *= 2
 	}
 	return min(d, w.retryMax)
+}
+
+func (w *Watchdog) report(err error) {
+	if w.onErr != nil {
+		w.onErr(err)
+	}
 }
 
 func (w *Watchdog) lose(err error) {

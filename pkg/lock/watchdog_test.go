@@ -407,3 +407,62 @@ func TestDefaultMargin(t *testing.T) {
 		}
 	}
 }
+
+// A renewal the master applied but replicas did not acknowledge keeps the
+// lease (it is held on the master): no loss, the deadline moves, the
+// shortfall is reported and renewed again soon.
+func TestWatchdogKeepsLeaseOnReplicationShortfall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		short := &lock.ReplicationError{Key: "lock:deploy", Want: 1, Acked: 0}
+		var calls, reported atomic.Int64
+		r := renewFunc(func(_ context.Context, _, _ string, d time.Duration) (time.Duration, error) {
+			calls.Add(1)
+			return d, short
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{
+			OnRenewError: func(err error) {
+				if errors.Is(err, lock.ErrNotReplicated) {
+					reported.Add(1)
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if err := lostNow(t, w); err != nil || !w.Held() {
+			t.Fatalf("lost on a replication shortfall: %v", err)
+		}
+		if d := w.Deadline().Sub(start); d < 10*time.Second {
+			t.Errorf("deadline +%v after 10s of renewals the master applied", d)
+		}
+		// Renewed again after 100ms rather than after the 1s period.
+		if n := calls.Load(); n < 20 {
+			t.Errorf("%d renewals in 10s of shortfalls: not retried soon", n)
+		}
+		if reported.Load() == 0 {
+			t.Error("shortfalls not reported through OnRenewError")
+		}
+	})
+}
+
+// Locker.Watch counts from the lease's own send time: its deadline starts
+// as the lease's Deadline().
+func TestWatchStartsAtLeaseDeadline(t *testing.T) {
+	l, _ := newLocker(t, nil)
+	lease, err := l.Acquire(ctx, uniqueName(t), ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := l.Watch(ctx, lease, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(lock.LeaseDeadline(lease.Sent, ttl, 0)) {
+		t.Errorf("watchdog deadline %v, lease deadline %v", d, lease.Deadline())
+	}
+}

@@ -16,8 +16,13 @@ var (
 	// ErrNotOwner: the claim now belongs to someone else, who took it over
 	// after this one's TTL lapsed (*NotOwnerError).
 	ErrNotOwner = errors.New("once: claim held by another owner")
-	// ErrLost: renewing found no record at all: the claim expired.
+	// ErrLost: renewing found no record at all (the claim expired), or no
+	// renewal succeeded by the claim's local deadline (the Keeper's Err).
 	ErrLost = errors.New("once: claim lost")
+	// ErrLate: the claim's reply arrived after its local deadline
+	// (lock.LeaseDeadline) and could not be re-confirmed in time: the claim
+	// was given up and the command must not run.
+	ErrLate = errors.New("once: claim reply after its local deadline")
 	// ErrNotFound: Get found no record.
 	ErrNotFound = errors.New("once: no record")
 	// ErrWrongType: the key holds something that is not a once record.

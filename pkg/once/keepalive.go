@@ -6,75 +6,74 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
 )
 
-// Keeper renews a claim in the background while its command runs.
+// Keeper renews a claim in the background while its command runs. A claim
+// is a lease and follows the lease rule of pkg/lock: it counts as held until
+// the send time of the claim (or of its last successful renewal) plus TTL
+// minus lock.DefaultMargin(TTL) (lock.LeaseDeadline), and a lock.Watchdog
+// does the renewing, so loss, retries and a process stopped past the
+// deadline behave exactly as for a lock held by `lockctl run`.
 type Keeper struct {
+	wd   *lock.Watchdog
 	lost chan struct{}
 	stop chan struct{}
 	done chan struct{}
 
-	mu       sync.Mutex
-	err      error
-	renewals int
+	mu  sync.Mutex
+	err error
 }
 
-// KeepAlive renews c every `every` (TTL/3 when 0 or not under the TTL)
-// until Stop or ctx ends. The claim counts as lost, and Lost() closes, when
-// a renewal finds it gone or taken over, or when no renewal has succeeded
-// within TTL of the last successful one's send time: the claim may then have
+// KeepAlive renews c every `every` (TTL/3 when 0 or too long to renew
+// before the deadline) until Stop or ctx ends. The claim counts as lost,
+// and Lost() closes, when a renewal finds it gone or taken over, or when
+// no renewal has succeeded by the deadline: the claim may then have
 // expired on the server whether or not the server can be reached to say so.
 func (c *Claim) KeepAlive(ctx context.Context, every time.Duration) *Keeper {
-	if every <= 0 || every >= c.TTL {
+	if every <= 0 || every >= c.TTL-lock.DefaultMargin(c.TTL) {
 		every = c.TTL / 3
 	}
-	if every <= 0 {
-		every = time.Millisecond
-	}
 	k := &Keeper{lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	go k.run(ctx, c, every)
+	wd, err := lock.StartWatchdog(ctx, claimRenewer{c}, c.Key, c.Token, c.TTL, &lock.WatchdogOptions{RenewEvery: every, Since: c.sent})
+	if err != nil {
+		// Only a claim TTL too short to renew gets here (under ~3ms).
+		k.err = fmt.Errorf("%w: %s: %w", ErrLost, c.Key, err)
+		close(k.lost)
+		close(k.done)
+		return k
+	}
+	k.wd = wd
+	go func() {
+		defer close(k.done)
+		select {
+		case err := <-wd.Lost():
+			k.mu.Lock()
+			k.err = fmt.Errorf("%w: %s: %w", ErrLost, c.Key, err)
+			k.mu.Unlock()
+			close(k.lost)
+		case <-k.stop:
+		}
+	}()
 	return k
 }
 
-func (k *Keeper) run(ctx context.Context, c *Claim, every time.Duration) {
-	defer close(k.done)
-	lastOK := c.sent
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-k.stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		deadline := lastOK.Add(c.TTL)
-		sent := time.Now()
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		err := c.Renew(rctx)
-		cancel()
-		switch {
-		case err == nil:
-			lastOK = sent
-			k.mu.Lock()
-			k.renewals++
-			k.mu.Unlock()
-			continue
-		case errors.Is(err, ErrLost), errors.Is(err, ErrNotOwner):
-		case ctx.Err() != nil:
-			return
-		case time.Now().Before(deadline):
-			continue // transient: try again on the next tick
-		default:
-			err = fmt.Errorf("%w: %s: no renewal succeeded within the ttl: %w", ErrLost, c.Key, err)
-		}
-		k.mu.Lock()
-		k.err = err
-		k.mu.Unlock()
-		close(k.lost)
-		return
+// claimRenewer lets a lock.Watchdog renew a claim: the claim's refusals
+// become the lock package's "gone for good" errors.
+type claimRenewer struct{ c *Claim }
+
+func (r claimRenewer) Renew(ctx context.Context, _, _ string, _ time.Duration) (time.Duration, error) {
+	err := r.c.Renew(ctx)
+	switch {
+	case err == nil:
+		return r.c.TTL, nil
+	case errors.Is(err, ErrLost):
+		return 0, fmt.Errorf("%w (%w)", err, lock.ErrNotHeld)
+	case errors.Is(err, ErrNotOwner):
+		return 0, fmt.Errorf("%w (%w)", err, lock.ErrNotOwner)
 	}
+	return 0, err
 }
 
 // Lost is closed when the claim is lost; Err then says why.
@@ -87,11 +86,24 @@ func (k *Keeper) Err() error {
 	return k.err
 }
 
+// Held reports whether the claim counts as held right now, by its local
+// deadline, whether or not Lost has closed yet.
+func (k *Keeper) Held() bool { return k.wd != nil && k.wd.Held() }
+
+// Margin is how long the server still holds the claim at its deadline.
+func (k *Keeper) Margin() time.Duration {
+	if k.wd == nil {
+		return 0
+	}
+	return k.wd.Margin()
+}
+
 // Renewals counts successful renewals.
 func (k *Keeper) Renewals() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.renewals
+	if k.wd == nil {
+		return 0
+	}
+	return int(k.wd.Renewals())
 }
 
 // Stop ends renewing and waits for the renewer to finish, so no renewal
@@ -101,6 +113,9 @@ func (k *Keeper) Stop() {
 	case <-k.stop:
 	default:
 		close(k.stop)
+	}
+	if k.wd != nil {
+		k.wd.Stop()
 	}
 	<-k.done
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -169,10 +171,14 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 	}
 	switch status {
 	case "claimed":
-		return &Claim{
+		c := &Claim{
 			Key: k, Token: token, Owner: rec.Owner, Fingerprint: rec.Fingerprint,
 			StartedAt: rec.StartedAt, Attempt: rec.Attempts, TTL: s.opts.TTL, store: s, sent: sent,
-		}, nil
+		}
+		if err := c.confirm(ctx); err != nil {
+			return nil, err
+		}
+		return c, nil
 	case "running":
 		return nil, &InProgressError{Record: rec}
 	case "done":
@@ -181,6 +187,34 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 		return nil, &FingerprintError{Key: k, Recorded: rec.Fingerprint, Given: co.Fingerprint, Record: rec}
 	}
 	return nil, fmt.Errorf("once: %s: unexpected script status %q", k, status)
+}
+
+// confirm applies the lease rule (lock.LeaseDeadline) to a claim whose
+// reply just arrived. A late claim is re-confirmed by one renewal from a
+// fresh send time; if that fails or is late too, the claim is given up
+// and the error matches ErrLate.
+func (c *Claim) confirm(ctx context.Context) error {
+	if time.Now().Before(lock.LeaseDeadline(c.sent, c.TTL, 0)) {
+		return nil
+	}
+	took := time.Since(c.sent)
+	sent := time.Now()
+	err := c.Renew(ctx)
+	if err == nil && time.Now().Before(lock.LeaseDeadline(sent, c.TTL, 0)) {
+		c.sent = sent
+		return nil
+	}
+	if !errors.Is(err, ErrLost) && !errors.Is(err, ErrNotOwner) {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = c.Abandon(actx)
+		cancel()
+	}
+	msg := fmt.Sprintf("%s: the claim's reply came %s after it was sent, past its local deadline (ttl %s - margin %s), and re-confirming it failed",
+		c.Key, took.Round(time.Millisecond), c.TTL, lock.DefaultMargin(c.TTL))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrLate, msg, err)
+	}
+	return fmt.Errorf("%w: %s: that reply was late too", ErrLate, msg)
 }
 
 // Get reads key's record, for display; ErrNotFound when there is none.
@@ -200,7 +234,13 @@ func (s *Store) Get(ctx context.Context, key string) (Record, error) {
 	if len(fields) == 0 {
 		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, k)
 	}
-	return parseRecord(k, reply[0], fields), nil
+	rec := parseRecord(k, reply[0], fields)
+	if rec.State != StateRunning && rec.State != StateDone {
+		// As claim.lua decides: a hash without a known state is someone
+		// else's, not a record to show.
+		return Record{}, &WrongTypeError{Key: k, Msg: "hash is not a once record"}
+	}
+	return rec, nil
 }
 
 // Claim is the right to run a key's command once. Renew it while the

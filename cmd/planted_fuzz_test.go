@@ -1,0 +1,128 @@
+package cmd_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/plant"
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/lockctl/lockctl/pkg/lock"
+)
+
+// cliTargets are where FuzzPlantedCLI plants data: the lock key, each
+// auxiliary key, a fence-check record, a once record, a rate-limit key and
+// the audit stream.
+var cliTargets = []string{"lock", lock.KindFence, lock.KindSem, lock.KindSemVal, lock.KindQueue,
+	lock.KindQueueHB, lock.KindChecked, "once", "limit", "audit"}
+
+var cliSeq atomic.Int64
+
+// FuzzPlantedCLI drives lockctl, in process, over foreign, corrupted, huge
+// and wrong-type data at every key it reads. Whatever the data, the exit
+// code is never 70: that code means a lockctl bug, and data someone else
+// wrote is a condition of the environment.
+func FuzzPlantedCLI(f *testing.F) {
+	val := `{"token":"0123456789abcdef0123456789abcdef","fence":7,"owner":"ci@h:1","acquired_ms":1767225600000}`
+	for target := range cliTargets {
+		for _, s := range []struct {
+			typ     byte
+			payload string
+			huge    bool
+		}{
+			{0, "foreign-uuid", false}, {0, val, false}, {0, "x", true}, {0, "abc", false},
+			{0, "99999999999999999999:0", false}, {1, "state=done,exit=x,tk=inf,ts=nan", false},
+			{1, "state=weird", false}, {2, "-inf=a,inf=b", false}, {3, "a,b", false}, {5, "f=v", false},
+		} {
+			f.Add(byte(target), s.typ, s.payload, s.huge)
+		}
+	}
+	srv, err := redistest.Start(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(srv.Stop)
+	f.Setenv("LOCKCTL_URL", srv.URL)
+	f.Setenv("HOME", f.TempDir())
+	f.Setenv("XDG_CONFIG_HOME", f.TempDir())
+	for _, v := range []string{"LOCKCTL_CONFIG", "LOCKCTL_PREFIX", "REDIS_URL", "LOCKCTL_TOKEN", "LOCKCTL_KEY"} {
+		f.Setenv(v, "")
+	}
+	c := srv.Client(f)
+	f.Fuzz(func(t *testing.T, target, typ byte, payload string, huge bool) {
+		ctx := redistest.Context(t)
+		// A quarter of plant.Huge: twenty commands over 1 MB each take
+		// longer than the fuzzer allows one input (the packages' own
+		// targets read the full size).
+		size := 0
+		if huge {
+			size = plant.Huge / 4
+		}
+		name := fmt.Sprintf("f%d.%d", os.Getpid(), cliSeq.Add(1))
+		key := "lock:" + name
+		where := cliTargets[int(target)%len(cliTargets)]
+		at := map[string]string{"lock": key, lock.KindChecked: lock.AuxKey(lock.KindChecked, name),
+			"once": "once:" + name, "limit": "limit:" + name, "audit": inspect.AuditKey}[where]
+		if at == "" {
+			at = lock.AuxKey(where, key)
+		}
+		if err := plant.Value(ctx, c, at, typ, payload, size); err != nil {
+			t.Fatalf("plant at %s: %v", at, err)
+		}
+		defer c.Del(ctx, at, "limit:"+name)
+		what := fmt.Sprintf("%s %q planted at %s", plant.Types[int(typ)%len(plant.Types)], abbrev(payload), at)
+		lockctl := func(args ...string) (int, string) {
+			t.Helper()
+			io, _, out, errOut := ui.Test()
+			code := cmd.MainArgs(args, io)
+			if code == cmd.ExitInternal {
+				t.Errorf("lockctl %s with %s: exit 70 (internal error) for data someone else wrote: %s",
+					strings.Join(args, " "), what, abbrev(errOut.String()))
+			}
+			return code, strings.TrimSpace(out.String())
+		}
+		other := "0123456789abcdef0123456789abcdef"
+		for _, mode := range [][]string{nil, {"--limit", "2"}, {"--fifo"}} {
+			if code, token := lockctl(append([]string{"lock", name, "-n", "--ttl", "5s"}, mode...)...); code == 0 {
+				lockctl("renew", name, "--token", token)
+				lockctl("release", name, "--token", token)
+			}
+		}
+		lockctl("renew", name, "--token", other)
+		lockctl("release", name, "--token", other)
+		lockctl("fence", "peek", name)
+		lockctl("fence", "next", name)
+		lockctl("fence", "check", name, "5")
+		lockctl("ls")
+		lockctl("ls", "-o", "json")
+		lockctl("inspect", "lock", name)
+		lockctl("inspect", "orphans")
+		lockctl("inspect", "audit")
+		lockctl("inspect", "force-release", name, "--token", other[:12], "--reason", "fuzz")
+		for _, algo := range []string{"gcra", "sliding-log", "sliding-window", "token-bucket"} {
+			// Each algorithm meets the planted data, not the last one's state.
+			if where == "limit" {
+				if err := plant.Value(ctx, c, at, typ, payload, size); err != nil {
+					t.Fatalf("plant at %s: %v", at, err)
+				}
+			} else {
+				c.Del(ctx, "limit:"+name)
+			}
+			lockctl("limit", name, "--rate", "5/s", "--algo", algo)
+		}
+		lockctl("inspect", "once", name)
+		lockctl("once", name, "--", "true")
+	})
+}
+
+func abbrev(s string) string {
+	if len(s) > 160 {
+		return s[:160] + fmt.Sprintf("...(%d bytes)", len(s))
+	}
+	return s
+}

@@ -1,0 +1,76 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// LeaseDeadline is the lease-validity rule, and the only place it is
+// computed: a lease written (acquired, re-confirmed or renewed) by a call
+// sent at sent, for ttl, counts as held on this host while the local clock
+// is before sent + ttl - margin. A margin of 0 means DefaultMargin(ttl).
+//
+// Counting from the send time is what makes the rule safe whatever the
+// reply's delay: the server applied the write at or after sent, so its copy
+// of the lease outlives the deadline by at least the margin. A reply that
+// arrives after the deadline proves nothing (the link or the server was
+// slow, or this process was stopped, while the lease may have run out on
+// the server and someone else taken the lock), so that lease is not held.
+// Acquire, Renew, the Watchdog and Lease.Deadline all go through here.
+func LeaseDeadline(sent time.Time, ttl, margin time.Duration) time.Time {
+	if margin <= 0 {
+		margin = DefaultMargin(ttl)
+	}
+	return sent.Add(ttl - margin)
+}
+
+// Deadline is the moment the lease stops counting as held unless renewed
+// before (a Watchdog started with Since: Sent renews it and keeps its own,
+// later, deadline).
+func (l *Lease) Deadline() time.Time { return LeaseDeadline(l.Sent, l.TTL, 0) }
+
+// ErrLate: a reply arrived after the local deadline of the lease it granted
+// or renewed, so that lease does not count as held (*LateError).
+var ErrLate = errors.New("lock: reply after the lease's local deadline")
+
+// LateError reports a grant or renewal whose reply came too late to count.
+// From Acquire it matches ErrNotObtained too (the lease was re-confirmed
+// once, that was late as well, and it has been released), and from Reenter
+// (the hold was given back); from Renew it
+// matches ErrNotHeld (the lease can no longer be counted on, although the
+// server did extend it).
+type LateError struct {
+	Key string
+	Op  string // "acquire", "re-enter" or "renew"
+	TTL time.Duration
+	// Took is the time from sending the call to reading its reply.
+	Took time.Duration
+}
+
+func (e *LateError) Error() string {
+	return fmt.Sprintf("%s: the %s reply came %s after it was sent, past the lease's local deadline (ttl %s - margin %s): not held",
+		e.Key, e.Op, e.Took.Round(time.Millisecond), e.TTL, DefaultMargin(e.TTL))
+}
+
+func (e *LateError) Is(target error) bool {
+	switch target {
+	case ErrLate:
+		return true
+	case ErrNotObtained:
+		return e.Op == "acquire" || e.Op == "re-enter"
+	case ErrNotHeld:
+		return e.Op == "renew"
+	}
+	return false
+}
+
+// late applies LeaseDeadline to a write of key for ttl sent at sent whose
+// reply has just arrived: nil when it counts, else a *LateError.
+func (l *Locker) late(op, key string, sent time.Time, ttl time.Duration) error {
+	now := l.clock.Now()
+	if now.Before(LeaseDeadline(sent, ttl, 0)) {
+		return nil
+	}
+	return &LateError{Key: key, Op: op, TTL: ttl, Took: now.Sub(sent)}
+}

@@ -1,0 +1,104 @@
+package once_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/plant"
+	"github.com/lockctl/lockctl/pkg/once"
+	"github.com/redis/go-redis/v9"
+)
+
+var plantSeq atomic.Int64
+
+func typedOnceErr(err error) bool {
+	var rerr redis.Error
+	for _, s := range []error{once.ErrInProgress, once.ErrDone, once.ErrFingerprint, once.ErrNotOwner,
+		once.ErrLost, once.ErrNotFound, once.ErrWrongType, once.ErrInvalid} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil)
+}
+
+// FuzzPlantedOnce plants foreign, corrupted, huge and wrong-type values at
+// a once key, then reads it, claims it (with and without rerunning
+// failures) and completes or abandons what it claimed: nothing panics,
+// every error is typed, and Get and Claim agree on whether the key holds a
+// once record.
+func FuzzPlantedOnce(f *testing.F) {
+	for _, s := range []struct {
+		typ     byte
+		payload string
+		huge    bool
+	}{
+		{0, "foreign", false}, {0, "x", true}, {0, "", false},
+		{1, "state=running,owner=o,started_ms=1767225600000,attempts=1,token=t", false},
+		{1, "state=done,exit=3,owner=o,finished_ms=1767225600000,started_ms=1,duration_ms=5,attempts=2", false},
+		{1, "state=done,exit=x,attempts=y,started_ms=-5,finished_ms=99999999999999999999", false},
+		{1, "state=done,exit=1,attempts=abc", false}, {1, "state=done,exit=1,attempts=1e400", false},
+		{1, "state=done,exit=99999999999999999999", false}, {1, "state=done,fingerprint=other", false},
+		{1, "state=running", false}, {1, "state=weird", false}, {1, "u:1=1", false}, {1, "state=done,state=running", false},
+		{2, "1=a", false}, {3, "a,b", false}, {4, "a", false}, {5, "state=done", false}, {6, "", false},
+	} {
+		f.Add(s.typ, s.payload, s.huge, false)
+		f.Add(s.typ, s.payload, s.huge, true)
+	}
+	c := srv.Client(f)
+	f.Fuzz(func(t *testing.T, typ byte, payload string, huge, rerun bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s := once.New(c, &once.Options{Prefix: fmt.Sprintf("once:fuzz:%d.%d:", os.Getpid(), plantSeq.Add(1)), TTL: 5 * time.Second})
+		key := s.Key("k")
+		if err := plant.Value(ctx, c, key, typ, payload, hugeSize(huge)); err != nil {
+			t.Fatalf("plant at %s: %v", key, err)
+		}
+		defer c.Del(context.Background(), key)
+		what := fmt.Sprintf("%s %q planted at %s", plant.Types[int(typ)%len(plant.Types)], abbrev(payload), key)
+		check := func(op string, err error) {
+			t.Helper()
+			if err != nil && !typedOnceErr(err) {
+				t.Fatalf("%s with %s: untyped error %T: %s", op, what, err, abbrev(err.Error()))
+			}
+		}
+		rec, getErr := s.Get(ctx, "k")
+		check("Get", getErr)
+		if getErr == nil && rec.State != once.StateRunning && rec.State != once.StateDone {
+			t.Fatalf("Get with %s: state %q: a record is running or done, else the key is not a once record", what, rec.State)
+		}
+		claim, err := s.Claim(ctx, "k", &once.ClaimOptions{RerunFailed: rerun})
+		check("Claim", err)
+		if errors.Is(err, once.ErrWrongType) != errors.Is(getErr, once.ErrWrongType) {
+			t.Fatalf("with %s: Get says %v, Claim says %v", what, getErr, err)
+		}
+		if claim != nil {
+			check("Renew", claim.Renew(ctx))
+			if rerun {
+				check("Abandon", claim.Abandon(ctx))
+			} else {
+				_, err := claim.Complete(ctx, 0)
+				check("Complete", err)
+			}
+		}
+	})
+}
+
+func hugeSize(huge bool) int {
+	if huge {
+		return plant.Huge
+	}
+	return 0
+}
+
+func abbrev(s string) string {
+	if len(s) > 80 {
+		return s[:80] + fmt.Sprintf("...(%d bytes)", len(s))
+	}
+	return s
+}
