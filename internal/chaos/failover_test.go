@@ -124,10 +124,26 @@ func TestFailover(t *testing.T) {
 
 // TestSentinelFailover: master, replica and three sentinels; a lockctl run
 // holder holds the lock through `SENTINEL FAILOVER`. The lock key was
-// replicated long before, so the promoted replica has it: the holder's
-// renewals must follow the new master and keep the lease (exit 0), the
-// waiter must get the lock only after, with a newer fence.
+// replicated before, so the promoted replica has it. With --wait-replicas 1
+// a renewal that only the old master took does not count, so the holder's
+// renewals must follow the new master and keep the lease (exit 0). Without
+// it, renewals the old master accepts between the promotion and its own
+// demotion never reach the new master, so the holder may lose the lease;
+// either way nobody else may get in while it works, and the waiter gets
+// the lock after with a newer fence.
 func TestSentinelFailover(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		label := "lockctl --sentinel (3 sentinels)"
+		var extra []string
+		if wait {
+			label += " --wait-replicas 1"
+			extra = []string{"--wait-replicas", "1"}
+		}
+		t.Run(label, func(t *testing.T) { sentinelFailover(t, label, extra, wait) })
+	}
+}
+
+func sentinelFailover(t *testing.T, label string, extra []string, wait bool) {
 	r, err := redistest.StartReplicated("chaos", 3)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +151,7 @@ func TestSentinelFailover(t *testing.T) {
 	t.Cleanup(r.Stop)
 	ttl := 2 * time.Second
 	e := chaos.NewEnv(t, "5.failover-sentinel", lockctlBin)
-	global := []string{"--sentinel", strings.Join(r.SentinelAddrs, ","), "--sentinel-master", "chaos", "--timeout", "500ms"}
+	global := append([]string{"--sentinel", strings.Join(r.SentinelAddrs, ","), "--sentinel-master", "chaos", "--timeout", "500ms"}, extra...)
 	for i := 0; i < 2; i++ {
 		e.Spawn(10+i, chaos.ProcSpec{Global: global, Name: "sf", TTL: ttl,
 			Flags: []string{"-n", "--ttl", ttl.String()}, Work: 10 * time.Millisecond, Writes: 1}).Wait()
@@ -162,19 +178,30 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	a.Wait()
 	b.Wait()
-	f := e.Collect("lockctl --sentinel (3 sentinels)", ttl, 4)
+	f := e.Collect(label, ttl, 4)
 	verdict := f.Check(e)
 	fs := f.Fenced
 	f.Note("replica promoted %v after SENTINEL FAILOVER; a exit %d, b exit %d", promoted, a.Exit, b.Exit)
-	ok := a.Exit == 0 && b.Exit == 0 && f.Unfenced.Overlaps == 0 && fs.AcceptedStale == 0 && fs.Duplicates == 0 && fs.Regressions == 0 && verdict == "ok"
-	f.Verdict = verdictOf(ok, "the lease rides through the failover; the waiter gets a newer fence after; linearizable")
+	kept := a.Exit == 0 || (!wait && a.Exit == 76)
+	// A waiter that meets the switch itself may report it (69, like any
+	// connection the failover closes) instead of waiting on.
+	bOK := b.Exit == 0 || b.Exit == 69
+	if b.Exit == 69 {
+		f.Note("the waiter (-w 60s) exited 69 when the failover closed its connection")
+	}
+	ok := kept && bOK && f.Unfenced.Overlaps == 0 && fs.AcceptedStale == 0 && fs.Duplicates == 0 && fs.Regressions == 0 && verdict == "ok"
+	if wait {
+		f.Verdict = verdictOf(ok, "the lease rides through the failover; the waiter gets a newer fence after; linearizable")
+	} else {
+		f.Verdict = verdictOf(ok, "the lease rides through or is lost safely (76); the waiter gets a newer fence after; linearizable")
+	}
 	chaos.Publish(f)
 	t.Logf("a: %s\nb: %s\nfenced %+v", a, b, fs)
 	if promoted < 0 {
 		t.Fatal("the replica was never promoted")
 	}
-	if a.Exit != 0 || b.Exit != 0 {
-		t.Errorf("a exit %d, b exit %d; want 0 (renewals follow the new master)", a.Exit, b.Exit)
+	if !kept || !bOK {
+		t.Errorf("a exit %d, b exit %d; want a 0 (renewals follow the new master; without --wait-replicas 76 is safe too), b 0 or 69", a.Exit, b.Exit)
 	}
 	if f.Unfenced.Overlaps != 0 || fs.AcceptedStale != 0 || fs.Duplicates != 0 || fs.Regressions != 0 || verdict != "ok" {
 		t.Errorf("overlaps %d, fenced %+v, porcupine %s", f.Unfenced.Overlaps, fs, verdict)
