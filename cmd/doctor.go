@@ -14,12 +14,13 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 		Short: "Check the Redis deployment for lock safety",
 		Long: `Check the Redis deployment behind --url for lock safety and print one
 verdict per check (ok, warn or fail) with why and what to do: reachable,
-latency, version, role (a replica refuses writes), mode (cluster, sentinel),
+latency, clock (fences after a failover rest on agreeing clocks), version, role (a replica refuses writes), mode (cluster, sentinel),
 maxmemory-policy (allkeys-* and volatile-* can evict locks; allkeys-* also
-fence counters), persistence (without it a restart drops every lock and
-resets fence counters), replication and min-replicas-to-write, and whether
-the connected user's ACL allows every command lockctl uses (ACL DRYRUN,
-Redis 7). Settings the user may not read are warnings.
+fence check records), persistence (without it a restart drops every lock and
+fence check record; fences stay ordered by the server's clock), replication
+and min-replicas-to-write, and whether the connected user may run every
+command lockctl uses (ACL DRYRUN on Redis 7, else each command is tried on
+scratch keys). Settings the user may not read are warnings.
 
 Exit status: 0 when no check fails (warnings are fine), 1 when any check
 fails, 69 when the server cannot be reached or refuses the login.`,

@@ -13,7 +13,9 @@ func newFenceCmd(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fence",
 		Short: "Fencing tokens: next, peek, and the storage-side check",
-		Long: `A fencing token is a number that grows with every acquisition of a lock.
+		Long: `A fencing token is a number that grows with every acquisition of a lock
+(the counter plus one or the server's time in µs, whichever is greater, so it
+keeps growing across a restart or failover that lost the counter).
 The protected resource remembers the highest token it has seen and refuses
 writes that carry an older one, so a holder whose lease expired during a pause
 cannot overwrite the work of the holder that came after it.`,
@@ -23,9 +25,10 @@ cannot overwrite the work of the holder that came after it.`,
 		},
 	}
 	c.AddCommand(
+		newFenceCheckCmd(f),
 		&cobra.Command{
 			Use:   "next NAME",
-			Short: "Increment NAME's fencing counter and print it",
+			Short: "Issue a new fence from NAME's counter and print it",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				return fenceCounter(c, f, args, true)
@@ -39,38 +42,54 @@ cannot overwrite the work of the holder that came after it.`,
 				return fenceCounter(c, f, args, false)
 			},
 		},
-		&cobra.Command{
-			Use:   "check RESOURCE N",
-			Short: "Accept fence N for RESOURCE only if it is newer than any seen (exit 65 otherwise)",
-			Args:  cobra.ExactArgs(2),
-			RunE: func(c *cobra.Command, args []string) error {
-				resource, err := validName(args, "RESOURCE")
-				if err != nil {
-					return err
-				}
-				n, err := strconv.ParseInt(args[1], 10, 64)
-				if err != nil || n < 1 {
-					return usageErrorf("fence %q: want a positive integer", args[1])
-				}
-				l, err := f.Locker()
-				if err != nil {
-					return err
-				}
-				err = l.Fences().Check(c.Context(), resource, n)
-				var stale *lock.StaleFenceError
-				if errors.As(err, &stale) {
-					return withHint(err, "a newer holder has written to this resource; the caller's lease is stale and its write must be dropped")
-				}
-				if err != nil {
-					return err
-				}
-				if f.G.Output == "json" {
-					return f.IO.PrintJSON(map[string]any{"resource": resource, "fence": n, "accepted": true})
-				}
-				return nil
-			},
-		},
 	)
+	return c
+}
+
+func newFenceCheckCmd(f *Factory) *cobra.Command {
+	var token string
+	c := &cobra.Command{
+		Use:   "check RESOURCE N",
+		Short: "Accept fence N for RESOURCE only if no newer one was seen (exit 65 otherwise)",
+		Long: `Accept fence N for RESOURCE, atomically, when N is greater than the highest
+fence accepted for it, and record N with the token presenting it. N equal to
+the highest is accepted again only from the token that presented it first (a
+holder writes many times); a lower N, or an equal one from anyone else or
+without a token, exits 65 and says which fence is newer.`,
+		Example: `  # inside lockctl run: LOCKCTL_FENCE and LOCKCTL_TOKEN are set
+  lockctl fence check orders-db "$LOCKCTL_FENCE" && write-orders`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			resource, err := validName(args, "RESOURCE")
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(args[1], 10, 64)
+			if err != nil || n < 1 {
+				return usageErrorf("fence %q: want a positive integer", args[1])
+			}
+			if token == "" {
+				token = f.Getenv("LOCKCTL_TOKEN")
+			}
+			l, err := f.Locker()
+			if err != nil {
+				return err
+			}
+			err = l.Fences().Check(c.Context(), resource, n, token)
+			var stale *lock.StaleFenceError
+			if errors.As(err, &stale) {
+				return withHint(err, "a newer holder has written to this resource; the caller's lease is stale and its write must be dropped")
+			}
+			if err != nil {
+				return err
+			}
+			if f.G.Output == "json" {
+				return f.IO.PrintJSON(map[string]any{"resource": resource, "fence": n, "accepted": true})
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&token, "token", "", "the token of the holder presenting N (default LOCKCTL_TOKEN)")
 	return c
 }
 

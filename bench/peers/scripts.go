@@ -37,6 +37,11 @@ func scriptVariants(dir string) ([]scriptVariant, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The fence prelude: acquire.lua issues its fence through it.
+	fence, err := readLua(dir, "fence.lua")
+	if err != nil {
+		return nil, err
+	}
 	acquire, err := readLua(dir, "acquire.lua")
 	if err != nil {
 		return nil, err
@@ -54,7 +59,7 @@ local f = redis.call('INCR', KEYS[2])
 local now = redis.call('TIME')
 redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2])
 return {1, f, 0}`},
-		{name: "acquire.lua as shipped", src: holder + acquire},
+		{name: "acquire.lua as shipped", src: fence + holder + acquire},
 		{name: "GET+DEL (redislock's release)", src: "if redis.call('GET', KEYS[1]) then return redis.call('DEL', KEYS[1]) end return 0", release: true},
 	}
 	const publish = "redis.call('PUBLISH', ARGV[3], 'released')"

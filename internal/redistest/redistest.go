@@ -93,7 +93,19 @@ func start(bin string, port int, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{
+	s := &Server{
+		Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Port:     port,
+		Dir:      dir,
+		password: opts.Password,
+		bin:      bin,
+	}
+	if opts.Password != "" {
+		s.URL = fmt.Sprintf("redis://:%s@%s/0", opts.Password, s.Addr)
+	} else {
+		s.URL = fmt.Sprintf("redis://%s/0", s.Addr)
+	}
+	s.args = []string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -103,37 +115,59 @@ func start(bin string, port int, opts *Options) (*Server, error) {
 		"--logfile", filepath.Join(dir, "redis.log"),
 	}
 	if opts.Password != "" {
-		args = append(args, "--requirepass", opts.Password)
+		s.args = append(s.args, "--requirepass", opts.Password)
 	}
-	args = append(args, opts.Args...)
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	s.args = append(s.args, opts.Args...)
+	if err := s.launch(s.args); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start redis-server: %w", err)
-	}
-	s := &Server{
-		Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		Port:     port,
-		Dir:      dir,
-		cmd:      cmd,
-		done:     make(chan struct{}),
-		password: opts.Password,
-		bin:      bin,
-		args:     args,
-	}
-	if opts.Password != "" {
-		s.URL = fmt.Sprintf("redis://:%s@%s/0", opts.Password, s.Addr)
-	} else {
-		s.URL = fmt.Sprintf("redis://%s/0", s.Addr)
-	}
-	go func() { cmd.Wait(); close(s.done) }()
-	if err := s.waitReady(10 * time.Second); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-		s.Stop()
-		return nil, fmt.Errorf("redis-server on port %d did not start: %v\n%s", port, err, tail(string(log), 20))
+		return nil, err
 	}
 	return s, nil
+}
+
+// launch runs redis-server with args and waits until it answers.
+func (s *Server) launch(args []string) error {
+	cmd := exec.Command(s.bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	done := s.done
+	go func() { cmd.Wait(); close(done) }()
+	if err := s.waitReady(10 * time.Second); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+		cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("redis-server on port %d did not start: %v\n%s", s.Port, err, tail(string(log), 20))
+	}
+	return nil
+}
+
+// Restart crashes the server (SIGKILL: nothing is flushed beyond what its
+// fsync policy already wrote) and starts it again on the same port and in
+// the same directory, with its original arguments followed by args. What
+// survives is what the server's persistence kept: with the default
+// arguments (no RDB, no AOF) nothing; after CONFIG SET appendonly yes and
+// appendfsync always, pass "--appendonly", "yes" to load the AOF. A
+// background AOF rewrite (the one CONFIG SET appendonly yes starts) is
+// waited for first, since a crash during it leaves no AOF to load.
+func (s *Server) Restart(args ...string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := s.Do("INFO", "persistence")
+		if err != nil || !(strings.Contains(info, "aof_rewrite_in_progress:1") || strings.Contains(info, "aof_rewrite_scheduled:1")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("restart: the AOF rewrite did not finish within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.cmd.Process.Signal(syscall.SIGCONT)
+	s.cmd.Process.Kill()
+	<-s.done
+	return s.launch(append(append([]string{}, s.args...), args...))
 }
 
 func (s *Server) waitReady(limit time.Duration) error {

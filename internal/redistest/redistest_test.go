@@ -25,3 +25,46 @@ func TestStartStop(t *testing.T) {
 		t.Fatal("server still answers after Stop")
 	}
 }
+
+func TestRestart(t *testing.T) {
+	s, err := redistest.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	s.Do("SET", "k", "v")
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Do("GET", "k"); err != nil || got != "" {
+		t.Fatalf("after a restart without persistence: GET %q %v", got, err)
+	}
+	for _, args := range [][]string{{"CONFIG", "SET", "appendfsync", "always"}, {"CONFIG", "SET", "appendonly", "yes"}, {"SET", "k", "kept"}} {
+		if got, err := s.Do(args...); err != nil || got != "OK" {
+			t.Fatalf("%v: %q %v", args, got, err)
+		}
+	}
+	if err := s.Restart("--appendonly", "yes"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Do("GET", "k"); err != nil || got != "kept" {
+		t.Fatalf("after a restart with AOF: GET %q %v", got, err)
+	}
+}
+
+func TestStartReplica(t *testing.T) {
+	m, err := redistest.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	m.Do("SET", "k", "v")
+	r, err := redistest.StartReplica(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	if got, err := r.Do("GET", "k"); err != nil || got != "v" {
+		t.Fatalf("replica GET %q %v", got, err)
+	}
+}

@@ -339,3 +339,33 @@ func (c *Cluster) AddReplicas() error {
 	}
 	return nil
 }
+
+// StartReplica starts a server replicating master and waits until the
+// replica has synchronised (master_link_status:up), so every write the
+// master acknowledged before it returns is on the replica too.
+func StartReplica(master *Server) (*Server, error) {
+	// Redis waits 5s by default for more replicas to share a full sync.
+	if r, err := master.Do("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil || r != "OK" {
+		return nil, fmt.Errorf("CONFIG SET repl-diskless-sync-delay on %s: %q %v", master.Addr, r, err)
+	}
+	args := []string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port)}
+	if master.password != "" {
+		args = append(args, "--masterauth", master.password)
+	}
+	r, err := Start(&Options{Args: args, Password: master.password})
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := r.Do("INFO", "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return r, nil
+		}
+		if time.Now().After(deadline) {
+			r.Stop()
+			return nil, fmt.Errorf("replica %s did not sync with %s: %q %v", r.Addr, master.Addr, info, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

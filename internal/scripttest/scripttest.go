@@ -61,6 +61,72 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"sentinel":    cmdSentinel,
 	"servers":     cmdServers,
 	"servers-sig": cmdServersSig,
+
+	"redis-restart": cmdRedisRestart,
+	"replica":       cmdReplica,
+	"replica-sig":   cmdReplicaSig,
+	"replica-redis": cmdReplicaRedis,
+}
+
+// redis-restart [ARGS...]: crash the script's redis-server and start it
+// again on the same port with ARGS added (see redistest.Server.Restart);
+// without persistence every key is gone.
+func cmdRedisRestart(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("usage: redis-restart [REDIS-SERVER ARGS...]")
+	}
+	ts.Check(Server(ts).Restart(args...))
+}
+
+const replicaKey = "redistest.replica"
+
+// replica: start a replica of the script's server, wait until it has
+// synchronised, and export REPLICA_URL and REPLICA_ADDR. `replica-sig
+// STOP|CONT|KILL` signals it; `replica-redis CMD ARGS...` runs a command on
+// it as `redis` does on the master (REPLICAOF NO ONE promotes it).
+func cmdReplica(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: replica")
+	}
+	r, err := redistest.StartReplica(Server(ts))
+	ts.Check(err)
+	ts.Defer(r.Stop)
+	replicasMu.Lock()
+	replicas[ts] = r
+	replicasMu.Unlock()
+	ts.Defer(func() {
+		replicasMu.Lock()
+		delete(replicas, ts)
+		replicasMu.Unlock()
+	})
+	ts.Setenv("REPLICA_URL", r.URL)
+	ts.Setenv("REPLICA_ADDR", r.Addr)
+}
+
+var (
+	replicasMu sync.Mutex
+	replicas   = map[*testscript.TestScript]*redistest.Server{}
+)
+
+func replicaOf(ts *testscript.TestScript) *redistest.Server {
+	replicasMu.Lock()
+	defer replicasMu.Unlock()
+	r := replicas[ts]
+	if r == nil {
+		ts.Fatalf("no replica: run `replica` first")
+	}
+	return r
+}
+
+func cmdReplicaSig(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: replica-sig STOP|CONT|KILL")
+	}
+	ts.Check(replicaOf(ts).Signal(signalByName(ts, args[0])))
+}
+
+func cmdReplicaRedis(ts *testscript.TestScript, neg bool, args []string) {
+	runRedis(ts, replicaOf(ts), neg, args)
 }
 
 // servers N: start N more standalone servers for this script (independent
@@ -210,10 +276,14 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 // reply to stdout: strings and integers as is, nil as (nil), arrays one
 // element per line (nested arrays flattened), errors fail the command.
 func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
+	runRedis(ts, Server(ts), neg, args)
+}
+
+func runRedis(ts *testscript.TestScript, s *redistest.Server, neg bool, args []string) {
 	if len(args) == 0 {
 		ts.Fatalf("usage: redis CMD [ARGS...]")
 	}
-	opt, err := redis.ParseURL(Server(ts).URL)
+	opt, err := redis.ParseURL(s.URL)
 	ts.Check(err)
 	c := redis.NewClient(opt)
 	defer c.Close()

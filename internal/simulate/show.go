@@ -14,11 +14,18 @@ import (
 
 // longHex matches tokens, script SHAs and other random-looking hex: shown
 // shortened, so a timeline line stays readable and a token is still
-// recognisable by its first characters.
+// recognisable by its first characters. Runs of decimal digits are numbers
+// (fences are the server's time in µs) and stay whole: their last digits
+// are the ones that differ.
 var longHex = regexp.MustCompile(`[0-9a-f]{16,}`)
 
 func shorten(s string) string {
-	return longHex.ReplaceAllStringFunc(s, func(h string) string { return h[:6] + "…" })
+	return longHex.ReplaceAllStringFunc(s, func(h string) string {
+		if strings.Trim(h, "0123456789") == "" {
+			return h
+		}
+		return h[:6] + "…"
+	})
 }
 
 // strip removes the per-run prefixes of a real-server run, so the timeline

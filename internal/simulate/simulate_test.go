@@ -117,12 +117,12 @@ func TestStaleDelStory(t *testing.T) {
 		}
 	}
 	for _, e := range v[2].Events {
-		if e.Actor == "A" && strings.HasPrefix(e.Reply, "[0, 2]") {
+		if e.Actor == "A" && strings.HasPrefix(e.Reply, "[0, ") {
 			refused = true
 		}
 	}
 	if !del || !refused {
-		t.Errorf("A's DEL deleting B's lock seen: %v; A's fence 1 refused against 2: %v", del, refused)
+		t.Errorf("A's DEL deleting B's lock seen: %v; A's fence refused against B's: %v", del, refused)
 	}
 	for _, e := range v[0].Events {
 		if e.TMS == 13000 && strings.Join(e.Holders, ",") != "B,C" {

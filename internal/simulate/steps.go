@@ -78,7 +78,7 @@ func (e *env) warm(n *node, l *lock.Locker) {
 	l.Renew(ctx, name, tok, time.Second)
 	l.Release(ctx, name, tok)
 	res := n.key("lockctl-simulate-warmup")
-	l.Fences().Check(ctx, res, 1)
+	l.Fences().Check(ctx, res, 1, tok)
 	n.rdb.Del(ctx, l.Key(name), lock.AuxKey(lock.KindFence, l.Key(name)), lock.AuxKey(lock.KindChecked, res))
 }
 
@@ -145,7 +145,7 @@ func (e *env) write(ctx context.Context, actor string) {
 // fencedWrite asks the resource to accept fence first (pkg/lock's
 // Fences.Check, the storage-side guard) and writes only if it does.
 func (e *env) fencedWrite(ctx context.Context, actor string, fence int64) error {
-	err := e.locker(e.store()).Fences().Check(ctx, e.store().key(resource), fence)
+	err := e.locker(e.store()).Fences().Check(ctx, e.store().key(resource), fence, token(actor))
 	if err != nil {
 		e.expect(err, lock.ErrStaleFence)
 		e.wrote(actor, false)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -37,7 +36,7 @@ const slowRTT = 20 * time.Millisecond
 
 // Doctor checks the deployment behind the Inspector's client for lock
 // safety and returns one verdict per check, in a fixed order: reachable,
-// latency, version, role, mode, maxmemory-policy, persistence,
+// latency, clock, version, role, mode, maxmemory-policy, persistence,
 // replication, acl. Settings it is not permitted to read (CONFIG GET, INFO
 // under a restricted ACL user) give warnings, not failures.
 //
@@ -68,6 +67,8 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 	} else {
 		add("latency", StatusOK, "", "round trip %s (median of 5)", rtt.Round(10*time.Microsecond))
 	}
+
+	out = append(out, clockCheck(ctx, c))
 
 	server, serverErr := infoSection(ctx, c, "server")
 	repl, replErr := infoSection(ctx, c, "replication")
@@ -121,9 +122,10 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 		switch {
 		case strings.HasPrefix(p, "allkeys-"):
 			st := StatusFail
-			why := "with maxmemory set it evicts any key under memory pressure: held locks vanish and fence counters restart"
+			why := "with maxmemory set it evicts any key under memory pressure: held locks vanish (a second holder gets them) and fence check records too (a stale fence is accepted again); " +
+				"an evicted fence counter starts again from the server's clock, so fences stay ordered"
 			if !limited {
-				st, why = StatusWarn, "no maxmemory is set now, but once one is, any key can be evicted: held locks vanish and fence counters restart"
+				st, why = StatusWarn, "no maxmemory is set now, but once one is, any key can be evicted: held locks and fence check records vanish (fences stay ordered)"
 			}
 			add("maxmemory-policy", st, "CONFIG SET maxmemory-policy noeviction (or keep locks on a Redis of their own)", "%s: %s", p, why)
 		case strings.HasPrefix(p, "volatile-"):
@@ -132,7 +134,7 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 				st = StatusOK
 			}
 			add("maxmemory-policy", st, "CONFIG SET maxmemory-policy noeviction (or keep locks on a Redis of their own)",
-				"%s: keys with a TTL, held locks included, can be evicted before they expire", p)
+				"%s: keys with a TTL, held locks included, can be evicted before they expire (a second holder gets them); fence counters and fence check records have no TTL and are never evicted", p)
 		default:
 			add("maxmemory-policy", StatusOK, "", "%s", orDefault(p, "noeviction"))
 		}
@@ -144,14 +146,16 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 	} else {
 		aof, save := cfg["appendonly"] == "yes", strings.TrimSpace(cfg["save"])
 		switch {
+		case aof && cfg["appendfsync"] == "always":
+			add("persistence", StatusOK, "", "AOF on (appendfsync always): a restart keeps every lock and fence check record")
 		case aof:
-			add("persistence", StatusOK, "", "AOF on (appendfsync %s)", cfg["appendfsync"])
+			add("persistence", StatusOK, "", "AOF on (appendfsync %s): a crash loses up to a second of writes, locks and fence check records included; fences stay ordered", cfg["appendfsync"])
 		case save != "":
-			add("persistence", StatusWarn, "CONFIG SET appendonly yes, so a restart keeps fence counters current",
-				"RDB snapshots only (save %q): a restart rolls fence counters back to the last snapshot and revives expired locks", save)
+			add("persistence", StatusWarn, "CONFIG SET appendonly yes, so a restart keeps locks and fence check records",
+				"RDB snapshots only (save %q): a restart rolls locks and fence check records back to the last snapshot (a stale fence is accepted again, expired locks revive); fences stay ordered", save)
 		default:
 			add("persistence", StatusFail, "CONFIG SET appendonly yes (and CONFIG REWRITE)",
-				"none: a restart drops every lock and resets fence counters to 0, so old fences look new")
+				"none: a restart drops every lock (a second holder gets each at once) and every fence check record (a stale fence is accepted again); fences stay ordered")
 		}
 	}
 
@@ -167,7 +171,7 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 			add("replication", StatusWarn, cfgHint, "%d replica(s); cannot read min-replicas-to-write: %v", n, cfgErr)
 		case minw == "" || minw == "0":
 			add("replication", StatusWarn, "CONFIG SET min-replicas-to-write 1, or use --wait-replicas 1",
-				"%d replica(s), min-replicas-to-write 0: a failover can lose locks the master acknowledged (replication is asynchronous)", n)
+				"%d replica(s), min-replicas-to-write 0: a failover can lose locks and fence check records the master acknowledged (replication is asynchronous); fences stay ordered while the servers' clocks agree", n)
 		default:
 			add("replication", StatusOK, "", "%d replica(s), min-replicas-to-write %s", n, minw)
 		}
@@ -178,112 +182,39 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 	return out, nil
 }
 
-// Commands returns the commands lockctl sends, with arguments shaped like
-// its own (keys under the prefix and in lockctl's auxiliary space), as ACL
-// DRYRUN takes them.
-func (in *Inspector) Commands() [][]string {
-	key := in.Key("lockctl-doctor")
-	fence, queue, sem := lock.AuxKey(lock.KindFence, key), lock.AuxKey(lock.KindQueue, key), lock.AuxKey(lock.KindSem, key)
-	checked, ch := lock.AuxKey(lock.KindChecked, key), lock.Channel(key)
-	const sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db" // SHA-1 of "return 1"
-	return [][]string{
-		{"EVALSHA", sha, "2", key, fence},
-		{"EVAL", "return 1", "2", key, fence},
-		{"SCRIPT", "LOAD", "return 1"},
-		{"SET", key, "v", "NX", "PX", "1000"},
-		{"GET", key},
-		{"DEL", key},
-		{"PEXPIRE", key, "1000"},
-		{"PTTL", key},
-		{"TYPE", key},
-		{"INCR", fence},
-		{"GET", checked},
-		{"PUBLISH", ch, "released"},
-		{"SUBSCRIBE", ch},
-		{"PUBSUB", "NUMSUB", ch},
-		{"SCAN", "0"},
-		{"HGETALL", key},
-		{"HSCAN", key, "0"},
-		{"ZADD", sem, "1", "m"},
-		{"ZCARD", queue},
-		{"ZRANGE", queue, "0", "-1"},
-		{"LLEN", queue},
-		{"LRANGE", queue, "0", "-1"},
-		{"XADD", AuditKey, "*", "who", "x"},
-		{"XRANGE", AuditKey, "-", "+"},
-		{"TIME"},
-		{"PING"},
-	}
-}
-
-// aclCheck asks the server, with ACL DRYRUN (Redis 7), whether the
-// connected user may run every command lockctl uses.
-func (in *Inspector) aclCheck(ctx context.Context, dryrun bool) Check {
-	ck := Check{Check: "acl"}
-	if !dryrun {
-		ck.Status, ck.Message = StatusWarn, "cannot verify permissions: ACL DRYRUN needs Redis 7"
-		ck.Hint = "check by hand that the user may run " + strings.Join(commandNames(in.Commands()), " ")
-		return ck
-	}
-	user, err := in.c.Do(ctx, "ACL", "WHOAMI").Text()
-	if err != nil {
-		ck.Status, ck.Message = StatusWarn, fmt.Sprintf("cannot verify permissions: %v", err)
-		ck.Hint = "grant the user ACL WHOAMI and ACL DRYRUN, or run doctor as an admin user"
-		return ck
-	}
-	var denied []string
-	seen := map[string]bool{}
-	for _, args := range in.Commands() {
-		a := append([]any{"ACL", "DRYRUN", user}, toAny(args)...)
-		res, err := in.c.Do(ctx, a...).Text()
-		if err != nil {
-			ck.Status, ck.Message = StatusWarn, fmt.Sprintf("cannot verify permissions of user %s: %v", user, err)
-			ck.Hint = "grant the user ACL DRYRUN (+acl|dryrun), or run doctor as an admin user"
-			return ck
-		}
-		if res != "OK" {
-			name := strings.ToUpper(args[0])
-			if (name == "SCRIPT" || name == "PUBSUB") && len(args) > 1 {
-				name += " " + strings.ToUpper(args[1])
-			}
-			if !seen[name] {
-				seen[name] = true
-				denied = append(denied, name)
-			}
-		}
-	}
-	if len(denied) > 0 {
-		ck.Status = StatusFail
-		ck.Message = fmt.Sprintf("user %s may not run %s", user, strings.Join(denied, ", "))
-		grants := make([]string, len(denied))
-		for i, d := range denied {
-			grants[i] = "+" + strings.ToLower(strings.ReplaceAll(d, " ", "|"))
-		}
-		ck.Hint = fmt.Sprintf("ACL SETUSER %s %s (with access to keys %s and %s*)", user, strings.Join(grants, " "), in.Pattern("*"), lock.AuxPrefix)
-		return ck
-	}
-	ck.Status, ck.Message = StatusOK, fmt.Sprintf("user %s may run every command lockctl uses", user)
-	return ck
-}
-
-func commandNames(cmds [][]string) []string {
-	var names []string
-	seen := map[string]bool{}
-	for _, c := range cmds {
-		if n := strings.ToUpper(c[0]); !seen[n] {
-			seen[n] = true
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
 func toAny(s []string) []any {
 	a := make([]any, len(s))
 	for i, v := range s {
 		a[i] = v
 	}
 	return a
+}
+
+// Clock difference above which the clock check warns.
+const clockSkew = time.Second
+
+// clockCheck compares the server's clock with this host's. Fences after a
+// restart or failover start from the server's clock, so they stay ordered
+// only while the servers' clocks agree; a server far from this host's
+// clock is the visible sign of one that does not.
+func clockCheck(ctx context.Context, c redis.UniversalClient) Check {
+	ck := Check{Check: "clock"}
+	before := time.Now()
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		ck.Status, ck.Message, ck.Hint = StatusWarn, fmt.Sprintf("cannot read the server's clock: %v", err), "grant the user TIME (+time)"
+		return ck
+	}
+	local := before.Add(time.Since(before) / 2)
+	d := now.Sub(local)
+	if d.Abs() > clockSkew {
+		ck.Status = StatusWarn
+		ck.Message = fmt.Sprintf("the server's clock is %s off this host's: fences stay ordered across a restart or failover only while the servers' clocks agree", d.Round(time.Millisecond))
+		ck.Hint = "run NTP (chrony, systemd-timesyncd) on the Redis servers and here"
+		return ck
+	}
+	ck.Status, ck.Message = StatusOK, fmt.Sprintf("server clock within %s of this host's", clockSkew)
+	return ck
 }
 
 func orDefault(s, d string) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -52,6 +53,7 @@ func wantStatus(t *testing.T, m map[string]inspect.Check, check string, st inspe
 func TestDoctorDefaultServer(t *testing.T) {
 	m := doctor(t, clientFor(t, srv.URL))
 	wantStatus(t, m, "reachable", inspect.StatusOK, "")
+	wantStatus(t, m, "clock", inspect.StatusOK, "server clock within 1s of this host's")
 	wantStatus(t, m, "role", inspect.StatusOK, "master")
 	wantStatus(t, m, "maxmemory-policy", inspect.StatusOK, "noeviction")
 	wantStatus(t, m, "persistence", inspect.StatusFail, "none")
@@ -85,19 +87,66 @@ func TestDoctorACL(t *testing.T) {
 	if !strings.Contains(m["acl"].Hint, "+eval") {
 		t.Errorf("hint %q", m["acl"].Hint)
 	}
-	// A user that may not even read the configuration gets warnings.
+	// A user that may not even read the configuration gets warnings for
+	// it, but its permissions are still found out, by trying them.
 	narrow := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "narrow", Password: "narrowpw"})
 	defer narrow.Close()
 	m = doctor(t, narrow)
 	wantStatus(t, m, "maxmemory-policy", inspect.StatusWarn, "cannot read")
 	wantStatus(t, m, "persistence", inspect.StatusWarn, "cannot read")
-	wantStatus(t, m, "acl", inspect.StatusWarn, "cannot verify")
+	wantStatus(t, m, "acl", inspect.StatusFail, "this user may not run EVALSHA, EVAL, ")
+	wantStatus(t, m, "acl", inspect.StatusFail, "GET (its keys)")
+	if h := m["acl"].Hint; !strings.Contains(h, "+evalsha +eval ") || strings.Contains(h, "+get") || !strings.Contains(h, "~lock:* ~lockctl:* &lockctl:*") {
+		t.Errorf("hint %q", h)
+	}
 	// A wrong password: unreachable, an error.
 	bad := redis.NewClient(&redis.Options{Addr: s.Addr, Password: "wrong", MaxRetries: -1})
 	defer bad.Close()
 	checks, err := inspect.New(bad, nil).Doctor(context.Background())
 	if err == nil || len(checks) != 1 || checks[0].Status != inspect.StatusFail {
 		t.Errorf("bad password: %v %v", checks, err)
+	}
+}
+
+// An application user without ACL WHOAMI or DRYRUN: its permissions are
+// found by trying each command on scratch keys, which are gone afterwards.
+func TestDoctorACLWithoutDryRun(t *testing.T) {
+	s := startServer(t, &redistest.Options{Password: "adminpw"})
+	admin := clientFor(t, s.URL)
+	app := []any{"on", ">pw", "~lock:*", "~lockctl:*", "&lockctl:*", "+@read", "+@write", "+@scripting", "+@pubsub", "+time", "+ping", "+wait", "+scan", "-acl"}
+	do(t, admin, append([]any{"ACL", "SETUSER", "app"}, app...)...)
+	do(t, admin, append([]any{"ACL", "SETUSER", "nowait"}, append(app, "-wait")...)...)
+	do(t, admin, append([]any{"ACL", "SETUSER", "noeval"}, append(app, "-evalsha")...)...)
+	user := func(name string) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: name, Password: "pw"})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	wantStatus(t, doctor(t, user("app")), "acl", inspect.StatusOK, "this user may run every command lockctl uses (trying each command)")
+	wantStatus(t, doctor(t, user("nowait")), "acl", inspect.StatusWarn, "this user may take locks but not run WAIT (--wait-replicas)")
+	m := doctor(t, user("noeval"))
+	wantStatus(t, m, "acl", inspect.StatusFail, "this user may not run EVALSHA: every lock fails with NOPERM")
+	if h := m["acl"].Hint; !strings.HasPrefix(h, "ACL SETUSER <user> +evalsha ~lock:* ") {
+		t.Errorf("hint %q", h)
+	}
+	if keys := admin.Keys(context.Background(), "*").Val(); len(keys) != 0 {
+		t.Errorf("doctor left keys behind: %v", keys)
+	}
+}
+
+// Every command the lock scripts call is among those doctor checks.
+func TestDoctorChecksEveryScriptCommand(t *testing.T) {
+	checked := map[string]bool{}
+	for _, c := range inspect.New(nil, nil).Commands() {
+		checked[strings.ToUpper(c[0])] = true
+	}
+	for _, c := range lock.ScriptCommands() {
+		if !checked[c] {
+			t.Errorf("the scripts call %s, which doctor does not check", c)
+		}
+	}
+	if len(lock.ScriptCommands()) < 10 {
+		t.Errorf("script commands %v: the scripts were not read", lock.ScriptCommands())
 	}
 }
 

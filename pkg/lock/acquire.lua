@@ -13,12 +13,9 @@ if sem then
 end
 local t = redis.call('TYPE', key)['ok']
 if t == 'none' then
-  -- INCR only once the SET is certain, so refused attempts burn no fence
-  -- numbers and the counter stays gap-free and monotonic.
-  local fence = redis.call('INCR', KEYS[2])
-  local now = redis.call('TIME')
-  local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-  local v = ARGV[3] .. ',"fence":' .. string.format('%d', fence) .. ARGV[4] ..
+  -- The fence only once the SET is certain, so refused attempts burn none.
+  local fence, ms = next_fence(KEYS[2])
+  local v = ARGV[3] .. ',"fence":' .. fence .. ARGV[4] ..
     ',"acquired_ms":' .. string.format('%d', ms) .. '}'
   redis.call('SET', key, v, 'NX', 'PX', ARGV[2])
   return {1, fence, ms}

@@ -24,9 +24,13 @@ type backend interface {
 	// reenter adds a hold to the lease token holds at key (reenter.lua).
 	reenter(ctx context.Context, key, token string) (reply, error)
 	inspect(ctx context.Context, key string) (reply, error)
-	incr(ctx context.Context, key string) (int64, error)
+	// nextFence issues a fence from counter key (reply.fence, and
+	// reply.acked as a lock write has).
+	nextFence(ctx context.Context, key string) (reply, error)
 	peek(ctx context.Context, key string) (int64, error)
-	check(ctx context.Context, key string, n int64) (accepted bool, highest int64, err error)
+	// check accepts fence n for the record at key (reply.code 1), or
+	// refuses it with the highest fence recorded (code 0, reply.fence).
+	check(ctx context.Context, key string, n int64, token string) (reply, error)
 	publish(ctx context.Context, channel string) error
 	// subscribe returns once the server has confirmed the subscription, so
 	// that no release published after it returns can be missed.
@@ -45,6 +49,10 @@ type backend interface {
 type subscription interface {
 	// C receives a value when the waiter should try again.
 	C() <-chan struct{}
+	// fifo marks the waiter as holding a place in the lock's FIFO queue
+	// that arrived at arrival (server µs; 0 while not yet known), so that a
+	// release wakes the local waiter nearest the head (see hub).
+	fifo(token string, arrival int64)
 	Close() error
 }
 
@@ -69,6 +77,7 @@ type reply struct {
 
 	holders int64 // semaphore refusal: live holders
 	queue   int64 // FIFO refusal: waiters ahead
+	arrival int64 // FIFO refusal: the waiter's arrival in the queue (server µs)
 }
 
 // holder turns a refusal into the Holder it describes, or a *WrongTypeError
@@ -77,11 +86,11 @@ func (r reply) holder(key string) (Holder, error) {
 	switch r.typ {
 	case "string":
 		h := ParseValue(key, r.value, r.pttl)
-		h.Queue = r.queue
+		h.Queue, h.arrival = r.queue, r.arrival
 		return h, nil
 	case "hash":
 		if h, ok := ParseRedisson(key, r.fields, r.pttl); ok {
-			h.Queue = r.queue
+			h.Queue, h.arrival = r.queue, r.arrival
 			return h, nil
 		}
 	case "semaphore":
@@ -91,7 +100,7 @@ func (r reply) holder(key string) (Holder, error) {
 	case "none":
 		// FIFO: the lock is free, but earlier waiters go first. TTL -1
 		// keeps waiters from timing their retry by it.
-		return Holder{Key: key, Kind: "queue", TTL: -1, Queue: r.queue}, nil
+		return Holder{Key: key, Kind: "queue", TTL: -1, Queue: r.queue, arrival: r.arrival}, nil
 	}
 	return Holder{}, &WrongTypeError{Key: key, Type: r.typ}
 }
@@ -109,18 +118,23 @@ var (
 	inspectLua string
 	//go:embed check.lua
 	checkLua string
+	//go:embed fence.lua
+	fenceLua string
+	//go:embed fence_next.lua
+	fenceNextLua string
 	//go:embed reenter.lua
 	reenterLua string
 
 	// The SHA-1 of each script is computed once here; EVALSHA falls back to
 	// EVAL on NOSCRIPT, which also reloads the script into the server's
 	// cache, so SCRIPT FLUSH or a restart costs one extra round trip.
-	acquireScript = redis.NewScript(holderLua + acquireLua)
-	renewScript   = redis.NewScript(holderLua + renewLua)
-	releaseScript = redis.NewScript(holderLua + releaseLua)
-	inspectScript = redis.NewScript(holderLua + inspectLua)
-	checkScript   = redis.NewScript(checkLua)
-	reenterScript = redis.NewScript(holderLua + reenterLua)
+	acquireScript   = redis.NewScript(fenceLua + holderLua + acquireLua)
+	renewScript     = redis.NewScript(holderLua + renewLua)
+	releaseScript   = redis.NewScript(holderLua + releaseLua)
+	inspectScript   = redis.NewScript(holderLua + inspectLua)
+	checkScript     = redis.NewScript(fenceLua + checkLua)
+	fenceNextScript = redis.NewScript(fenceLua + fenceNextLua)
+	reenterScript   = redis.NewScript(holderLua + reenterLua)
 )
 
 // single is a backend on one logical Redis: a server, a Sentinel-managed
@@ -247,9 +261,8 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 	}
 }
 
-func (s *single) incr(ctx context.Context, key string) (int64, error) {
-	n, err := s.c.Incr(ctx, key).Result()
-	return n, s.dataError(ctx, err, key)
+func (s *single) nextFence(ctx context.Context, key string) (reply, error) {
+	return s.write(ctx, fenceNextScript, []string{key}, 0)
 }
 
 func (s *single) peek(ctx context.Context, key string) (int64, error) {
@@ -263,20 +276,40 @@ func (s *single) peek(ctx context.Context, key string) (int64, error) {
 	return n, nil
 }
 
-func (s *single) check(ctx context.Context, key string, n int64) (bool, int64, error) {
-	v, err := checkScript.Run(ctx, s.c, []string{key}, strconv.FormatInt(n, 10)).Slice()
+func (s *single) check(ctx context.Context, key string, n int64, token string) (reply, error) {
+	r, err := s.writeRaw(ctx, checkScript, []string{key}, 0, decodeCheck, strconv.FormatInt(n, 10), token)
 	if err != nil {
-		return false, 0, s.dataError(ctx, err, key)
+		return r, err
 	}
-	if len(v) != 2 {
-		return false, 0, fmt.Errorf("unexpected fence check reply %v", v)
+	// The record's fence, as the script read it: someone else's data
+	// there is no number.
+	if r.fence, err = strconv.ParseInt(r.value, 10, 64); err != nil {
+		return reply{}, s.counterError(ctx, key, err)
 	}
-	code, _ := v[0].(int64)
-	h, err := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
-	if err != nil {
-		return false, 0, s.counterError(ctx, key, err)
+	return r, nil
+}
+
+// decodeCheck reads check.lua's replies: {code, fence}, the fence (the
+// caller's when accepted, the record's when refused) left in value.
+func decodeCheck(v any) (reply, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return reply{}, fmt.Errorf("unexpected fence check reply %v", v)
 	}
-	return code == 1, h, nil
+	code, _ := a[0].(int64)
+	return reply{code: code, value: fmt.Sprint(a[1]), acked: -1}, nil
+}
+
+// fenceOf reads a fence from a script reply: scripts return fences as
+// decimal strings (see fence.lua), which no Lua double ever rounded.
+func fenceOf(v any) (int64, error) {
+	switch f := v.(type) {
+	case string:
+		return strconv.ParseInt(f, 10, 64)
+	case int64:
+		return f, nil
+	}
+	return 0, fmt.Errorf("not a fence: %v", v)
 }
 
 func (s *single) publish(ctx context.Context, channel string) error {
@@ -325,7 +358,8 @@ func decode(v any) (reply, error) {
 	case len(a) == 2 && isInt(a[1]): // {code, n}
 		r.num = a[1].(int64)
 	case len(a) == 3 && r.code == 1: // acquired: fence, ms
-		if r.fence, ok = a[1].(int64); !ok {
+		var err error
+		if r.fence, err = fenceOf(a[1]); err != nil {
 			return bad()
 		}
 		if r.nowMS, ok = a[2].(int64); !ok {

@@ -53,7 +53,7 @@ func wantOf(key string) (typ, what string, counter bool) {
 	case KindFence:
 		return "string", "a fence counter (an integer)", true
 	case KindChecked:
-		return "string", "a fence-check record (an integer)", true
+		return "string", "a fence-check record (a fence, then the token that presented it)", true
 	case KindQueue:
 		return "zset", "a FIFO wait queue (a sorted set)", false
 	case KindQueueHB:

@@ -16,8 +16,10 @@
 // must be harmless. When overlap would corrupt data, the resource itself
 // must refuse stale holders. Every Acquire returns a fencing token
 // (Lease.Fence), a number that increases with every acquisition of the lock
-// and is never reused: the counter lives in its own key without a TTL, and
-// refused acquisitions do not consume numbers. Pass the fence with every
+// and is never reused: the counter lives in its own key without a TTL, and a
+// new fence is at least the server's time in µs, so that a lost counter
+// (restart, failover, eviction) never issues old numbers again (see
+// Lease.Fence for the clock assumption). Pass the fence with every
 // write; the resource keeps the highest fence it has accepted and refuses
 // anything older (a database column compared in the UPDATE's WHERE clause,
 // or Fences.Check for resources that have no such place). Then a stale
@@ -51,7 +53,9 @@
 //     when it happens. All local deadlines use the monotonic clock.
 //     Waiters of one Locker share a single pub/sub connection; a release
 //     wakes the longest-waiting of them, and later waiting Acquires in the
-//     same process queue behind it instead of barging in.
+//     same process queue behind it instead of barging in. FIFO waiters are
+//     ordered by the queue in Redis: a release wakes the one nearest its
+//     head.
 //   - Options.WaitReplicas makes lock writes wait for replica
 //     acknowledgement (WAIT), which narrows the failover window; WAIT is not
 //     a consensus protocol, so fencing is still what makes a lock safe.

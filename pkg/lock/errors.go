@@ -63,6 +63,8 @@ type Holder struct {
 	// Queue is, for a FIFO waiter, how many waiters are ahead of it. Kind is
 	// "queue" when the lock itself is free but earlier waiters go first.
 	Queue int64
+
+	arrival int64 // a FIFO waiter's own arrival in the queue (server µs)
 }
 
 // HeldError reports the current holder. It matches ErrNotObtained when
@@ -99,7 +101,8 @@ func (e *WrongTypeError) Error() string {
 
 func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 
-// StaleFenceError: Check was given a fence not newer than Highest.
+// StaleFenceError: Check was given a fence lower than Highest, or equal to
+// it from another holder than the one that presented it first.
 type StaleFenceError struct {
 	Resource string
 	Fence    int64
@@ -107,6 +110,9 @@ type StaleFenceError struct {
 }
 
 func (e *StaleFenceError) Error() string {
+	if e.Fence == e.Highest {
+		return fmt.Sprintf("fence %d for %s is stale: another holder already wrote with fence %d", e.Fence, e.Resource, e.Highest)
+	}
 	return fmt.Sprintf("fence %d for %s is stale: %d is newer", e.Fence, e.Resource, e.Highest)
 }
 

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,6 +23,12 @@ import (
 // the latest heartbeat, so an abandoned queue disappears by itself. A waiter
 // that gives up (timeout, -n, interrupt) leaves at once and wakes the rest.
 //
+// Only the head can take the lock, so a release must wake it and not
+// another waiter: each refusal tells the waiter its arrival in the queue,
+// and a release wakes, in every process, the local waiter that arrived
+// first (hub.go). That one is the head whenever the head waits in that
+// process.
+//
 // Fairness holds among waiters that all use FIFO: a plain Acquire of the
 // same lock does not look at the queue and may take the lock first.
 
@@ -31,7 +38,7 @@ var (
 	//go:embed fifo_leave.lua
 	fifoLeaveLua string
 
-	fifoAcquireScript = redis.NewScript(holderLua + auxLua + fifoAcquireLua)
+	fifoAcquireScript = redis.NewScript(fenceLua + holderLua + auxLua + fifoAcquireLua)
 	fifoLeaveScript   = redis.NewScript(auxLua + fifoLeaveLua)
 )
 
@@ -55,19 +62,23 @@ func (s *single) fifoLeave(ctx context.Context, key, token string) error {
 }
 
 // decodeFIFO reads fifo_acquire.lua's replies: acquire.lua's, with the
-// number of waiters ahead appended to a refusal.
+// number of waiters ahead and the waiter's arrival appended to a refusal.
 func decodeFIFO(v any) (reply, error) {
 	a, ok := v.([]any)
-	if ok && len(a) >= 3 {
+	if ok && len(a) >= 4 {
 		if code, _ := a[0].(int64); code == 0 {
-			ahead, _ := a[len(a)-1].(int64)
-			if r, ok := decodeSem(a[:len(a)-1]); ok {
+			ahead, ok1 := a[len(a)-2].(int64)
+			arrival, ok2 := a[len(a)-1].(int64)
+			if !ok1 || !ok2 {
+				return reply{}, fmt.Errorf("unexpected script reply %v", v)
+			}
+			if r, ok := decodeSem(a[:len(a)-2]); ok {
 				// Slots of a semaphore of the same name hold the lock.
-				r.queue = ahead
+				r.queue, r.arrival = ahead, arrival
 				return r, nil
 			}
-			r, err := decode(a[:len(a)-1])
-			r.queue = ahead
+			r, err := decode(a[:len(a)-2])
+			r.queue, r.arrival = ahead, arrival
 			return r, err
 		}
 	}

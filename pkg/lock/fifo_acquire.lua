@@ -6,12 +6,16 @@
 -- value's members after the fence; ARGV[5] how long a waiter's place is kept
 -- without a new attempt, in ms.
 --
--- Replies as acquire.lua, except that a refusal carries one more element:
--- {0, type, [value|fields, pttl,] waiters ahead}; type 'none' means the lock
--- is free but earlier waiters go first.
+-- Replies as acquire.lua, except that a refusal carries two more elements:
+-- {0, type, [value|fields, pttl,] waiters ahead, arrival}; type 'none' means
+-- the lock is free but earlier waiters go first. arrival is the waiter's
+-- score in the queue (server µs), which orders it among the waiters of its
+-- own process (hub.go).
 local key, q, hb = KEYS[1], KEYS[3], KEYS[4]
 local sem = semHeld(KEYS[5], KEYS[6])
 if sem then
+  -- No place in the queue: no waiters ahead, no arrival.
+  table.insert(sem, 0)
   table.insert(sem, 0)
   return sem
 end
@@ -39,17 +43,19 @@ redis.call('ZADD', q, 'NX', string.format('%d', us), token)
 redis.call('ZADD', hb, string.format('%d', ms + tonumber(ARGV[5])), token)
 local ahead = redis.call('ZRANK', q, token)
 if t == 'none' and ahead == 0 then
-  local fence = redis.call('INCR', KEYS[2])
-  local v = ARGV[3] .. ',"fence":' .. string.format('%d', fence) .. ARGV[4] ..
+  local fence = next_fence(KEYS[2])
+  local v = ARGV[3] .. ',"fence":' .. fence .. ARGV[4] ..
     ',"acquired_ms":' .. string.format('%d', ms) .. '}'
   redis.call('SET', key, v, 'NX', 'PX', ARGV[2])
   leave()
   return {1, fence, ms}
 end
 expire(hb, ms, {q, hb})
+local arrival = tonumber(redis.call('ZSCORE', q, token))
 if t == 'none' then
-  return {0, 'none', ahead}
+  return {0, 'none', ahead, arrival}
 end
 local r = held(0, key, t)
 table.insert(r, ahead)
+table.insert(r, arrival)
 return r

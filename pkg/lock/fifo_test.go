@@ -109,3 +109,62 @@ func TestFIFODeadWaiterIsSkipped(t *testing.T) {
 		t.Errorf("FIFO with a limit: %v", err)
 	}
 }
+
+// fifoRounds runs goroutines on each Locker that take the lock rounds times
+// each with FIFO, hold it for a millisecond and release it, every acquire
+// bounded by wait. It returns the first error.
+func fifoRounds(t *testing.T, lockers []*lock.Locker, name string, goroutines, rounds int, wait time.Duration) error {
+	t.Helper()
+	errs := make(chan error, len(lockers)*goroutines)
+	var wg sync.WaitGroup
+	for _, l := range lockers {
+		for i := 0; i < goroutines; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for r := 0; r < rounds; r++ {
+					lease, err := l.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{FIFO: true, Wait: wait})
+					if err != nil {
+						errs <- err
+						return
+					}
+					time.Sleep(time.Millisecond)
+					if err := l.ReleaseLease(ctx, lease); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// A release must wake the waiter at the head of the queue, wherever it
+// waits: a wake-up that reaches another waiter leaves the head asleep until
+// its polling timer, and the queue stalls behind it. The polling interval
+// is far longer than the whole run needs, so every acquire is bounded by
+// one interval: waiting for a timer even once fails the test.
+func TestFIFONeverWaitsForThePollTimer(t *testing.T) {
+	const poll = 15 * time.Second
+	t.Run("one process", func(t *testing.T) {
+		l, _ := newLocker(t, &lock.Options{PollInterval: poll})
+		if err := fifoRounds(t, []*lock.Locker{l}, uniqueName(t), 16, 5, poll); err != nil {
+			t.Fatalf("a FIFO waiter was not woken: %v", err)
+		}
+	})
+	t.Run("several processes", func(t *testing.T) {
+		// Each Locker has its own client and pub/sub connection, as
+		// separate processes do.
+		var ls []*lock.Locker
+		for i := 0; i < 3; i++ {
+			l, _ := newLocker(t, &lock.Options{PollInterval: poll})
+			ls = append(ls, l)
+		}
+		if err := fifoRounds(t, ls, uniqueName(t), 6, 4, poll); err != nil {
+			t.Fatalf("a FIFO waiter was not woken: %v", err)
+		}
+	})
+}

@@ -18,6 +18,12 @@ import (
 // the first of them that has no wake-up pending. A waiter that leaves with
 // an unused wake-up hands it on, so a release is never lost to a waiter that
 // gave up. The connection closes when the last waiter leaves.
+//
+// FIFO waiters are ordered by the lock's queue in Redis instead, which alone
+// decides who may take the lock: a release wakes the FIFO waiter that
+// arrived there first. Waking any other would be wasted, and the head would
+// sleep until its polling timer. A FIFO waiter whose arrival is not known
+// yet (its attempt is on its way) is woken too, since it may be the head.
 type hub struct {
 	c   redis.UniversalClient
 	mu  sync.Mutex
@@ -46,6 +52,12 @@ type hubSub struct {
 	channel string
 	wake    chan struct{}
 	closed  bool
+
+	// A FIFO waiter's place in the queue: its arrival (server µs, 0 when
+	// not known yet) and token, the tie-break ZRANK uses.
+	isFIFO  bool
+	arrival int64
+	token   string
 }
 
 // maxIdleTopics bounds the channels kept subscribed without waiters; below
@@ -63,6 +75,12 @@ const healthInterval = 10 * time.Second
 var errNoConfirmation = errors.New("no subscription confirmation")
 
 func (s *hubSub) C() <-chan struct{} { return s.wake }
+
+func (s *hubSub) fifo(token string, arrival int64) {
+	s.h.mu.Lock()
+	s.isFIFO, s.token, s.arrival = true, token, arrival
+	s.h.mu.Unlock()
+}
 
 // queued is the number of waiters of channel in this process.
 func (h *hub) queued(channel string) int {
@@ -171,12 +189,26 @@ func (h *hub) dispatch(hc *hubConn) {
 	}
 }
 
-// wakeOne wakes the first waiter without a pending wake-up. Called with h.mu.
+// wakeOne wakes the first plain waiter without a pending wake-up, and the
+// FIFO waiter nearest the head of the queue with every FIFO waiter whose
+// place is not known yet. Called with h.mu.
 func (t *topic) wakeOne() {
+	plain := false
+	var head *hubSub
 	for _, s := range t.waiters {
-		if s.signal() {
-			return
+		switch {
+		case !s.isFIFO:
+			if !plain {
+				plain = s.signal()
+			}
+		case s.arrival == 0:
+			s.signal()
+		case head == nil || s.arrival < head.arrival || (s.arrival == head.arrival && s.token < head.token):
+			head = s
 		}
+	}
+	if head != nil {
+		head.signal()
 	}
 }
 

@@ -136,9 +136,15 @@ type AcquireOptions struct {
 // Lease is a held lock.
 type Lease struct {
 	Name, Key, Token, Owner, Note string
-	// Fence increases by one with every acquisition of Key (and every
-	// Fences.Next): hand it to the protected resource, which refuses any
-	// fence older than one it has seen (Fences.Check).
+	// Fence grows with every acquisition of Key (and every Fences.Next):
+	// hand it to the protected resource, which refuses any fence older than
+	// one it has seen (Fences.Check). A fence is the counter plus one or
+	// the server's time in µs, whichever is greater, so every fence issued
+	// after a restart that lost the counter, or a failover to a replica that
+	// had not received its latest value, is still greater than every fence
+	// issued before. That assumes the servers' clocks agree to well within
+	// the time a restart or failover takes, and never step back by more;
+	// fences are not consecutive.
 	Fence      int64
 	TTL        time.Duration
 	AcquiredAt time.Time // server time
@@ -216,10 +222,12 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 }
 
 func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
-	if o.Wait != 0 && a.l.b.queued(Channel(a.key)) > 0 {
+	if o.Wait != 0 && !a.fifo && a.l.b.queued(Channel(a.key)) > 0 {
 		// Others in this process already wait for this lock: queue behind
 		// them instead of barging in, so local waiters are served in
 		// arrival order. The release that frees the lock wakes the first.
+		// A FIFO waiter joins the queue in Redis at once instead, which
+		// orders it among all waiters.
 		return a.wait(ctx, o, false)
 	}
 	lease, held, err := a.try(ctx)

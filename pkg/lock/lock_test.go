@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ func TestAcquireGetRelease(t *testing.T) {
 	l, c := newLocker(t, nil)
 	name := uniqueName(t)
 	before := time.Now()
+	floor := serverMicros(t, c)
 	lease, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Owner: "ci@build-3:4242", Note: `deploy "#81"`})
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +28,7 @@ func TestAcquireGetRelease(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(lease.Token) {
 		t.Errorf("token %q is not 32 hex digits", lease.Token)
 	}
-	if lease.Fence != 1 || lease.TTL != 10*time.Second || lease.Owner != "ci@build-3:4242" || lease.Note != `deploy "#81"` {
+	if lease.Fence < floor || lease.TTL != 10*time.Second || lease.Owner != "ci@build-3:4242" || lease.Note != `deploy "#81"` {
 		t.Errorf("lease %+v", lease)
 	}
 	if d := lease.AcquiredAt.Sub(before); d < -time.Second || d > 5*time.Second {
@@ -36,14 +38,14 @@ func TestAcquireGetRelease(t *testing.T) {
 		t.Errorf("expires %v acquired %v", lease.ExpiresAt, lease.AcquiredAt)
 	}
 	raw := redisDo(t, c, "GET", lease.Key).(string)
-	if want := `{"token":"` + lease.Token + `","fence":1,"owner":"ci@build-3:4242","note":"deploy \"#81\"","ttl_ms":10000,"acquired_ms":`; raw[:len(want)] != want {
+	if want := `{"token":"` + lease.Token + `","fence":` + strconv.FormatInt(lease.Fence, 10) + `,"owner":"ci@build-3:4242","note":"deploy \"#81\"","ttl_ms":10000,"acquired_ms":`; raw[:len(want)] != want {
 		t.Errorf("stored value %s", raw)
 	}
 	h, err := l.Get(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Kind != "lockctl" || h.Token != lease.Token || h.Fence != 1 || h.Owner != lease.Owner || h.Note != lease.Note ||
+	if h.Kind != "lockctl" || h.Token != lease.Token || h.Fence != lease.Fence || h.Owner != lease.Owner || h.Note != lease.Note ||
 		!h.AcquiredAt.Equal(lease.AcquiredAt) || h.TTL <= 9*time.Second || h.TTL > 10*time.Second {
 		t.Errorf("holder %+v", h)
 	}
@@ -109,8 +111,8 @@ func TestInvalidArguments(t *testing.T) {
 		"renew ttl": func() error { _, err := l.Renew(ctx, name, "t", -time.Second); return err }(),
 		"renew tok": func() error { _, err := l.Renew(ctx, name, "", time.Second); return err }(),
 		"release":   l.Release(ctx, name, ""),
-		"check 0":   l.Fences().Check(ctx, name, 0),
-		"check res": l.Fences().Check(ctx, "", 1),
+		"check 0":   l.Fences().Check(ctx, name, 0, ""),
+		"check res": l.Fences().Check(ctx, "", 1, ""),
 	} {
 		if !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", what, err)
@@ -380,7 +382,7 @@ func TestScriptFlush(t *testing.T) {
 		func() (err error) { lease, err = l.Acquire(ctx, name, time.Second, nil); return err },
 		func() error { _, err := l.Renew(ctx, name, lease.Token, time.Second); return err },
 		func() error { _, err := l.Get(ctx, name); return err },
-		func() error { return l.Fences().Check(ctx, name, lease.Fence) },
+		func() error { return l.Fences().Check(ctx, name, lease.Fence, lease.Token) },
 		func() error { return l.Release(ctx, name, lease.Token) },
 	} {
 		redisDo(t, c, "SCRIPT", "FLUSH")

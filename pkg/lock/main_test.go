@@ -70,3 +70,14 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
+
+// serverMicros is the server's TIME in µs: the floor of every fence the
+// server issues from then on.
+func serverMicros(t testing.TB, c *redis.Client) int64 {
+	t.Helper()
+	now, err := c.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return now.UnixMicro()
+}

@@ -115,7 +115,7 @@ func FuzzPlantedLock(f *testing.F) {
 		check("Fences.Peek", err)
 		_, err = l.Fences().Next(ctx, name)
 		check("Fences.Next", err)
-		check("Fences.Check", l.Fences().Check(ctx, name, 5))
+		check("Fences.Check", l.Fences().Check(ctx, name, 5, "0123456789abcdef0123456789abcdef"))
 	})
 }
 

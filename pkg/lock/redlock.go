@@ -44,9 +44,10 @@ import (
 //     Acquire can succeed), otherwise the most common holder, which may hold
 //     only a minority: the lock is then unusable until those keys expire.
 //   - Fences.Check accepts a fence only when a quorum of nodes accepted it.
-//     Since each of them then refuses any fence not greater, every later
-//     check of such a fence is refused by at least one node of every
-//     quorum, so it can never be accepted again.
+//     Since each of them then refuses any lower fence, and the same fence
+//     from any other token, every later check of such a fence by anyone but
+//     its holder is refused by at least one node of every quorum, and so is
+//     every lower fence, by everyone.
 //   - Release wake-ups are published on every node and a waiter subscribes
 //     on every node that answers: a message from any of them wakes it.
 //
@@ -62,10 +63,15 @@ import (
 // write-back quorum Q1 of ours. Q1 and Q2 intersect in some node X (two
 // majorities of the same N always do). X held our token at our write-back,
 // so the later acquirer took X only after our key left X, after our
-// write-back had raised X's counter to at least F; its INCR on X returns
+// write-back had raised X's counter to at least F; its new fence on X is
 // more than F, and its own fence, the maximum over its quorum, is greater
-// than F. Fences.Next does the same: INCR on all nodes, F = the maximum of a
-// quorum's answers, and F written back to a quorum before it returns.
+// than F. Fences.Next does the same: a new fence on all nodes, F = the
+// maximum of a quorum's answers, and F written back to a quorum before it
+// returns.
+//
+// Each node issues max(its counter + 1, its clock in µs) (fence.lua), so a
+// node restarted without persistence starts above what it issued before;
+// the nodes' fences differ by their clocks, and the write-back evens them.
 //
 // Redlock's safety assumes bounded clock drift between the nodes and the
 // client and bounded process pauses; a holder paused beyond its lease is not
@@ -78,7 +84,7 @@ var (
 	//go:embed redlock_raise.lua
 	raiseLua string
 
-	raiseScript = redis.NewScript(raiseLua)
+	raiseScript = redis.NewScript(fenceLua + raiseLua)
 )
 
 // ErrNoQuorum: too few Redlock nodes answered (*QuorumError).
@@ -547,30 +553,30 @@ func (r *redlock) inspect(ctx context.Context, key string) (reply, error) {
 	return mostCommon(key, held), nil
 }
 
-func (r *redlock) incr(ctx context.Context, key string) (int64, error) {
+func (r *redlock) nextFence(ctx context.Context, key string) (reply, error) {
 	d := r.callTimeout()
-	res := each(ctx, r, nil, d, func(ctx context.Context, s *single) (int64, error) {
-		return s.incr(ctx, key)
+	res := each(ctx, r, nil, d, func(ctx context.Context, s *single) (reply, error) {
+		return s.nextFence(ctx, key)
 	}, nil)
 	var f int64
 	var idx []int
 	for _, x := range res {
 		if x.err == nil {
-			f = max(f, x.v)
+			f = max(f, x.v.fence)
 			idx = append(idx, x.node)
 		}
 	}
 	if len(idx) < r.quorum {
-		return 0, noQuorum(r, "fence next", res)
+		return reply{}, noQuorum(r, "fence next", res)
 	}
 	fs := strconv.FormatInt(f, 10)
 	wb := each(ctx, r, idx, d, func(ctx context.Context, s *single) (int64, error) {
 		return raiseScript.Run(ctx, s.c, []string{key}, fs).Int64()
 	}, nil)
 	if answered(wb) < r.quorum {
-		return 0, noQuorum(r, "fence write-back", wb)
+		return reply{}, noQuorum(r, "fence write-back", wb)
 	}
-	return f, nil
+	return reply{code: 1, fence: f, acked: -1}, nil
 }
 
 func (r *redlock) peek(ctx context.Context, key string) (int64, error) {
@@ -591,18 +597,12 @@ func (r *redlock) peek(ctx context.Context, key string) (int64, error) {
 	return f, nil
 }
 
-type checked struct {
-	ok      bool
-	highest int64
-}
-
-func (r *redlock) check(ctx context.Context, key string, n int64) (bool, int64, error) {
-	res := each(ctx, r, nil, r.callTimeout(), func(ctx context.Context, s *single) (checked, error) {
-		ok, h, err := s.check(ctx, key, n)
-		return checked{ok, h}, err
+func (r *redlock) check(ctx context.Context, key string, n int64, token string) (reply, error) {
+	res := each(ctx, r, nil, r.callTimeout(), func(ctx context.Context, s *single) (reply, error) {
+		return s.check(ctx, key, n, token)
 	}, nil)
 	if answered(res) < r.quorum {
-		return false, 0, noQuorum(r, "fence check", res)
+		return reply{}, noQuorum(r, "fence check", res)
 	}
 	accepted := 0
 	var highest int64
@@ -610,16 +610,16 @@ func (r *redlock) check(ctx context.Context, key string, n int64) (bool, int64, 
 		if x.err != nil {
 			continue
 		}
-		if x.v.ok {
+		if x.v.code == 1 {
 			accepted++
 		} else {
-			highest = max(highest, x.v.highest)
+			highest = max(highest, x.v.fence)
 		}
 	}
 	if accepted >= r.quorum {
-		return true, n, nil
+		return reply{code: 1, fence: n, acked: -1}, nil
 	}
-	return false, highest, nil
+	return reply{code: 0, fence: highest, acked: -1}, nil
 }
 
 func (r *redlock) publish(ctx context.Context, channel string) error {
@@ -666,6 +666,9 @@ type multiSub struct {
 }
 
 func (m *multiSub) C() <-chan struct{} { return m.c }
+
+// fifo: Redlock has no FIFO waiting.
+func (m *multiSub) fifo(string, int64) {}
 
 func (m *multiSub) forward(s subscription) {
 	for {

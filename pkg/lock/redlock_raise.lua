@@ -9,14 +9,8 @@
 -- value still carries the token.
 -- Replies: 1 done (the lock carries the token and now fence F); 0 the lock
 -- no longer carries the token.
-local function greater(a, b)
-  if #a ~= #b then
-    return #a > #b
-  end
-  return a > b
-end
 local c = redis.call('GET', KEYS[1]) or '0'
-if greater(ARGV[1], c) then
+if dec_greater(ARGV[1], c) then
   redis.call('SET', KEYS[1], ARGV[1])
 end
 if #KEYS < 2 then

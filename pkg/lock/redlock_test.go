@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,27 +75,31 @@ func TestRedlockAcquireRenewRelease(t *testing.T) {
 	t.Parallel()
 	l, srvs := redlockNodes(t, nil)
 	name := uniqueName(t)
+	// Every master issues at least its clock; the masters share this
+	// machine's clock.
+	floor := time.Now().Add(-time.Second).UnixMicro()
 	lease, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Owner: "ci@build:1", Note: "n"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lease.Fence != 1 || lease.Owner != "ci@build:1" {
+	if lease.Fence < floor || lease.Owner != "ci@build:1" {
 		t.Errorf("lease %+v", lease)
 	}
+	// Every node stores the one fence, and no counter is below it.
 	for _, s := range srvs {
 		v := get(t, s, lease.Key)
-		if !strings.HasPrefix(v, `{"token":"`+lease.Token+`","fence":1,`) {
+		if !strings.HasPrefix(v, `{"token":"`+lease.Token+`","fence":`+strconv.FormatInt(lease.Fence, 10)+`,`) {
 			t.Errorf("%s holds %q", s.Addr, v)
 		}
-		if n := s.Int(t, "GET", lock.AuxKey(lock.KindFence, lease.Key)); n != 1 {
-			t.Errorf("%s fence counter %d", s.Addr, n)
+		if n := s.Int(t, "GET", lock.AuxKey(lock.KindFence, lease.Key)); n < lease.Fence {
+			t.Errorf("%s fence counter %d, below the fence %d", s.Addr, n, lease.Fence)
 		}
 	}
 	h, err := l.Get(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Token != lease.Token || h.Fence != 1 || h.TTL <= 0 || h.TTL > 10*time.Second {
+	if h.Token != lease.Token || h.Fence != lease.Fence || h.TTL <= 0 || h.TTL > 10*time.Second {
 		t.Errorf("holder %+v", h)
 	}
 	if _, err := l.Renew(ctx, name, lease.Token, time.Minute); err != nil {
@@ -151,8 +156,8 @@ func TestRedlockOneNodePaused(t *testing.T) {
 	if _, err := l.Renew(ctx, name, lease.Token, 2*time.Second); err != nil {
 		t.Errorf("renew: %v", err)
 	}
-	if n, err := l.Fences().Next(ctx, name); err != nil || n != 2 {
-		t.Errorf("fence next: %d, %v", n, err)
+	if n, err := l.Fences().Next(ctx, name); err != nil || n <= lease.Fence {
+		t.Errorf("fence next: %d, %v; the lock's fence was %d", n, err, lease.Fence)
 	}
 	if err := l.Release(ctx, name, lease.Token); err != nil {
 		t.Errorf("release: %v", err)
@@ -251,8 +256,12 @@ func TestRedlockFenceMonotonicAcrossMajorities(t *testing.T) {
 	key := l.Key(name)
 	fk := lock.AuxKey(lock.KindFence, key)
 	a, b, c := srvs[0], srvs[1], srvs[2]
-	// Counters A=9, B=0, C=0: the next acquisitions return A=10, B=1, C=1.
-	a.Int(t, "INCRBY", fk, "9")
+	// A's counter is ahead of every clock (days ahead), B's and C's are
+	// empty: the next acquisition on A returns A's counter + 1, on B and C
+	// their clocks. Only the write-back keeps {B,C} above {A,B}.
+	if _, err := a.Do("SET", fk, strconv.FormatInt(time.Now().UnixMicro()+1e12, 10)); err != nil {
+		t.Fatal(err)
+	}
 
 	var last int64
 	step := func(label string, paused *redistest.Server, live ...*redistest.Server) {
@@ -279,8 +288,8 @@ func TestRedlockFenceMonotonicAcrossMajorities(t *testing.T) {
 		}
 		resumeClean(t, paused, resume, key)
 	}
-	step("majority {A,B}", c, a, b) // 10
-	step("majority {B,C}", a, b, c) // 11, not max(2, 1)
+	step("majority {A,B}", c, a, b) // A's counter + 1
+	step("majority {B,C}", a, b, c) // one more, not B's or C's clock
 	step("majority {A,C}", b, a, c)
 
 	// Fences.Next across yet another pair.
@@ -372,8 +381,8 @@ func TestRedlockSameTokenRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if third.Fence != 2 {
-		t.Errorf("fence %d, want 2", third.Fence)
+	if third.Fence <= first.Fence {
+		t.Errorf("fence %d, want more than %d", third.Fence, first.Fence)
 	}
 	for _, s := range srvs {
 		if f := storedFence(t, s, first.Key); f != third.Fence {
@@ -414,7 +423,7 @@ func TestRedlockCheck(t *testing.T) {
 	l, srvs := redlockNodes(t, nil)
 	res := uniqueName(t)
 	f := l.Fences()
-	if err := f.Check(ctx, res, 5); err != nil {
+	if err := f.Check(ctx, res, 5, ""); err != nil {
 		t.Fatal(err)
 	}
 	// Two nodes recorded 9 (a check whose reply was lost, say): 7 is stale
@@ -423,7 +432,7 @@ func TestRedlockCheck(t *testing.T) {
 		s.Do("SET", lock.AuxKey(lock.KindChecked, res), "9")
 	}
 	var se *lock.StaleFenceError
-	if err := f.Check(ctx, res, 7); !errors.As(err, &se) || se.Highest != 9 {
+	if err := f.Check(ctx, res, 7, ""); !errors.As(err, &se) || se.Highest != 9 {
 		t.Errorf("check 7: %v", err)
 	}
 	// One node ahead does not refuse what a majority accepts.
@@ -431,11 +440,29 @@ func TestRedlockCheck(t *testing.T) {
 	for _, s := range srvs[:2] {
 		s.Do("SET", lock.AuxKey(lock.KindChecked, res), "5")
 	}
-	if err := f.Check(ctx, res, 10); err != nil {
+	if err := f.Check(ctx, res, 10, ""); err != nil {
 		t.Errorf("check 10: %v", err)
 	}
-	if err := f.Check(ctx, res, 10); !errors.Is(err, lock.ErrStaleFence) {
+	if err := f.Check(ctx, res, 10, ""); !errors.Is(err, lock.ErrStaleFence) {
 		t.Errorf("check 10 again: %v", err)
+	}
+	// The holder of a fence repeats it on a majority; others cannot, and
+	// once a newer fence holds a majority, not even the old holder can.
+	a, b := strings.Repeat("a", 32), strings.Repeat("b", 32)
+	for i := 0; i < 2; i++ {
+		if err := f.Check(ctx, res, 30, a); err != nil {
+			t.Errorf("holder's check %d of 30: %v", i+1, err)
+		}
+	}
+	if err := f.Check(ctx, res, 30, b); !errors.As(err, &se) || se.Highest != 30 {
+		t.Errorf("check 30 by another holder: %v", err)
+	}
+	srvs[0].Do("SET", lock.AuxKey(lock.KindChecked, res), "30 "+a) // missed the newer check
+	for _, s := range srvs[1:] {
+		s.Do("SET", lock.AuxKey(lock.KindChecked, res), "31 "+b)
+	}
+	if err := f.Check(ctx, res, 30, a); !errors.As(err, &se) || se.Highest != 31 {
+		t.Errorf("old holder's check 30 after 31: %v", err)
 	}
 }
 

@@ -43,7 +43,7 @@ var (
 	//go:embed sem_release.lua
 	semReleaseLua string
 
-	semAcquireScript = redis.NewScript(holderLua + auxLua + semAcquireLua)
+	semAcquireScript = redis.NewScript(fenceLua + holderLua + auxLua + semAcquireLua)
 	semRenewScript   = redis.NewScript(holderLua + auxLua + semRenewLua)
 	semReleaseScript = redis.NewScript(holderLua + auxLua + semReleaseLua)
 )

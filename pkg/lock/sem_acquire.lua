@@ -37,8 +37,8 @@ if n > 0 then
   end
 end
 if n < tonumber(ARGV[3]) then
-  local fence = redis.call('INCR', KEYS[3])
-  local v = ARGV[4] .. ',"fence":' .. string.format('%d', fence) .. ARGV[5] ..
+  local fence = next_fence(KEYS[3])
+  local v = ARGV[4] .. ',"fence":' .. fence .. ARGV[5] ..
     ',"acquired_ms":' .. string.format('%d', ms) .. '}'
   redis.call('ZADD', z, exp, ARGV[1])
   redis.call('HSET', vals, ARGV[1], v)

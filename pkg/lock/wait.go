@@ -33,6 +33,11 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lea
 	if sub != nil {
 		defer sub.Close()
 		wake = sub.C()
+		if a.fifo {
+			// Before the next attempt: a release after it must find
+			// this waiter marked.
+			sub.fifo(a.args.token, 0)
+		}
 	}
 	var held Holder
 	var late error // the last attempt's grant came too late to count
@@ -41,12 +46,20 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lea
 		if retry {
 			lease, h, err := a.try(ctx)
 			if isLate(err) {
-				// Given back already; try again like any waiter.
+				// Given back already; try again like any waiter. A FIFO
+				// waiter left the queue with the grant: its place is
+				// unknown until it joins again.
 				late = err
+				if a.fifo && sub != nil {
+					sub.fifo(a.args.token, 0)
+				}
 			} else if lease != nil || err != nil {
 				return lease, err
 			} else {
 				held, late = h, nil
+				if a.fifo && sub != nil {
+					sub.fifo(a.args.token, h.arrival)
+				}
 				if o.OnBusy != nil {
 					o.OnBusy(held)
 				}
