@@ -79,7 +79,9 @@ func TestFailover(t *testing.T) {
 			a.Wait()
 			b.Wait()
 			f := e.Collect(label, ttl, 5)
-			f.Detect = []time.Duration{a.End - faultAt}
+			if entered {
+				f.Detect = []time.Duration{a.End - faultAt}
+			}
 			if a.Exit == 76 {
 				f.ChildrenKilled = 1
 			}
