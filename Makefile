@@ -10,6 +10,7 @@ build:
 # The tests, then a short bounded run of every fuzz target (FUZZTIME each).
 test:
 	./scripts/ensure-redis.sh
+	./scripts/ensure-prometheus.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	GO=$(GO) FUZZTIME=3s FUZZJOBS=2 FUZZPARALLEL=1 ./scripts/fuzz.sh

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/viper"
@@ -42,6 +43,7 @@ type Globals struct {
 	Color          string
 	Timeout        time.Duration
 	Verbose        bool
+	NoEvents       bool // --no-events: see events.go
 
 	urlOnArgv     bool   // the URL came from the command line (a password there leaks to ps)
 	redlockOnArgv bool   // likewise for --redlock
@@ -63,6 +65,9 @@ type Factory struct {
 	redlockOnce    sync.Once
 	redlockClients []redis.UniversalClient
 	redlockErr     error
+
+	eventsOnce sync.Once
+	events     *events.Recorder
 
 	sigMu      sync.Mutex
 	sigHandler func(os.Signal)
@@ -185,6 +190,7 @@ func (f *Factory) newRedlockClients() ([]redis.UniversalClient, error) {
 
 // Close releases the clients' connections.
 func (f *Factory) Close() {
+	f.closeEvents()
 	if f.client != nil {
 		f.client.Close()
 	}

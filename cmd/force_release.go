@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/pkg/events"
 
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -44,6 +45,9 @@ waking the waiters and the audit record (who, when, which holder, why; see
 				return err
 			}
 			r, err := in.ForceRelease(c.Context(), name, o.token, &inspect.ReleaseOptions{Reason: o.reason})
+			if err == nil {
+				f.record(c.Context(), events.ForceRelease, name, 0)
+			}
 			var held *lock.HeldError
 			switch {
 			case errors.As(err, &held) && held.Holder.Kind == "semaphore":

@@ -15,6 +15,7 @@ import (
 type locksOptions struct {
 	wide   bool
 	sortBy string
+	watch  time.Duration
 }
 
 func newInspectLocksCmd(f *Factory, use string, aliases []string) *cobra.Command {
@@ -42,16 +43,25 @@ explicit --sort buffers every row to sort them.
 Names, owners, notes and CI URLs are whatever was written to Redis: control
 characters show escaped (\x1b, \n, \t, \xNN), so no value can drive the
 terminal or break a row; on a terminal, cells past 100 columns are cut with
-"…". -o json has every value exact.`,
+"…". -o json has every value exact.
+
+--watch D prints a fresh listing every D until interrupted: on a terminal
+the screen is cleared first (like watch(1)); elsewhere listings follow one
+another, each ended by an empty line (-o json: one array per listing).
+'lockctl top' is the live full-screen view.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			glob := ""
 			if len(args) == 1 {
 				glob = args[0]
 			}
+			if o.watch > 0 {
+				return watchLocks(c, f, o, glob)
+			}
 			return runLocks(c, f, o, glob)
 		},
 	}
+	c.Flags().Var(newDuration(&o.watch, 0, false, false), "watch", "print a fresh table every D until interrupted (on a terminal the screen is cleared first)")
 	c.Flags().BoolVar(&o.wide, "wide", false, "add the KEY, TOKEN (hash) and CI columns")
 	c.Flags().Var(newEnum(&o.sortBy, "", "name", "ttl", "age", "none"), "sort", "sort by name, ttl (soonest expiry first) or age (oldest first); default name on a terminal, none (SCAN order, streamed) otherwise")
 	return c
@@ -215,4 +225,34 @@ func lockJSON(l inspect.Lock) lockRecord {
 		r.AcquiredAt = &s
 	}
 	return r
+}
+
+// watchLocks repeats the listing every o.watch until ctx ends (exit 0: an
+// interrupt is how a watch ends).
+func watchLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error {
+	ctx := c.Context()
+	tty := f.IO.IsStdoutTTY() && f.G.Output != "json"
+	t := time.NewTicker(o.watch)
+	defer t.Stop()
+	for {
+		if tty {
+			fmt.Fprint(f.IO.Out, "\x1b[H\x1b[2J")
+			fmt.Fprintf(f.IO.Out, "%s\n\n", f.IO.Faint(fmt.Sprintf("every %s: lockctl inspect locks %s  %s", o.watch, glob, time.Now().Format("15:04:05"))))
+		}
+		err := runLocks(c, f, o, glob)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !tty {
+			fmt.Fprintln(f.IO.Out)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }

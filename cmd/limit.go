@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/pkg/events"
 	"strings"
 
 	"github.com/lockctl/lockctl/internal/child"
@@ -125,6 +126,7 @@ func runLimit(c *cobra.Command, f *Factory, o *limitOptions, key string, argv []
 		f.Verbosef("%s", decisionText(r))
 	}
 	if !r.Allowed {
+		f.record(ctx, events.RateLimited, key, 0)
 		return &ExitError{Code: o.conflictExit, Err: r.Err(), Silent: true}
 	}
 	if len(argv) == 0 {

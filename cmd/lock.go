@@ -165,6 +165,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		return err
 	}
 	lease, err := o.take(ctx, f, l, name, opts)
+	f.recordAcquire(ctx, o.waitDuration(c) == 0, name, lease, err)
 	if err != nil {
 		return o.notAcquired(o.explainBusy(name, err))
 	}
@@ -327,6 +328,7 @@ func newRenewCmd(f *Factory) *cobra.Command {
 			// --ttl unset is 0: the TTL the lease was taken with.
 			ttl, err := l.Renew(c.Context(), name, token, o.ttl)
 			if err != nil {
+				f.recordRenewFailed(c.Context(), name, err)
 				return explainRefusal(name, err)
 			}
 			if f.G.Output == "json" {
@@ -351,7 +353,9 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			since := f.holdStart(c.Context(), l, name, token)
 			left, err := l.ReleaseHold(c.Context(), &lock.Lease{Name: name, Key: l.Key(name), Token: token})
+			f.recordRelease(c.Context(), name, since, left, err)
 			if err != nil {
 				return explainRefusal(name, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/pkg/events"
 	"strconv"
 	"time"
 
@@ -92,6 +93,9 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 	ctx := c.Context()
 	claim, err := store.Claim(ctx, key, &once.ClaimOptions{Fingerprint: o.fingerprint, RerunFailed: o.rerunFailed})
 	if err != nil {
+		if errors.As(err, new(*once.DoneError)) {
+			f.record(ctx, events.OnceReplayed, key, 0)
+		}
 		return explainOnce(key, err, o.conflictExit)
 	}
 	f.Verbosef("claimed %s (attempt %d, ttl %s)", claim.Key, claim.Attempt, claim.TTL)

@@ -181,6 +181,8 @@ monotonic fencing token that the protected resource can check.`,
 		newLimitCmd(f),
 		newOnceCmd(f),
 		newRunCmd(f),
+		newExporterCmd(f),
+		newTopCmd(f),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
@@ -221,6 +223,7 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals) {
 	fs.Var(newEnum(&g.Color, "auto", "auto", "always", "never"), "color", "colour: auto, always, never")
 	fs.Var(newDuration(&g.Timeout, 5*time.Second, false, false), "timeout", "bound on each Redis call")
 	fs.BoolVarP(&g.Verbose, "verbose", "v", false, "diagnostics to stderr")
+	fs.BoolVar(&g.NoEvents, "no-events", false, "do not record operation events for monitoring (env LOCKCTL_NO_EVENTS; config events: false)")
 }
 
 // globalEnv lists the environment variables of the global flags, in order of preference.
@@ -240,6 +243,7 @@ var globalEnv = map[string][]string{
 	"config":          {"LOCKCTL_CONFIG"},
 	"output":          {"LOCKCTL_OUTPUT"},
 	"timeout":         {"LOCKCTL_TIMEOUT"},
+	"no-events":       {"LOCKCTL_NO_EVENTS"},
 }
 
 // resolve applies flag > LOCKCTL_* env > config file > default to every flag
@@ -312,6 +316,9 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	})
 	if setErr != nil {
 		return setErr
+	}
+	if err := f.resolveEvents(flags); err != nil {
+		return err
 	}
 	f.G.urlOnArgv = flags.Changed("url")
 	f.G.redlockOnArgv = flags.Changed("redlock")

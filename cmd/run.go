@@ -25,6 +25,8 @@ type runOptions struct {
 	maxRuntime time.Duration
 	reportFile string
 	script     string
+
+	metricsFile string // --metrics-file: see run_metrics.go
 }
 
 func newRunCmd(f *Factory) *cobra.Command {
@@ -68,6 +70,7 @@ goes with the last release. --no-reentry waits instead.
 	fs.Var(newDuration(&o.killAfter, runner.DefaultKillAfter, false, false), "kill-after", "grace between SIGTERM and SIGKILL (capped to fit the lease's margin after a loss)")
 	fs.Var(newDuration(&o.maxRuntime, 0, true, false), "max-runtime", "kill the command after D (exit 124); 0 = no limit")
 	fs.StringVar(&o.reportFile, "report-file", "", "write a JSON record of the run to this file at the end")
+	fs.StringVar(&o.metricsFile, "metrics-file", "", "write node_exporter textfile metrics of the run to this file (atomically) at the end")
 	fs.StringVarP(&o.script, "command", "c", "", "run this string with $SHELL -c (or /bin/sh) instead of CMD")
 	return c
 }
@@ -148,6 +151,10 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		owner = lock.DefaultOwner()
 	}
 	rep := &runReport{Name: name, Key: l.Key(name), Owner: owner}
+	if o.metricsFile != "" {
+		started := time.Now()
+		defer func() { writeRunMetrics(f, o.metricsFile, rep, started, runExit(ctx, err)) }()
+	}
 	if o.reportFile != "" {
 		defer func() {
 			code := err
@@ -167,6 +174,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		return err
 	}
 	lease, err := o.take(ctx, f, l, name, opts)
+	f.recordAcquire(ctx, o.waitDuration(c) == 0, name, lease, err)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return err
@@ -193,8 +201,9 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	defer func() {
 		wd.Stop()
 		rep.Renewals = wd.Renewals()
-		releaseAfterRun(f, l, lease, rep.Lost)
+		relErr := releaseAfterRun(f, l, lease, rep.Lost)
 		rep.HeldMS = time.Since(heldSince).Milliseconds()
+		f.recordRunEnd(ctx, lease, rep.Lost, time.Since(heldSince), relErr)
 	}()
 
 	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(f, lease), Unset: []string{"LOCKCTL_PASSWORD"}}
@@ -236,8 +245,9 @@ func renewWarning(f *Factory, name string) func(error) {
 }
 
 // releaseAfterRun frees the lease once the child's group is gone, on a
-// context of its own: an interrupted lockctl still releases.
-func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
+// context of its own: an interrupted lockctl still releases. It returns the
+// release's error, so the run's end is recorded as it happened.
+func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), f.G.Timeout)
 	defer cancel()
 	left, err := l.ReleaseHold(ctx, lease)
@@ -253,6 +263,7 @@ func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
 	default:
 		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
 	}
+	return err
 }
 
 // explainBusy words "not acquired" for a semaphore.

@@ -66,6 +66,17 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"replica":       cmdReplica,
 	"replica-sig":   cmdReplicaSig,
 	"replica-redis": cmdReplicaRedis,
+	"need":          cmdNeed,
+	"node-exporter": cmdNodeExporter,
+	"httpget":       cmdHTTPGet,
+	"freeport":      cmdFreePort,
+	"waithttp":      cmdWaitHTTP,
+	"prometheus":    cmdPrometheus,
+	"promql":        cmdPromQL,
+	"pty-start":     cmdPtyStart,
+	"pty-expect":    cmdPtyExpect,
+	"pty-send":      cmdPtySend,
+	"pty-wait":      cmdPtyWait,
 }
 
 // redis-restart [ARGS...]: crash the script's redis-server and start it

@@ -78,6 +78,10 @@ type HeldError struct {
 func NewHeldError(kind error, h Holder) *HeldError { return &HeldError{Holder: h, kind: kind} }
 
 func (e *HeldError) Error() string {
+	if e.Holder.Kind == "queue" {
+		// FIFO: nobody holds the lock, but earlier waiters go first.
+		return fmt.Sprintf("%s is free, but %d earlier waiter(s) go first", e.Holder.Key, e.Holder.Queue)
+	}
 	msg := fmt.Sprintf("%s held by %s", e.Holder.Key, e.Holder.Owner)
 	if e.Holder.TTL >= 0 {
 		msg += fmt.Sprintf(" (ttl %s)", e.Holder.TTL.Round(time.Millisecond))

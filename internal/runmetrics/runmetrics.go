@@ -1,0 +1,113 @@
+// Package runmetrics writes the node_exporter textfile record of one
+// `lockctl run`: a file the textfile collector serves as it stands, so it is
+// replaced atomically and carries the last success over from the previous
+// run of the same name.
+package runmetrics
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Run is what one run reports.
+type Run struct {
+	Name      string
+	Start     time.Time
+	End       time.Time
+	Wait      time.Duration
+	ExitCode  int
+	LeaseLost bool
+}
+
+const lastSuccess = "lockctl_run_last_success_timestamp_seconds"
+
+type series struct {
+	name, help string
+	value      func(r *Run, last float64) float64
+}
+
+var all = []series{
+	{"lockctl_run_start_timestamp_seconds", "Unix time the run started.", func(r *Run, _ float64) float64 { return unix(r.Start) }},
+	{"lockctl_run_end_timestamp_seconds", "Unix time the run ended.", func(r *Run, _ float64) float64 { return unix(r.End) }},
+	{lastSuccess, "Unix time of the last run that exited 0 (0 if none is known).", func(_ *Run, last float64) float64 { return last }},
+	{"lockctl_run_duration_seconds", "Wall time of the run, waiting included.", func(r *Run, _ float64) float64 { return r.End.Sub(r.Start).Seconds() }},
+	{"lockctl_run_wait_seconds", "Time spent waiting for the lock.", func(r *Run, _ float64) float64 { return r.Wait.Seconds() }},
+	{"lockctl_run_exit_code", "Exit status of lockctl run.", func(r *Run, _ float64) float64 { return float64(r.ExitCode) }},
+	{"lockctl_run_lease_lost", "1 when the lease was lost while the command ran.", func(r *Run, _ float64) float64 {
+		if r.LeaseLost {
+			return 1
+		}
+		return 0
+	}},
+}
+
+func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// Write replaces path with r's metrics. A failed run keeps the last success
+// recorded in the file it replaces (for the same name): the alert "has not
+// succeeded in 26h" must not reset because the latest attempt failed.
+func Write(path string, r *Run) error {
+	last := 0.0
+	if r.ExitCode == 0 {
+		last = unix(r.End)
+	} else if old, err := os.ReadFile(path); err == nil {
+		last = previousSuccess(old, r.Name)
+	}
+	var b bytes.Buffer
+	label := `{name="` + escape(r.Name) + `"}`
+	for _, s := range all {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s%s %s\n", s.name, s.help, s.name, s.name, label,
+			strconv.FormatFloat(s.value(r, last), 'f', -1, 64))
+	}
+	return replace(path, b.Bytes())
+}
+
+// previousSuccess finds the last-success sample for name in an old file.
+func previousSuccess(old []byte, name string) float64 {
+	want := lastSuccess + `{name="` + escape(name) + `"} `
+	sc := bufio.NewScanner(bytes.NewReader(old))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), want); ok {
+			if f, err := strconv.ParseFloat(strings.Fields(v + " ")[0], 64); err == nil {
+				return f
+			}
+		}
+	}
+	return 0
+}
+
+// escape quotes a label value as the text exposition format wants.
+func escape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+// replace writes a temporary file in path's directory and renames it over
+// path: the collector reads either the old file or the new one, never half.
+// The temporary name starts with a dot and does not end in .prom, so the
+// collector never reads it either.
+func replace(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}

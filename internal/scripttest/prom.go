@@ -1,0 +1,126 @@
+package scripttest
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/promtest"
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// need BIN...: fail, naming the install command, unless every BIN is on PATH.
+func cmdNeed(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: need BIN...")
+	}
+	for _, b := range args {
+		if _, err := promtest.Need(b); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+}
+
+// node-exporter DIR: start node_exporter with only its textfile collector,
+// reading DIR, and export NODE_EXPORTER_URL.
+func cmdNodeExporter(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: node-exporter DIR")
+	}
+	p, err := promtest.NodeExporter(ts.MkAbs(args[0]), ts.Getenv("WORK"))
+	ts.Check(err)
+	ts.Defer(p.Stop)
+	ts.Setenv("NODE_EXPORTER_URL", p.URL)
+}
+
+// httpget URL: GET URL; its body becomes stdout (a status other than 200 fails).
+func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: httpget URL")
+	}
+	body, err := promtest.Get(args[0])
+	if neg {
+		if err == nil {
+			ts.Fatalf("httpget %s succeeded", args[0])
+		}
+		return
+	}
+	ts.Check(err)
+	ts.Stdout().Write([]byte(body))
+}
+
+// freeport VAR: set VAR to a free TCP port on 127.0.0.1.
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: freeport VAR")
+	}
+	p, err := redistest.FreePort()
+	ts.Check(err)
+	ts.Setenv(args[0], strconv.Itoa(p))
+}
+
+// waithttp URL [REGEXP]: poll URL until it answers 200 (and its body
+// matches REGEXP), for up to a minute; the body becomes stdout.
+func cmdWaitHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waithttp URL [REGEXP]")
+	}
+	var re *regexp.Regexp
+	if len(args) == 2 {
+		re = regexp.MustCompile("(?m)" + args[1])
+	}
+	deadline := time.Now().Add(time.Minute)
+	var body string
+	var err error
+	for {
+		body, err = promtest.Get(args[0])
+		if err == nil && (re == nil || re.MatchString(body)) {
+			ts.Stdout().Write([]byte(body))
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waithttp %s: %v; last body:\n%s", args[0], err, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// prometheus TARGET: start a Prometheus server scraping TARGET (host:port)
+// every second and export PROM_URL.
+func cmdPrometheus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: prometheus TARGET")
+	}
+	dir := ts.MkAbs("prometheus")
+	ts.Check(os.MkdirAll(dir, 0o755))
+	p, err := promtest.Prometheus(args[0], dir)
+	ts.Check(err)
+	ts.Defer(p.Stop)
+	ts.Setenv("PROM_URL", p.URL)
+}
+
+// promql QUERY WANT: poll the instant query on PROM_URL, for up to a
+// minute, until it returns exactly one series whose value is WANT.
+func cmdPromQL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: promql QUERY WANT")
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, err := promtest.Query(ts.Getenv("PROM_URL"), args[0])
+		if err == nil && len(got) == 1 {
+			for _, v := range got {
+				if v == args[1] {
+					ts.Logf("%s = %s", args[0], v)
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("promql %s: got %v (%v), want %s", args[0], got, err, args[1])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
