@@ -1,7 +1,7 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build completions man bench bench-peers lint fuzz
+.PHONY: test build completions man bench bench-peers lint fuzz chaos reliability
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
 # -buildvcs=auto: a build from a checkout records the commit and its date
@@ -42,6 +42,18 @@ man:
 bench:
 	./scripts/ensure-redis.sh
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/...
+
+# The full fault-injection tier (internal/chaos; up to 30 minutes). `make test` runs its short
+# tier. Replay a run with LOCKCTL_CHAOS_SEED=<seed> make chaos.
+chaos:
+	./scripts/ensure-redis.sh
+	LOCKCTL_CHAOS=full $(GO) test -count=1 -timeout 30m -v ./internal/chaos
+
+# Regenerates RELIABILITY.md from a full run; the file is written even when a scenario fails,
+# and the target then fails too.
+reliability:
+	./scripts/ensure-redis.sh
+	LOCKCTL_CHAOS=full LOCKCTL_CHAOS_REPORT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 30m ./internal/chaos
 
 # lockctl beside redislock, redsync and redis_rate, interleaved (bench/peers
 # is a module of its own, so peers never enter lockctl's go.mod).

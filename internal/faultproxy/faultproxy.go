@@ -48,6 +48,7 @@ type Proxy struct {
 	slow      time.Duration
 	blackhole bool
 	drop      Direction
+	refuse    bool
 	conns     map[*pair]struct{}
 	closed    bool
 
@@ -112,6 +113,15 @@ func (p *Proxy) DropOneWay(dir Direction) {
 	p.mu.Unlock()
 }
 
+// Refuse makes the proxy reset every new connection as soon as it is
+// accepted while on, like a host whose port is closed; with Reset it keeps
+// a client from reaching the server at all for as long as it lasts.
+func (p *Proxy) Refuse(on bool) {
+	p.mu.Lock()
+	p.refuse = on
+	p.mu.Unlock()
+}
+
 // Reset aborts every current connection with a TCP RST on both sides. New
 // connections are accepted as usual afterwards.
 func (p *Proxy) Reset() {
@@ -158,6 +168,13 @@ func (p *Proxy) accept() {
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		p.mu.Lock()
+		refuse := p.refuse
+		p.mu.Unlock()
+		if refuse {
+			rst(c)
 			continue
 		}
 		s, err := net.DialTimeout("tcp", p.upstream, 2*time.Second)

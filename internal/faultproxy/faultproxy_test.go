@@ -240,3 +240,16 @@ func TestCloseEndsConnections(t *testing.T) {
 		t.Fatal("the proxy still accepts after Close")
 	}
 }
+
+func TestRefuseResetsNewConnections(t *testing.T) {
+	p := newProxy(t)
+	p.Refuse(true)
+	c := client(t, p, time.Second)
+	if err := c.Ping(context.Background()).Err(); err == nil {
+		t.Fatal("PING through a refusing proxy succeeded")
+	}
+	p.Refuse(false)
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("after Refuse(false): %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,8 +14,9 @@ import (
 
 // Cluster is a Redis Cluster of masters without replicas, all on loopback.
 type Cluster struct {
-	Nodes []*Server
-	Addrs []string
+	Nodes    []*Server // the masters
+	Addrs    []string
+	Replicas []*Server // after AddReplicas, Replicas[i] replicates Nodes[i]
 }
 
 // StartCluster starts n (at least 3) cluster-enabled servers, spreads the
@@ -73,6 +75,9 @@ func StartCluster(n int) (*Cluster, error) {
 
 // Stop stops every node.
 func (c *Cluster) Stop() {
+	for _, s := range c.Replicas {
+		s.Stop()
+	}
 	for _, s := range c.Nodes {
 		s.Stop()
 	}
@@ -185,6 +190,154 @@ func (s *Sentinel) Stop() {
 		r.Stop()
 	}
 	s.Master.Stop()
+}
+
+// Replicated is a master with one replica, watched by several sentinels
+// that agree on failures by majority.
+type Replicated struct {
+	Master, Replica *Server
+	Sentinels       []*Server // the sentinel processes
+	SentinelAddrs   []string
+	Name            string
+}
+
+// StartReplicated starts a master, a replica of it and n sentinels (quorum
+// n/2+1) monitoring the master as name, and waits until every sentinel
+// knows the replica, so that a failover can pick it at once.
+func StartReplicated(name string, n int) (*Replicated, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	r := &Replicated{Name: name}
+	if r.Master, err = Start(nil); err != nil {
+		return nil, err
+	}
+	if r.Replica, err = Start(&Options{Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(r.Master.Port)}}); err != nil {
+		r.Stop()
+		return nil, err
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if info, _ := r.Replica.Do("INFO", "replication"); strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.Stop()
+			return nil, errors.New("the replica never synced with its master")
+		}
+	}
+	for i := 0; i < n; i++ {
+		s, err := startSentinel(bin, name, r.Master.Port, n/2+1)
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
+		r.Sentinels = append(r.Sentinels, s)
+		r.SentinelAddrs = append(r.SentinelAddrs, s.Addr)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, s := range r.Sentinels {
+		for {
+			reply, err := s.Do("SENTINEL", "MASTER", name)
+			if err == nil && reply != "" {
+				if info, _ := s.Do("INFO", "sentinel"); strings.Contains(info, "slaves=1") && strings.Contains(info, "sentinels="+strconv.Itoa(n)) {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				r.Stop()
+				return nil, fmt.Errorf("sentinel on %s never saw the replica and its peers", s.Addr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return r, nil
+}
+
+func startSentinel(bin, name string, masterPort, quorum int) (*Server, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "lockctl-sentinel-")
+	if err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(dir, "sentinel.conf")
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor %s 127.0.0.1 %d %d\nsentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 5000\n",
+		port, dir, filepath.Join(dir, "sentinel.log"), name, masterPort, quorum, name, name)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(s.done) }()
+	if err := s.waitReady(10 * time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Stop stops the sentinels, the replica and the master.
+func (r *Replicated) Stop() {
+	for _, s := range r.Sentinels {
+		s.Stop()
+	}
+	r.Replica.Stop()
+	r.Master.Stop()
+}
+
+// AddReplicas gives every master of the cluster one replica and waits until
+// each replica is in sync, so that killing a master makes the cluster fail
+// over to its replica (after cluster-node-timeout).
+func (c *Cluster) AddReplicas() error {
+	masters := append([]*Server(nil), c.Nodes...)
+	for _, m := range masters {
+		id, err := m.Do("CLUSTER", "MYID")
+		if err != nil {
+			return err
+		}
+		r, err := Start(&Options{Args: []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000",
+		}})
+		if err != nil {
+			return err
+		}
+		c.Replicas = append(c.Replicas, r)
+		if res, err := r.Do("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(m.Port)); err != nil || res != "OK" {
+			return fmt.Errorf("CLUSTER MEET from %s: %q %v", r.Addr, res, err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			res, err := r.Do("CLUSTER", "REPLICATE", id)
+			if err == nil && res == "OK" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("CLUSTER REPLICATE on %s: %q %v", r.Addr, res, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for {
+			info, _ := r.Do("INFO", "replication")
+			if strings.Contains(info, "master_link_status:up") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("replica %s never synced", r.Addr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // StartReplica starts a server replicating master and waits until the

@@ -1,0 +1,196 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/chaos"
+)
+
+// TestHolderPaused: lockctl run holds a lock, is stopped for 3x TTL while a
+// second holder takes the lock, then continues. lockctl must kill its child
+// right after SIGCONT and exit 76, and the fenced store must accept none of
+// the paused holder's writes. The unfenced store shows the overlap that no
+// lock can prevent when the holder itself is frozen. The unprotected variant
+// (--on-lost ignore) lets the child go on writing.
+func TestHolderPaused(t *testing.T) {
+	type variant struct {
+		name, label string
+		stop        func(a *chaos.Proc, sig syscall.Signal)
+		onLost      string
+	}
+	lockctlOnly := func(a *chaos.Proc, sig syscall.Signal) { a.Signal(sig) }
+	group := func(a *chaos.Proc, sig syscall.Signal) { a.SignalGroup(sig) }
+	everything := func(a *chaos.Proc, sig syscall.Signal) { a.Signal(sig); a.SignalChildren(sig) }
+	vs := []variant{
+		{"2.pause-lockctl", "lockctl (SIGSTOP of lockctl)", lockctlOnly, "term"},
+		{"2.pause-everything", "lockctl (SIGSTOP of lockctl and its child)", everything, "term"},
+		{"2.pause-lockctl", "unprotected: --on-lost ignore", lockctlOnly, "ignore"},
+	}
+	if chaos.Full() {
+		vs = append(vs, variant{"2.pause-group", "lockctl (SIGSTOP of lockctl's group)", group, "term"})
+	}
+	srv := startRedis(t)
+	ttl := time.Second
+	for _, v := range vs {
+		t.Run(v.name+"/"+v.onLost, func(t *testing.T) {
+			e := chaos.NewEnv(t, v.name, lockctlBin)
+			name := "pause-" + v.onLost + "-" + itoa(int(time.Now().UnixNano()%1e6))
+			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: name, TTL: ttl,
+				Flags: []string{"-n", "--ttl", ttl.String(), "--on-lost", v.onLost}, Work: 5 * ttl, Writes: 10})
+			if !e.WaitEntered(a.Holder, 10*time.Second) {
+				t.Fatalf("holder a never started: %s", a)
+			}
+			v.stop(a, syscall.SIGSTOP)
+			stopped := e.Rec.Now()
+			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: name, TTL: ttl,
+				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: 2 * ttl, Writes: 4})
+			time.Sleep(3 * ttl)
+			cont := e.Rec.Now()
+			v.stop(a, syscall.SIGCONT)
+			a.Wait()
+			b.Wait()
+			f := e.Collect(v.label, ttl, 2)
+			detect := a.End - cont
+			f.Detect = []time.Duration{detect}
+			if a.Exit == 76 && v.onLost != "ignore" {
+				f.ChildrenKilled = 1
+			}
+			f.Recover = e.Res.Entered(b.Holder) - stopped
+			f.Note("a exit %d, b exit %d; a's child last wrote %v after SIGCONT; b entered %v after the pause began",
+				a.Exit, b.Exit, e.Res.LastAct(a.Holder)-cont, f.Recover)
+			safe := f.Fenced.AcceptedStale == 0 && b.Exit == 0
+			if v.onLost == "ignore" {
+				f.Verdict = verdictOf(f.Fenced.StaleAttempts > 0 && a.Exit != 143,
+					"the child keeps writing after the loss; only the fence refuses it")
+			} else {
+				f.Verdict = verdictOf(safe && a.Exit == 76 && f.Unfenced.Overlaps > 0,
+					"child killed after SIGCONT, exit 76, no stale write accepted (the unfenced overlap is the pause's, not the lock's)")
+			}
+			chaos.Publish(f)
+			t.Logf("a: %s\nb: %s\nfigures: %+v", a, b, f)
+			if f.Fenced.AcceptedStale != 0 {
+				t.Errorf("the fenced store accepted %d stale writes", f.Fenced.AcceptedStale)
+			}
+			if b.Exit != 0 {
+				t.Errorf("b exit %d, want 0: %s", b.Exit, b)
+			}
+			if e.Res.Entered(b.Holder) < 0 || e.Res.Entered(b.Holder) > cont {
+				t.Errorf("b did not get the lock while a was stopped")
+			}
+			if f.Unfenced.Overlaps == 0 {
+				t.Errorf("no overlap on the unfenced store: the scenario did not bite")
+			}
+			if v.onLost == "ignore" {
+				if f.Fenced.StaleAttempts == 0 {
+					t.Errorf("--on-lost ignore: the child made no write after the loss")
+				}
+				return
+			}
+			if a.Exit != 76 {
+				t.Errorf("a exit %d, want 76: %s", a.Exit, a)
+			}
+			// The child is signalled at lockctl's first wake-up; with the
+			// default 5s grace capped to the margin it dies well within a TTL,
+			// plus room for a loaded machine.
+			if detect > ttl+2*time.Second {
+				t.Errorf("a exited %v after SIGCONT, want within the TTL plus slack", detect)
+			}
+		})
+	}
+}
+
+// TestHolderKilled: kill -9 of a holder (lockctl and its child). The next
+// waiter must get the lock within the TTL plus one retry. Killing lockctl
+// alone leaves its child running outside any lease: the fence must refuse
+// it. The unprotected variant (SET NX without expiry) never recovers.
+func TestHolderKilled(t *testing.T) {
+	srv := startRedis(t)
+	ttl := time.Second
+	for _, alone := range []bool{false, true} {
+		name := "3.kill9-everything"
+		label := "lockctl (kill -9 of lockctl and its child)"
+		if alone {
+			name, label = "3.kill9-lockctl-alone", "lockctl (kill -9 of lockctl alone)"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := chaos.NewEnv(t, name, lockctlBin)
+			lname := name + itoa(int(time.Now().UnixNano()%1e6))
+			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: lname, TTL: ttl,
+				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 4 * ttl, Writes: 8})
+			if !e.WaitEntered(a.Holder, 10*time.Second) {
+				t.Fatalf("holder a never started: %s", a)
+			}
+			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: lname, TTL: ttl,
+				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl, Writes: 2})
+			time.Sleep(ttl / 2)
+			kids := a.Children()
+			t.Cleanup(func() {
+				for _, k := range kids {
+					syscall.Kill(-k, syscall.SIGKILL)
+				}
+			})
+			killed := e.Rec.Now()
+			a.Signal(syscall.SIGKILL)
+			if !alone {
+				for _, k := range kids {
+					syscall.Kill(-k, syscall.SIGKILL)
+				}
+			}
+			a.Wait()
+			b.Wait()
+			f := e.Collect(label, ttl, 2)
+			f.Recover = e.Res.Entered(b.Holder) - killed
+			if !alone {
+				f.ChildrenKilled = len(kids)
+			}
+			f.Note("b entered %v after the kill; b exit %d", f.Recover, b.Exit)
+			ok := b.Exit == 0 && f.Recover > 0 && f.Recover <= ttl+2*time.Second && f.Fenced.AcceptedStale == 0
+			if alone {
+				f.Note("lockctl's child survives a SIGKILL of lockctl (it has its own process group and no parent-death signal) and keeps working outside any lease; only the fence stops its writes")
+				f.Verdict = verdictOf(ok, "recovery within TTL + one retry; the orphaned child's writes refused by the fence")
+			} else {
+				f.Verdict = verdictOf(ok, "recovery within TTL + one retry")
+			}
+			chaos.Publish(f)
+			t.Logf("b: %s\nfigures: %+v", b, f)
+			if b.Exit != 0 {
+				t.Errorf("b exit %d: %s", b.Exit, b)
+			}
+			if f.Recover <= 0 || f.Recover > ttl+2*time.Second {
+				t.Errorf("recovered after %v, want within TTL %v + one retry", f.Recover, ttl)
+			}
+			if f.Fenced.AcceptedStale != 0 {
+				t.Errorf("the fenced store accepted %d stale writes", f.Fenced.AcceptedStale)
+			}
+		})
+	}
+	t.Run("3.kill9-unprotected", func(t *testing.T) {
+		e := chaos.NewEnv(t, "3.kill9-everything", lockctlBin)
+		c := client(t, srv.Addr, time.Second)
+		ctx := context.Background()
+		key := "lock:kill9-unprotected-" + itoa(int(time.Now().UnixNano()%1e6))
+		// A holder that took a lock without expiry and then died.
+		c.SetNX(ctx, key, "dead-holder", 0)
+		start := time.Now()
+		var got bool
+		for time.Since(start) < 3*ttl {
+			if ok, _ := c.SetNX(ctx, key, "b", ttl).Result(); ok {
+				got = true
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		f := e.Collect("unprotected: SET NX without expiry", ttl, 2)
+		f.Attempted, f.Busy = 1, 1
+		f.Note("the next holder waited %v and got the lock: %v", time.Since(start).Round(time.Millisecond), got)
+		f.Verdict = verdictOf(!got, "never recovers: the dead holder's key has no TTL")
+		chaos.Publish(f)
+		if got {
+			t.Error(errors.New("a lock without expiry was taken over"))
+		}
+	})
+}
