@@ -11,9 +11,12 @@ import (
 
 // EventSink receives the outcome of each operation, for monitoring.
 // *events.Recorder satisfies it. Record is called on the operation's
-// goroutine (the watchdog's, for renewals) after the outcome is decided, so
-// it must return at once and must not fail: a Recorder only queues, and
-// writes in the background.
+// goroutine (the watchdog's, for renewals), so from several at once, after
+// the outcome is decided: it must return at once and cannot fail the
+// operation. A Recorder only queues, and writes in the background, batched
+// and pipelined, rather than inside the operation's script: that works
+// alike on one server, Sentinel and Cluster (where the stream cannot share
+// the lock's slot), and costs the operation no round trip.
 type EventSink interface {
 	Record(ctx context.Context, e events.Event)
 }
