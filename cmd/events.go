@@ -59,6 +59,31 @@ func (f *Factory) Events() *events.Recorder {
 	return f.events
 }
 
+// eventSink is Events as pkg/lock takes it (Options.Events), which records
+// acquisitions, releases and the watchdog's renewals itself: a nil
+// interface, not a nil *Recorder, when events are off, so that the Locker
+// skips recording altogether.
+func (f *Factory) eventSink() lock.EventSink {
+	if r := f.Events(); r != nil {
+		return r
+	}
+	return nil
+}
+
+// quietLocker is a Locker like Locker() that records nothing, for a
+// release after the watchdog recorded the loss: the loss is the event, not
+// the refused (or late) release that follows it. It falls back to l.
+func (f *Factory) quietLocker(l *lock.Locker) *lock.Locker {
+	if f.events == nil {
+		return l
+	}
+	q, err := f.locker(nil)
+	if err != nil {
+		return l
+	}
+	return q
+}
+
 // record writes one event; it never fails the command.
 func (f *Factory) record(ctx context.Context, kind, name string, d time.Duration) {
 	r := f.Events()
@@ -80,25 +105,9 @@ func (f *Factory) closeEvents() {
 	}
 }
 
-// recordAcquire records how an acquisition ended: acquired (with its
-// wait), busy (no waiting) or timeout; errors that say nothing about the
-// lock (Redis unreachable, interrupted, usage) record nothing.
-func (f *Factory) recordAcquire(ctx context.Context, nonblock bool, name string, lease *lock.Lease, err error) {
-	switch {
-	case err == nil && lease != nil && lease.Holds > 1:
-		// A re-entry takes nothing new: its release records nothing either.
-	case err == nil && lease != nil:
-		f.record(ctx, events.Acquired, name, max(lease.Waited, time.Microsecond))
-	case errors.Is(err, lock.ErrNotObtained) && nonblock:
-		f.record(ctx, events.Busy, name, 0)
-	case errors.Is(err, lock.ErrNotObtained):
-		f.record(ctx, events.Timeout, name, 0)
-	}
-}
-
 // holdStart is when the lease that token holds was acquired, for the hold
-// time of `lockctl release` (zero when unknown or events are off: the read
-// costs a round trip only when it is used).
+// time of `lockctl release`, which knows the token only (zero when unknown
+// or events are off: the read costs a round trip only when it is used).
 func (f *Factory) holdStart(ctx context.Context, l *lock.Locker, name, token string) time.Time {
 	if f.Events() == nil {
 		return time.Time{}
@@ -110,44 +119,10 @@ func (f *Factory) holdStart(ctx context.Context, l *lock.Locker, name, token str
 	return h.AcquiredAt
 }
 
-// recordRelease records a release by its holder or its refusal.
-func (f *Factory) recordRelease(ctx context.Context, name string, since time.Time, left int, err error) {
-	switch {
-	case err == nil && left == 0:
-		var held time.Duration
-		if !since.IsZero() {
-			held = max(time.Since(since), time.Microsecond)
-		}
-		f.record(ctx, events.Released, name, held)
-	case errors.Is(err, lock.ErrNotOwner):
-		f.record(ctx, events.NotOwner, name, 0)
-	case errors.Is(err, lock.ErrNotHeld):
-		f.record(ctx, events.NotHeld, name, 0)
-	}
-}
-
-// recordRenewFailed records a refused renewal.
+// recordRenewFailed records a refused `lockctl renew` (pkg/lock records
+// only the watchdog's renewals).
 func (f *Factory) recordRenewFailed(ctx context.Context, name string, err error) {
 	if errors.Is(err, lock.ErrNotOwner) || errors.Is(err, lock.ErrNotHeld) {
 		f.record(ctx, events.RenewFailed, name, 0)
-	}
-}
-
-// recordRunEnd records how run's hold ended: released, found gone or
-// taken over at release, or lost (the renewal that did not succeed in time,
-// then the loss).
-func (f *Factory) recordRunEnd(ctx context.Context, lease *lock.Lease, lost bool, held time.Duration, relErr error) {
-	switch {
-	case lost:
-		f.record(ctx, events.RenewFailed, lease.Name, 0)
-		f.record(ctx, events.LeaseLost, lease.Name, 0)
-	case errors.Is(relErr, lock.ErrNotOwner):
-		f.record(ctx, events.NotOwner, lease.Name, 0)
-	case errors.Is(relErr, lock.ErrNotHeld):
-		f.record(ctx, events.NotHeld, lease.Name, 0)
-	case relErr != nil:
-		// The release did not reach Redis: nothing is known of how it ended.
-	case lease.Holds <= 1:
-		f.record(ctx, events.Released, lease.Name, max(held, time.Microsecond))
 	}
 }

@@ -121,13 +121,19 @@ func (f *Factory) redlock() (bool, error) {
 }
 
 // Locker returns a lock.Locker on the configured client and prefix: on one
-// logical Redis, or on the --redlock masters.
+// logical Redis, or on the --redlock masters. It records its operations'
+// events unless they are off.
 func (f *Factory) Locker() (*lock.Locker, error) {
+	return f.locker(f.eventSink())
+}
+
+func (f *Factory) locker(sink lock.EventSink) (*lock.Locker, error) {
 	opts := &lock.Options{
 		Prefix:              f.G.Prefix,
 		RawKeys:             f.G.Prefix == "",
 		WaitReplicas:        f.G.WaitReplicas,
 		WaitReplicasTimeout: f.G.WaitTimeout,
+		Events:              sink,
 	}
 	redlock, err := f.redlock()
 	if err != nil {

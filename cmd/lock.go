@@ -162,7 +162,6 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		return err
 	}
 	lease, err := o.take(ctx, f, l, name, opts)
-	f.recordAcquire(ctx, o.waitDuration(c) == 0, name, lease, err)
 	if err != nil {
 		return o.notAcquired(o.explainBusy(name, err))
 	}
@@ -351,8 +350,7 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			since := f.holdStart(c.Context(), l, name, token)
-			left, err := l.ReleaseHold(c.Context(), &lock.Lease{Name: name, Key: l.Key(name), Token: token})
-			f.recordRelease(c.Context(), name, since, left, err)
+			left, err := l.ReleaseHold(c.Context(), &lock.Lease{Name: name, Key: l.Key(name), Token: token, AcquiredAt: since})
 			if err != nil {
 				return explainRefusal(name, err)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -170,7 +171,6 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		return err
 	}
 	lease, err := o.take(ctx, f, l, name, opts)
-	f.recordAcquire(ctx, o.waitDuration(c) == 0, name, lease, err)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return err
@@ -197,9 +197,18 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	defer func() {
 		wd.Stop()
 		rep.Renewals = wd.Renewals()
-		relErr := releaseAfterRun(f, l, lease, rep.Lost)
+		rl := l
+		if rep.Lost {
+			rl = f.quietLocker(l)
+			if wd.Err() == nil {
+				// Lost by the local deadline before the watchdog said so
+				// (stopped past it, or it passed as the child ended):
+				// the watchdog, stopped, recorded nothing.
+				f.record(ctx, events.LeaseLost, lease.Name, 0)
+			}
+		}
+		releaseAfterRun(f, rl, lease, rep.Lost)
 		rep.HeldMS = time.Since(heldSince).Milliseconds()
-		f.recordRunEnd(ctx, lease, rep.Lost, time.Since(heldSince), relErr)
 	}()
 
 	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(f, lease), Unset: []string{"LOCKCTL_PASSWORD"}}
@@ -241,9 +250,8 @@ func renewWarning(f *Factory, name string) func(error) {
 }
 
 // releaseAfterRun frees the lease once the child's group is gone, on a
-// context of its own: an interrupted lockctl still releases. It returns the
-// release's error, so the run's end is recorded as it happened.
-func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) error {
+// context of its own: an interrupted lockctl still releases.
+func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.G.Timeout)
 	defer cancel()
 	left, err := l.ReleaseHold(ctx, lease)
@@ -259,7 +267,6 @@ func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) e
 	default:
 		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
 	}
-	return err
 }
 
 // explainBusy words "not acquired" for a semaphore.

@@ -3,10 +3,11 @@
 // stream, for monitoring: `lockctl exporter` turns them into counters and
 // histograms, `lockctl top` into sparklines.
 //
-// Recording is opt-in for library users and never changes an operation's
-// outcome: a Recorder queues events and writes them in the background,
-// bounds each write by a short timeout, swallows its errors and counts
-// them. The write is separate from the operation's own command (a
+// Recording is opt-in for library users (a Recorder as pkg/lock's
+// Options.Events records every Acquire, release and watchdog renewal of
+// that Locker) and never changes an operation's outcome: a Recorder
+// queues events and writes them in the background, bounds each write by a
+// short timeout, swallows its errors and counts them. The write is separate from the operation's own command (a
 // pipelined XADD after it), so an event can be missing (the write failed,
 // or the process died before Close) but never invents an operation.
 package events

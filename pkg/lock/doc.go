@@ -63,6 +63,9 @@
 //   - NewRedlock keeps each lock on a majority of independent masters,
 //     with fences that stay monotonic across different majorities (see
 //     redlock.go for the rules and why they hold).
+//   - Options.Events, when set (an *events.Recorder), receives how each
+//     Acquire, release and watchdog renewal ended, for monitoring; it is
+//     never on the operation's path (see record.go).
 //
 // # Keys
 //

@@ -45,6 +45,10 @@ type Options struct {
 	// client that does not publish). A waiter also retries as soon as the
 	// holder's TTL runs out. 0 means 1s.
 	PollInterval time.Duration
+	// Events, if set, receives how each Acquire, Release and watchdog
+	// renewal ended (see record.go), e.g. an *events.Recorder. Nil records
+	// nothing and costs nothing.
+	Events EventSink
 }
 
 // Locker takes, renews and releases leases on named locks.
@@ -54,6 +58,7 @@ type Locker struct {
 	clock    Clock
 	replicas int
 	poll     time.Duration
+	events   EventSink
 }
 
 // New returns a Locker on c. opts may be nil.
@@ -72,7 +77,7 @@ func New(c redis.UniversalClient, opts *Options) *Locker {
 
 // newLocker is a Locker without a backend: the settings every backend shares.
 func newLocker(opts *Options) *Locker {
-	l := &Locker{prefix: opts.Prefix, clock: opts.Clock, replicas: opts.WaitReplicas, poll: opts.PollInterval}
+	l := &Locker{prefix: opts.Prefix, clock: opts.Clock, replicas: opts.WaitReplicas, poll: opts.PollInterval, events: opts.Events}
 	if l.prefix == "" && !opts.RawKeys {
 		l.prefix = DefaultPrefix
 	}
@@ -218,6 +223,9 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 		_ = l.b.fifoLeave(lctx, key, token)
 		cancel()
 	}
+	if l.events != nil {
+		l.recordAcquire(ctx, name, o.Wait, lease, err)
+	}
 	return lease, err
 }
 
@@ -309,7 +317,8 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 func (a *attempt) giveBack(ctx context.Context, lease *Lease) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_ = a.l.ReleaseLease(rctx, lease)
+	// Unrecorded: the grant was not handed out, so neither was it acquired.
+	_, _ = a.l.releaseHold(rctx, lease)
 }
 
 // once runs the acquire script once. It returns a lease (whether or not
@@ -459,7 +468,10 @@ func (l *Locker) Release(ctx context.Context, name, token string) error {
 // A token that re-entered its lease (Reenter) gives back one hold per
 // release; the last one deletes the lock.
 func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
-	_, err := l.releaseKey(ctx, key, token)
+	left, err := l.releaseKey(ctx, key, token)
+	if l.events != nil {
+		l.recordRelease(ctx, l.nameOf(key), 0, left, err)
+	}
 	return err
 }
 

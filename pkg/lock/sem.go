@@ -168,6 +168,18 @@ func (l *Locker) ReleaseLease(ctx context.Context, lease *Lease) error {
 // holds were not given back yet (the lock then stays until its TTL unless
 // they are). Errors as Release.
 func (l *Locker) ReleaseHold(ctx context.Context, lease *Lease) (int, error) {
+	left, err := l.releaseHold(ctx, lease)
+	if l.events != nil {
+		name := lease.Name
+		if name == "" {
+			name = l.nameOf(lease.Key)
+		}
+		l.recordRelease(ctx, name, l.heldFor(lease), left, err)
+	}
+	return left, err
+}
+
+func (l *Locker) releaseHold(ctx context.Context, lease *Lease) (int, error) {
 	if lease.Limit > 0 {
 		return l.releaseSem(ctx, lease.Key, lease.Token)
 	}

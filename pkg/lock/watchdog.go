@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/lockctl/lockctl/pkg/events"
 )
 
 // ErrLost: a Watchdog gave up a lease, either because a renewal was refused
@@ -69,6 +71,12 @@ type WatchdogOptions struct {
 	// every renewal error that does not lose the lease: a transient one
 	// that will be retried, or a *ReplicationError (see Watchdog).
 	OnRenewError func(error)
+	// Events, if set, receives renew_failed for every renewal attempt
+	// that did not count (refused, failed and retried, answered with a
+	// *ReplicationError, answered too late, or still unanswered at the
+	// deadline) and lease_lost when the lease is lost; nil records nothing.
+	// Locker.Watch passes the Locker's Options.Events unless this is set.
+	Events EventSink
 }
 
 // DefaultMargin is ttl/4, at least 100ms, at most ttl/2.
@@ -124,6 +132,7 @@ type Watchdog struct {
 	ttl, every, margin time.Duration
 	retryMin, retryMax time.Duration
 	onErr              func(error)
+	events             EventSink
 	clk                Clock
 	lost               chan error
 	stop               chan struct{}
@@ -151,6 +160,7 @@ func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
+	w.events = opt.Events
 	if r == nil || token == "" {
 		return nil, fmt.Errorf("%w: watchdog needs a renewer and a token", ErrInvalid)
 	}
@@ -199,6 +209,9 @@ func (l *Locker) Watch(ctx context.Context, lease *Lease, opt *WatchdogOptions) 
 	o.Since = lease.Sent
 	if o.Clock == nil {
 		o.Clock = l.clock
+	}
+	if o.Events == nil {
+		o.Events = l.events
 	}
 	return StartWatchdog(ctx, l.Renewer(lease), lease.Name, lease.Token, lease.TTL, &o)
 }
@@ -295,7 +308,11 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 		deadline := w.deadline
 		w.mu.Unlock()
 		if !now.Before(deadline) {
-			w.lose(&LostError{Name: w.name, Expired: true, Err: lastErr})
+			if cancel != nil {
+				// The renewal in flight can no longer count.
+				w.record(ctx, events.RenewFailed)
+			}
+			w.lose(ctx, &LostError{Name: w.name, Expired: true, Err: lastErr})
 			return
 		}
 		if cancel == nil && !now.Before(next) {
@@ -329,6 +346,7 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				if res.err != nil {
 					lastErr = res.err
 				}
+				w.record(ctx, events.RenewFailed)
 				continue
 			}
 			switch {
@@ -352,9 +370,11 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 					failures, lastErr = 1, res.err
 					next = w.clk.Now().Add(w.backoff(1))
 					w.report(res.err)
+					w.record(ctx, events.RenewFailed)
 				}
 			case fatal(res.err):
-				w.lose(&LostError{Name: w.name, Err: res.err})
+				w.record(ctx, events.RenewFailed)
+				w.lose(ctx, &LostError{Name: w.name, Err: res.err})
 				return
 			case ctx.Err() != nil:
 				return
@@ -363,6 +383,7 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				lastErr = res.err
 				next = w.clk.Now().Add(w.backoff(failures))
 				w.report(res.err)
+				w.record(ctx, events.RenewFailed)
 			}
 		}
 	}
@@ -382,9 +403,16 @@ func (w *Watchdog) report(err error) {
 	}
 }
 
-func (w *Watchdog) lose(err error) {
+func (w *Watchdog) record(ctx context.Context, kind string) {
+	if w.events != nil {
+		w.events.Record(ctx, events.Event{Kind: kind, Name: w.name})
+	}
+}
+
+func (w *Watchdog) lose(ctx context.Context, err error) {
 	w.mu.Lock()
 	w.err = err
 	w.mu.Unlock()
+	w.record(ctx, events.LeaseLost)
 	w.lost <- err
 }

@@ -1,0 +1,75 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/events"
+)
+
+// EventSink receives the outcome of each operation, for monitoring.
+// *events.Recorder satisfies it. Record is called on the operation's
+// goroutine (the watchdog's, for renewals), so from several at once, after
+// the outcome is decided: it must return at once and cannot fail the
+// operation. A Recorder only queues, and writes in the background, batched
+// and pipelined, rather than inside the operation's script: that works
+// alike on one server, Sentinel and Cluster (where the stream cannot share
+// the lock's slot), and costs the operation no round trip.
+type EventSink interface {
+	Record(ctx context.Context, e events.Event)
+}
+
+// recordAcquire: acquired (with the wait), busy (no waiting) or timeout.
+// Errors that say nothing about the lock (Redis unreachable, ctx ended,
+// invalid arguments) record nothing.
+func (l *Locker) recordAcquire(ctx context.Context, name string, wait time.Duration, lease *Lease, err error) {
+	switch {
+	case err == nil && lease != nil:
+		// At least 1µs: a zero duration reads as "unknown".
+		l.events.Record(ctx, events.Event{Kind: events.Acquired, Name: name, Duration: max(lease.Waited, time.Microsecond)})
+	case !errors.Is(err, ErrNotObtained):
+	case wait == 0:
+		l.events.Record(ctx, events.Event{Kind: events.Busy, Name: name})
+	default:
+		l.events.Record(ctx, events.Event{Kind: events.Timeout, Name: name})
+	}
+}
+
+// recordRelease: released once no hold of the token is left (a re-entered
+// hold given back records nothing, as its re-entry did not), or the
+// refusal. held is 0 when unknown. Errors that did not reach a decision
+// (Redis unreachable) record nothing.
+func (l *Locker) recordRelease(ctx context.Context, name string, held time.Duration, left int, err error) {
+	switch {
+	case err == nil && left == 0:
+		l.events.Record(ctx, events.Event{Kind: events.Released, Name: name, Duration: held})
+	case errors.Is(err, ErrNotOwner):
+		l.events.Record(ctx, events.Event{Kind: events.NotOwner, Name: name})
+	case errors.Is(err, ErrNotHeld):
+		l.events.Record(ctx, events.Event{Kind: events.NotHeld, Name: name})
+	}
+}
+
+// nameOf is the lock name of a key of this Locker (the key itself when it
+// lies outside the prefix).
+func (l *Locker) nameOf(key string) string {
+	return strings.TrimPrefix(key, l.prefix)
+}
+
+// heldFor is how long lease has been held, 0 when unknown: from its send
+// time on the Locker's clock when this lease is the acquisition itself,
+// else from its server-side acquisition time (a re-entered lease, or one
+// rebuilt from a token), which is only as good as the two clocks agree.
+func (l *Locker) heldFor(lease *Lease) time.Duration {
+	switch {
+	case !lease.Sent.IsZero() && lease.Holds <= 1:
+		return max(l.clock.Now().Sub(lease.Sent), time.Microsecond)
+	case !lease.AcquiredAt.IsZero():
+		if d := time.Since(lease.AcquiredAt); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
