@@ -149,8 +149,8 @@ type single struct {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.writeRaw(ctx, acquireScript, append([]string{key, AuxKey(KindFence, key)}, semKeys(key)...), 0, decodeSemAcquire,
-		a.token, ms(a.ttl), valuePrefix(a.token), a.rest)
+	return s.writeRaw(ctx, acquireScript, withAux(key, KindFence, KindSem, KindSemVal), 0, decodeSemAcquire,
+		a.token, ms(a.ttl), a.rest)
 }
 
 func (s *single) reenter(ctx context.Context, key, token string) (reply, error) {
@@ -173,12 +173,14 @@ func decodeReenter(v any) (reply, error) {
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, renewScript, []string{key, AuxKey(KindSem, key)}, ttl, token, ms(ttl), valuePrefix(token))
+	return s.write(ctx, renewScript, withAux(key, KindSem), ttl, token, ms(ttl))
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
-	keys := []string{key, AuxKey(KindSem, key)}
-	v, err := releaseScript.Run(ctx, s.c, keys, token, valuePrefix(token), AuxKey(KindChannel, key)).Result()
+	// The channel is no key, but is built with them: one allocation.
+	keys := withAux(key, KindSem, KindChannel)
+	keys, channel := keys[:2], keys[2]
+	v, err := releaseScript.Run(ctx, s.c, keys, token, channel).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys...)
 	}
