@@ -9,6 +9,8 @@
 # given with its min–max over rounds: the machine's drift shows there.
 #
 #   bench/cli.sh [extra hyperfine flags]     ROUNDS=5 RUNS=300 bench/cli.sh
+#   BEFORE=/path/to/older/lockctl bench/cli.sh   also times that binary's
+#       `run` and `version` in the same rounds (a change's before/after)
 set -eu
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -31,6 +33,9 @@ export ETCDCTL_API=3
 for i in $(seq 100); do etcdctl --endpoints 127.0.0.1:$ep endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
 echo "machine: $(nproc) cores, $(uname -sr), redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $(etcd --version | head -1), $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "binary: lockctl $(du -k "$tmp/lockctl" | cut -f1) KB, hello $(du -k "$tmp/hello" | cut -f1) KB"
+if [ -n "${BEFORE:-}" ]; then
+	set -- "$@" -n 'lockctl run (before)' "$BEFORE run bench -- true" -n 'lockctl version (before)' "$BEFORE version"
+fi
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
 	hyperfine -N --warmup 20 --min-runs "$RUNS" --style basic --export-json "$tmp/round$r.json" "$@" \
@@ -65,4 +70,9 @@ print("|---|---|")
 ratio("lockctl run", "flock", "`lockctl run -- true` ÷ `flock`")
 ratio("etcdctl lock", "lockctl run", "`etcdctl lock` ÷ `lockctl run` (times faster)")
 ratio("lockctl version", "hello (static Go)", "`lockctl version` ÷ hello-world")
+if "lockctl run (before)" in rs[0]:
+    ratio("lockctl run (before)", "flock", "before: `lockctl run -- true` ÷ `flock`")
+    ratio("etcdctl lock", "lockctl run (before)", "before: `etcdctl lock` ÷ `lockctl run`")
+    ratio("lockctl version (before)", "hello (static Go)", "before: `lockctl version` ÷ hello-world")
+    ratio("lockctl run (before)", "lockctl run", "`lockctl run`: before ÷ now")
 PY

@@ -12,7 +12,8 @@
 # TOTAL_KEYS keys with redis-cli --pipe, of which LOCKS are lockctl locks
 # under lock:* (1% of them without TTL), builds lockctl, and prints wall time
 # and peak RSS (from /usr/bin/time -v) for each command. Needs redis-server,
-# redis-cli, go and GNU time.
+# redis-cli, go and GNU time. BEFORE=/path/to/older/lockctl also runs that
+# binary's `inspect locks -o json` and TSV listing in every round.
 set -eu
 TOTAL=${1:-1000000}
 LOCKS=${2:-100000}
@@ -71,6 +72,10 @@ while [ "$r" -le "$ROUNDS" ]; do
   measure "floor: scannames (COUNT 1000, names only)" "$dir/scannames" -match 'lock:*'
   measure "lockctl inspect locks -o json" "$dir/lockctl" inspect locks -o json
   measure "lockctl inspect locks (TSV)" "$dir/lockctl" inspect locks
+  if [ -n "${BEFORE:-}" ]; then
+    measure "before: lockctl inspect locks -o json" "$BEFORE" inspect locks -o json
+    measure "before: lockctl inspect locks (TSV)" "$BEFORE" inspect locks
+  fi
   measure "redis-cli --scan --pattern 'lock:*'" redis-cli -p "$port" --scan --pattern 'lock:*'
   measure "lockctl inspect orphans" "$dir/lockctl" inspect orphans
   r=$((r + 1))

@@ -32,6 +32,7 @@ func main() {
 	worker := flag.String("worker", "", "run as one worker process of the procs workload, for this contender")
 	addr := flag.String("addr", "", "-worker: redis-server address")
 	n := flag.Int("n", 0, "-worker: acquisitions")
+	flag.StringVar(&scriptsBefore, "scripts-before", "", "scripts: also measure acquire.lua and release.lua from this directory (an earlier pkg/lock)")
 	flag.Parse()
 	if *worker != "" {
 		if err := workerMain(*addr, *worker, *n); err != nil {

@@ -22,7 +22,16 @@ type scriptVariant struct {
 	name    string
 	src     string
 	release bool // the key must hold the lockctl value first
+	// noPrefix: the script builds the value prefix {"token":"..." itself
+	// instead of taking it as an argument (release and acquire after the
+	// change that dropped that argument).
+	noPrefix bool
 }
+
+// scriptsBefore, when set (-scripts-before), names a directory with an
+// earlier version of pkg/lock's Lua (e.g. from git show), whose acquire and
+// release are measured beside the checkout's, interleaved.
+var scriptsBefore string
 
 func readLua(dir, name string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, name))
@@ -33,6 +42,38 @@ func readLua(dir, name string) (string, error) {
 // that cut a piece out of a script are skipped (and say so) when the script
 // no longer has that piece.
 func scriptVariants(dir string) ([]scriptVariant, error) {
+	holder, err := readLua(dir, "holder.lua")
+	if err != nil {
+		return nil, err
+	}
+	vs := []scriptVariant{
+		{name: "return 1", src: "return 1"},
+		{name: "the holder prelude, then return 1", src: holder + "\nreturn 1"},
+		{name: "SET NX PX (redislock's obtain)", src: "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])"},
+		{name: "TYPE+INCR+TIME+SET, no value building", src: `local t = redis.call('TYPE', KEYS[1])['ok']
+local f = redis.call('INCR', KEYS[2])
+local now = redis.call('TIME')
+redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2])
+return {1, f, 0}`},
+		{name: "GET+DEL (redislock's release)", src: "if redis.call('GET', KEYS[1]) then return redis.call('DEL', KEYS[1]) end return 0", release: true},
+	}
+	own, err := lockScripts(dir, "")
+	if err != nil {
+		return nil, err
+	}
+	vs = append(vs, own...)
+	if scriptsBefore != "" {
+		before, err := lockScripts(scriptsBefore, " (before)")
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, before...)
+	}
+	return vs, nil
+}
+
+// lockScripts reads acquire.lua and release.lua with their preludes from dir.
+func lockScripts(dir, suffix string) ([]scriptVariant, error) {
 	holder, err := readLua(dir, "holder.lua")
 	if err != nil {
 		return nil, err
@@ -50,25 +91,20 @@ func scriptVariants(dir string) ([]scriptVariant, error) {
 	if err != nil {
 		return nil, err
 	}
-	vs := []scriptVariant{
-		{name: "return 1", src: "return 1"},
-		{name: "the holder prelude, then return 1", src: holder + "\nreturn 1"},
-		{name: "SET NX PX (redislock's obtain)", src: "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])"},
-		{name: "TYPE+INCR+TIME+SET, no value building", src: `local t = redis.call('TYPE', KEYS[1])['ok']
-local f = redis.call('INCR', KEYS[2])
-local now = redis.call('TIME')
-redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2])
-return {1, f, 0}`},
-		{name: "acquire.lua as shipped", src: fence + holder + acquire},
-		{name: "GET+DEL (redislock's release)", src: "if redis.call('GET', KEYS[1]) then return redis.call('DEL', KEYS[1]) end return 0", release: true},
+	// Scripts that take the value prefix say so in their header.
+	acqNoPrefix := !strings.Contains(acquire, "ARGV[3] value prefix")
+	relNoPrefix := !strings.Contains(release, "ARGV[2] value prefix")
+	vs := []scriptVariant{{name: "acquire.lua as shipped" + suffix, src: fence + holder + acquire, noPrefix: acqNoPrefix}}
+	publish := "redis.call('PUBLISH', ARGV[3], 'released')"
+	if relNoPrefix {
+		publish = "redis.call('PUBLISH', ARGV[2], 'released')"
 	}
-	const publish = "redis.call('PUBLISH', ARGV[3], 'released')"
 	if strings.Contains(release, publish) {
-		vs = append(vs, scriptVariant{name: "release.lua without its PUBLISH", src: holder + strings.Replace(release, publish, "", 1), release: true})
+		vs = append(vs, scriptVariant{name: "release.lua without its PUBLISH" + suffix, src: holder + strings.Replace(release, publish, "", 1), release: true, noPrefix: relNoPrefix})
 	} else {
 		fmt.Fprintf(os.Stderr, "peers: release.lua no longer has %s: no variant without it\n", publish)
 	}
-	return append(vs, scriptVariant{name: "release.lua as shipped", src: holder + release, release: true}), nil
+	return append(vs, scriptVariant{name: "release.lua as shipped" + suffix, src: holder + release, release: true, noPrefix: relNoPrefix}), nil
 }
 
 func scriptsWorkload(ctx context.Context, c *redis.Client, rounds int) error {
@@ -110,9 +146,15 @@ func scriptsWorkload(ctx context.Context, c *redis.Client, rounds int) error {
 			}
 			for j, key := range keys {
 				var err error
-				if v.release {
+				switch {
+				case v.release && v.noPrefix:
+					err = scripts[i].EvalSha(ctx, c, []string{key, key + ":sem"}, token, "peers:scripts:chan").Err()
+				case v.release:
 					err = scripts[i].EvalSha(ctx, c, []string{key, key + ":sem"}, token, prefix, "peers:scripts:chan").Err()
-				} else {
+				case v.noPrefix:
+					err = scripts[i].EvalSha(ctx, c, []string{key, key + ":fence", key + ":sem", key + ":semval"},
+						token, "30000", `,"owner":"bench@host:1"`).Err()
+				default:
 					// Lock, fence and the semaphore's two keys: what acquire.lua
 					// takes (older versions read only the first two).
 					err = scripts[i].EvalSha(ctx, c, []string{key, key + ":fence", key + ":sem", key + ":semval"},

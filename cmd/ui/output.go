@@ -171,35 +171,43 @@ func (s *IOStreams) Errorf(format string, args ...any) {
 }
 
 // JSONArray writes a JSON array element by element, so that long listings
-// stream without being held in memory.
+// stream without being held in memory. One encoder and its buffers serve
+// every element: a listing adds one per lock.
 type JSONArray struct {
 	w   io.Writer
 	n   int
 	err error
+	buf bytes.Buffer
+	enc *json.Encoder
+	out []byte
 }
 
 // NewJSONArray starts an array on w; nothing is written until Add or Close.
-func NewJSONArray(w io.Writer) *JSONArray { return &JSONArray{w: w} }
+func NewJSONArray(w io.Writer) *JSONArray {
+	a := &JSONArray{w: w}
+	a.enc = json.NewEncoder(&a.buf)
+	a.enc.SetEscapeHTML(false)
+	a.enc.SetIndent("  ", "  ")
+	return a
+}
 
-// Add writes one element.
+// Add writes one element, in one write.
 func (a *JSONArray) Add(v any) error {
 	if a.err != nil {
 		return a.err
 	}
-	var buf strings.Builder
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("  ", "  ")
-	if err := enc.Encode(v); err != nil {
+	a.buf.Reset()
+	if err := a.enc.Encode(v); err != nil {
 		return err
 	}
-	b := strings.TrimSuffix(string(jsonSafe([]byte(buf.String()))), "\n")
+	b := bytes.TrimSuffix(jsonSafe(a.buf.Bytes()), []byte("\n"))
 	sep := ",\n  "
 	if a.n == 0 {
 		sep = "[\n  "
 	}
 	a.n++
-	_, a.err = fmt.Fprintf(a.w, "%s%s", sep, b)
+	a.out = append(append(a.out[:0], sep...), b...)
+	_, a.err = a.w.Write(a.out)
 	return a.err
 }
 

@@ -172,3 +172,29 @@ func TestErrorfIsOneEscapedLine(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+// The array is exactly its elements indented by json.MarshalIndent, one
+// write per element, whatever the encoder reuses between them.
+func TestJSONArrayMatchesMarshalIndent(t *testing.T) {
+	var out strings.Builder
+	arr := ui.NewJSONArray(&out)
+	elems := []any{map[string]any{"name": "a", "n": 1, "nested": []int{1, 2}}, map[string]string{"b": "<&>"}, []string{}}
+	want := ""
+	for i, e := range elems {
+		if err := arr.Add(e); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.MarshalIndent(e, "  ", "  ")
+		sep := ",\n  "
+		if i == 0 {
+			sep = "[\n  "
+		}
+		want += sep + strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(string(b), `\u003c`, "<"), `\u0026`, "&"), `\u003e`, ">")
+	}
+	if err := arr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want += "\n]\n"; out.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

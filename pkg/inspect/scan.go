@@ -57,8 +57,9 @@ func (o *ScanOptions) progress(n int64) {
 // in SCAN order (unsorted), batch by batch: memory stays flat however large
 // the keyspace. Keys that are not locks (lists, sets, plain hashes, and
 // lockctl's auxiliary keys) are skipped. A semaphore (--limit) has no lock
-// key; it is found by a second SCAN of its holder sets and yields one Lock
-// per live holder (Kind "semaphore", Holders and Limit set), earliest
+// key; it is found by its holder set, in the same SCAN under the default
+// prefix (a second one otherwise, see onePass), and yields one Lock per
+// live holder (Kind "semaphore", Holders and Limit set), earliest
 // acquisition first. An error from fn stops the scan and is returned.
 //
 // Each batch costs one round trip: the reads of one batch (TYPE, PTTL, GET,
@@ -82,7 +83,46 @@ func (in *Inspector) Locks(ctx context.Context, glob string, o *ScanOptions, fn 
 		if err != nil {
 			return err
 		}
-		err = in.scan(ctx, node, in.Pattern(glob), in.notAux, func(keys []string, next func(redis.Pipeliner)) error {
+		match := in.Pattern(glob)
+		semOf := func(aux string) (string, bool) {
+			kind, key, ok := lock.KeyOfAux(aux)
+			if !ok || kind != lock.KindSem || isAux(key) || !strings.HasPrefix(key, in.prefix) || !globMatch(match, key) {
+				return "", false
+			}
+			return key, true
+		}
+		isLock := func(k string) bool { return !isAux(k) && globMatch(match, k) }
+		// Both kinds in one pass over the keyspace when one pattern covers
+		// them without taking in much else (see onePass): SCAN walks every
+		// key of the database whatever MATCH says, so a second pass costs
+		// the server as much as the first.
+		if both, ok := onePass(match, in.semPattern()); ok {
+			return in.scan(ctx, node, both, func(k string) bool { _, sem := semOf(k); return sem || isLock(k) },
+				func(keys []string, next func(redis.Pipeliner)) error {
+					var locks, sems []string
+					for _, k := range keys {
+						if key, ok := semOf(k); ok {
+							sems = append(sems, key)
+						} else {
+							locks = append(locks, k)
+						}
+					}
+					batch, err := in.readLocks(ctx, node, locks, clk, next)
+					if err != nil {
+						return err
+					}
+					if len(sems) > 0 {
+						// Rare: a batch with semaphores costs one more round trip.
+						more, err := in.readSems(ctx, node, sems, clk, func(redis.Pipeliner) {})
+						if err != nil {
+							return err
+						}
+						batch = append(batch, more...)
+					}
+					return emit(keys, batch)
+				})
+		}
+		err = in.scan(ctx, node, match, in.notAux, func(keys []string, next func(redis.Pipeliner)) error {
 			batch, err := in.readLocks(ctx, node, keys, clk, next)
 			if err != nil {
 				return err
@@ -91,14 +131,6 @@ func (in *Inspector) Locks(ctx context.Context, glob string, o *ScanOptions, fn 
 		})
 		if err != nil {
 			return err
-		}
-		match := in.Pattern(glob)
-		semOf := func(aux string) (string, bool) {
-			kind, key, ok := lock.KeyOfAux(aux)
-			if !ok || kind != lock.KindSem || isAux(key) || !strings.HasPrefix(key, in.prefix) || !globMatch(match, key) {
-				return "", false
-			}
-			return key, true
 		}
 		return in.scan(ctx, node, in.semPattern(), func(aux string) bool { _, ok := semOf(aux); return ok },
 			func(auxKeys []string, next func(redis.Pipeliner)) error {
@@ -113,6 +145,41 @@ func (in *Inspector) Locks(ctx context.Context, glob string, o *ScanOptions, fn 
 				return emit(keys, batch)
 			})
 	})
+}
+
+// onePass returns one SCAN pattern that matches every key either pattern
+// does, when that costs little: their common literal prefix followed by
+// '*' when it is long enough to keep unrelated keys out of the replies and
+// hardly shorter than the lock pattern's own ("lock" for the default prefix
+// "lock:" and the semaphores' "lockctl:sem:": the replies gain lockctl's
+// auxiliary keys only), or '*' when the lock pattern matches everything
+// anyway. Otherwise (a narrower PATTERN) the caller scans twice, letting
+// the server filter each pass.
+func onePass(a, b string) (string, bool) {
+	if strings.Trim(a, "*") == "" {
+		return "*", true
+	}
+	la, lb := literalPrefix(a), literalPrefix(b)
+	if len(la) < len(a) && a[len(la)] != '*' {
+		// An escape, '?' or a class: the literal part goes on beyond.
+		return "", false
+	}
+	n := 0
+	for n < len(la) && n < len(lb) && la[n] == lb[n] {
+		n++
+	}
+	if n < 4 || len(la)-n > 1 {
+		return "", false
+	}
+	return la[:n] + "*", true
+}
+
+// literalPrefix is the part of a glob before its first special character.
+func literalPrefix(p string) string {
+	if i := strings.IndexAny(p, `*?[\`); i >= 0 {
+		return p[:i]
+	}
+	return p
 }
 
 // semPattern matches the holder sets of every semaphore whose lock key may

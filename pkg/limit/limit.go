@@ -156,7 +156,7 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		if burst > maxExact/p || d > maxExact/1000 {
 			return nil, tooFine
 		}
-		l.script = scripts[algo]
+		l.script = scripts()[algo]
 		l.args = []any{d, p, burst}
 	case SlidingLog:
 		if burst != rate.Limit {
@@ -165,7 +165,7 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		if periodUS > maxExact/2 {
 			return nil, tooFine
 		}
-		l.script = scripts[algo]
+		l.script = scripts()[algo]
 		l.args = []any{periodUS, rate.Limit}
 	case SlidingWindow:
 		if burst != rate.Limit {
@@ -179,7 +179,7 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 			}
 			window, unit = periodUS/1000, 1000
 		}
-		l.script = scripts[algo]
+		l.script = scripts()[algo]
 		l.args = []any{window, unit, rate.Limit}
 	default:
 		_, err := ParseAlgorithm(string(algo))

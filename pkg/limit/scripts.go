@@ -2,6 +2,7 @@ package limit
 
 import (
 	_ "embed"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,10 +20,13 @@ var (
 	tokenBucketLua string
 )
 
-// scripts share the prelude (server time, exact integer division).
-var scripts = map[Algorithm]*redis.Script{
-	GCRA:          redis.NewScript(prelude + gcraLua),
-	SlidingLog:    redis.NewScript(prelude + slidingLogLua),
-	SlidingWindow: redis.NewScript(prelude + slidingWindowLua),
-	TokenBucket:   redis.NewScript(prelude + tokenBucketLua),
-}
+// scripts share the prelude (server time, exact integer division). Built
+// on first use, not at start-up: most invocations never limit anything.
+var scripts = sync.OnceValue(func() map[Algorithm]*redis.Script {
+	return map[Algorithm]*redis.Script{
+		GCRA:          redis.NewScript(prelude + gcraLua),
+		SlidingLog:    redis.NewScript(prelude + slidingLogLua),
+		SlidingWindow: redis.NewScript(prelude + slidingWindowLua),
+		TokenBucket:   redis.NewScript(prelude + tokenBucketLua),
+	}
+})

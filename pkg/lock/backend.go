@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -125,16 +126,17 @@ var (
 	//go:embed reenter.lua
 	reenterLua string
 
-	// The SHA-1 of each script is computed once here; EVALSHA falls back to
-	// EVAL on NOSCRIPT, which also reloads the script into the server's
-	// cache, so SCRIPT FLUSH or a restart costs one extra round trip.
-	acquireScript   = redis.NewScript(fenceLua + holderLua + acquireLua)
-	renewScript     = redis.NewScript(holderLua + renewLua)
-	releaseScript   = redis.NewScript(holderLua + releaseLua)
-	inspectScript   = redis.NewScript(holderLua + inspectLua)
-	checkScript     = redis.NewScript(fenceLua + checkLua)
-	fenceNextScript = redis.NewScript(fenceLua + fenceNextLua)
-	reenterScript   = redis.NewScript(holderLua + reenterLua)
+	// The SHA-1 of each script is computed once, at first use (lazyScript);
+	// EVALSHA falls back to EVAL on NOSCRIPT, which also reloads the script
+	// into the server's cache, so SCRIPT FLUSH or a restart costs one extra
+	// round trip.
+	acquireScript   = lazyScript(func() string { return fenceLua + holderLua + acquireLua })
+	renewScript     = lazyScript(func() string { return holderLua + renewLua })
+	releaseScript   = lazyScript(func() string { return holderLua + releaseLua })
+	inspectScript   = lazyScript(func() string { return holderLua + inspectLua })
+	checkScript     = lazyScript(func() string { return fenceLua + checkLua })
+	fenceNextScript = lazyScript(func() string { return fenceLua + fenceNextLua })
+	reenterScript   = lazyScript(func() string { return holderLua + reenterLua })
 )
 
 // single is a backend on one logical Redis: a server, a Sentinel-managed
@@ -149,12 +151,12 @@ type single struct {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.writeRaw(ctx, acquireScript, append([]string{key, AuxKey(KindFence, key)}, semKeys(key)...), 0, decodeSemAcquire,
-		a.token, ms(a.ttl), valuePrefix(a.token), a.rest)
+	return s.writeRaw(ctx, acquireScript(), withAux(key, KindFence, KindSem, KindSemVal), 0, decodeSemAcquire,
+		a.token, ms(a.ttl), a.rest)
 }
 
 func (s *single) reenter(ctx context.Context, key, token string) (reply, error) {
-	return s.writeRaw(ctx, reenterScript, append([]string{key}, semKeys(key)...), 0, decodeReenter, token, valuePrefix(token))
+	return s.writeRaw(ctx, reenterScript(), append([]string{key}, semKeys(key)...), 0, decodeReenter, token, valuePrefix(token))
 }
 
 // decodeReenter reads reenter.lua's {1|3, value, pttl, server ms}, else the
@@ -173,12 +175,14 @@ func decodeReenter(v any) (reply, error) {
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, renewScript, []string{key, AuxKey(KindSem, key)}, ttl, token, ms(ttl), valuePrefix(token))
+	return s.write(ctx, renewScript(), withAux(key, KindSem), ttl, token, ms(ttl))
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
-	keys := []string{key, AuxKey(KindSem, key)}
-	v, err := releaseScript.Run(ctx, s.c, keys, token, valuePrefix(token), AuxKey(KindChannel, key)).Result()
+	// The channel is no key, but is built with them: one allocation.
+	keys := withAux(key, KindSem, KindChannel)
+	keys, channel := keys[:2], keys[2]
+	v, err := releaseScript().Run(ctx, s.c, keys, token, channel).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys...)
 	}
@@ -186,7 +190,7 @@ func (s *single) release(ctx context.Context, key, token string) (reply, error) 
 }
 
 func (s *single) inspect(ctx context.Context, key string) (reply, error) {
-	v, err := inspectScript.Run(ctx, s.c, append([]string{key}, semKeys(key)...)).Result()
+	v, err := inspectScript().Run(ctx, s.c, append([]string{key}, semKeys(key)...)).Result()
 	if err != nil {
 		return reply{}, err
 	}
@@ -262,7 +266,7 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 }
 
 func (s *single) nextFence(ctx context.Context, key string) (reply, error) {
-	return s.write(ctx, fenceNextScript, []string{key}, 0)
+	return s.write(ctx, fenceNextScript(), []string{key}, 0)
 }
 
 func (s *single) peek(ctx context.Context, key string) (int64, error) {
@@ -277,7 +281,7 @@ func (s *single) peek(ctx context.Context, key string) (int64, error) {
 }
 
 func (s *single) check(ctx context.Context, key string, n int64, token string) (reply, error) {
-	r, err := s.writeRaw(ctx, checkScript, []string{key}, 0, decodeCheck, strconv.FormatInt(n, 10), token)
+	r, err := s.writeRaw(ctx, checkScript(), []string{key}, 0, decodeCheck, strconv.FormatInt(n, 10), token)
 	if err != nil {
 		return r, err
 	}
@@ -396,4 +400,11 @@ func decode(v any) (reply, error) {
 		}
 	}
 	return r, nil
+}
+
+// lazyScript defers a script's source concatenation and SHA-1 to its first
+// use: every lockctl invocation links all the scripts, and most run one or
+// two of them.
+func lazyScript(src func() string) func() *redis.Script {
+	return sync.OnceValue(func() *redis.Script { return redis.NewScript(src()) })
 }

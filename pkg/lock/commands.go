@@ -3,9 +3,11 @@ package lock
 import (
 	"regexp"
 	"sort"
+	"sync"
 )
 
-var scriptCall = regexp.MustCompile(`redis\.p?call\('([A-Z]+)'`)
+// scriptCall is compiled on first use: only doctor asks.
+var scriptCall = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`redis\.p?call\('([A-Z]+)'`) })
 
 // ScriptCommands lists, sorted, the Redis commands that the lock scripts
 // call on the server, which the connected user must be allowed to run
@@ -14,7 +16,7 @@ func ScriptCommands() []string {
 	seen := map[string]bool{}
 	for _, src := range []string{fenceLua, holderLua, acquireLua, renewLua, releaseLua, inspectLua, checkLua, fenceNextLua,
 		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua, reenterLua} {
-		for _, m := range scriptCall.FindAllStringSubmatch(src, -1) {
+		for _, m := range scriptCall().FindAllStringSubmatch(src, -1) {
 			seen[m[1]] = true
 		}
 	}

@@ -31,18 +31,21 @@ end
 -- and (b) the counter advanced less than one per µs, which holds since every
 -- fence takes a script call of its own.
 local function next_fence(k)
-  local c = redis.call('GET', k)
   local t = redis.call('TIME')
   local us = t[1] .. string.format('%06d', tonumber(t[2]))
   local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  -- The usual case, the clock ahead of the counter, costs one write.
+  -- The usual case, the clock ahead of the counter, costs one call: SET
+  -- with GET writes the clock and returns what the counter held (a key of
+  -- another type makes it fail and write nothing, as GET would).
+  local c = redis.call('SET', k, us, 'GET')
   if c == false or (string.find(c, '^[1-9]%d*$') and dec_greater(us, c)) then
-    redis.call('SET', k, us)
     return us, ms
   end
-  -- A counter ahead of the clock, or one someone wrote by hand: INCR does
-  -- the +1 in Redis's own 64-bit arithmetic (a Lua double would round
-  -- beyond 2^53) and refuses a value that is not an integer.
+  -- A counter ahead of the clock, or one someone wrote by hand: put it
+  -- back (the script is atomic, nobody saw the clock in between), then
+  -- INCR does the +1 in Redis's own 64-bit arithmetic (a Lua double would
+  -- round beyond 2^53) and refuses a value that is not an integer.
+  redis.call('SET', k, c)
   redis.call('INCR', k)
   c = redis.call('GET', k)
   if dec_greater(us, c) then

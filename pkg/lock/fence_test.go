@@ -296,3 +296,35 @@ func TestEveryFenceHasTheClockFloor(t *testing.T) {
 		}
 	}
 }
+
+// A fence counter that is not a decimal string stops the acquisition and is
+// left as it was: the script writes the clock into the counter before it
+// has read it, and must put back what it found.
+func TestFenceCounterOfAnotherKindIsLeftAlone(t *testing.T) {
+	l, c := newLocker(t, nil)
+	for _, tc := range []struct {
+		name string
+		set  []any
+		get  []any
+		want any
+	}{
+		{"junk", []any{"SET", "", "x"}, []any{"GET", ""}, "x"},
+		{"hash", []any{"HSET", "", "f", "v"}, []any{"HGET", "", "f"}, "v"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := uniqueName(t)
+			counter := lock.AuxKey(lock.KindFence, l.Key(name))
+			tc.set[1], tc.get[1] = counter, counter
+			redisDo(t, c, tc.set...)
+			if _, err := l.Acquire(ctx, name, 10*time.Second, nil); err == nil {
+				t.Fatal("acquired with a counter that issues no fence")
+			}
+			if got := redisDo(t, c, tc.get...); got != tc.want {
+				t.Errorf("counter now %v, want %v", got, tc.want)
+			}
+			if n := redisDo(t, c, "EXISTS", l.Key(name)).(int64); n != 0 {
+				t.Error("the lock key was written")
+			}
+		})
+	}
+}

@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // FIFO waiting: AcquireOptions.FIFO serves waiters in arrival order. Each
@@ -38,8 +36,8 @@ var (
 	//go:embed fifo_leave.lua
 	fifoLeaveLua string
 
-	fifoAcquireScript = redis.NewScript(fenceLua + holderLua + auxLua + fifoAcquireLua)
-	fifoLeaveScript   = redis.NewScript(auxLua + fifoLeaveLua)
+	fifoAcquireScript = lazyScript(func() string { return fenceLua + holderLua + auxLua + fifoAcquireLua })
+	fifoLeaveScript   = lazyScript(func() string { return auxLua + fifoLeaveLua })
 )
 
 func queueKeys(key string) []string {
@@ -53,12 +51,12 @@ func (l *Locker) queueTTL() time.Duration {
 
 func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
 	keys := append(append([]string{key, AuxKey(KindFence, key)}, queueKeys(key)...), semKeys(key)...)
-	return s.writeRaw(ctx, fifoAcquireScript, keys, 0, decodeFIFO,
+	return s.writeRaw(ctx, fifoAcquireScript(), keys, 0, decodeFIFO,
 		a.token, ms(a.ttl), valuePrefix(a.token), a.rest, ms(queueTTL))
 }
 
 func (s *single) fifoLeave(ctx context.Context, key, token string) error {
-	return s.dataError(ctx, fifoLeaveScript.Run(ctx, s.c, queueKeys(key), token, Channel(key)).Err(), queueKeys(key)...)
+	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, queueKeys(key), token, Channel(key)).Err(), queueKeys(key)...)
 }
 
 // decodeFIFO reads fifo_acquire.lua's replies: acquire.lua's, with the

@@ -13,6 +13,12 @@ local function held(code, key, t, v)
   return {code, t}
 end
 
+-- tokenPrefix is valuePrefix in value.go: what every lockctl value holding
+-- token starts with.
+local function tokenPrefix(token)
+  return '{"token":"' .. token .. '"'
+end
+
 -- owns mirrors ownsValue in value.go: a lockctl value whose prefix carries the
 -- token, or a foreign plain string lock whose whole value is the token.
 local function owns(v, token, prefix)

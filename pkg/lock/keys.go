@@ -36,6 +36,39 @@ func AuxKey(kind, key string) string {
 	return AuxPrefix + kind + ":{" + tag + "}" + key
 }
 
+// withAux returns key followed by AuxKey(kind, key) for each kind, the
+// auxiliary names sharing one allocation in the usual case (a key without
+// hash tag): every acquire, renew and release builds two or three of them.
+func withAux(key string, kinds ...string) []string {
+	keys := make([]string, 1, 1+len(kinds))
+	keys[0] = key
+	if key == "" || strings.ContainsAny(key, "{}") {
+		for _, k := range kinds {
+			keys = append(keys, AuxKey(k, key))
+		}
+		return keys
+	}
+	n := 0
+	for _, k := range kinds {
+		n += len(AuxPrefix) + len(k) + len(":{}") + len(key)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range kinds {
+		b.WriteString(AuxPrefix)
+		b.WriteString(k)
+		b.WriteString(":{")
+		b.WriteString(key)
+		b.WriteByte('}')
+	}
+	all := b.String()
+	for _, k := range kinds {
+		m := len(AuxPrefix) + len(k) + len(":{}") + len(key)
+		keys, all = append(keys, all[:m]), all[m:]
+	}
+	return keys
+}
+
 // HashString returns the part of key that Redis Cluster hashes: the content
 // of the first non-empty {...} hash tag, or the whole key.
 func HashString(key string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -200,21 +201,8 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	if o.Limit < 0 || (o.Limit > 0 && o.FIFO) {
 		return nil, fmt.Errorf("%w: limit %d (FIFO waiting is not supported for semaphores)", ErrInvalid, o.Limit)
 	}
-	rest := `,"owner":` + encodeJSONString(owner)
-	if o.Note != "" {
-		rest += `,"note":` + encodeJSONString(o.Note)
-	}
-	if o.CI != "" {
-		rest += `,"ci":` + encodeJSONString(o.CI)
-	}
-	if o.Limit > 0 {
-		rest += `,"limit":` + strconv.Itoa(o.Limit)
-	}
-	// The lease's own TTL, for renewals that do not name one (Renew with
-	// ttl 0) and for re-entry.
-	rest += `,"ttl_ms":` + strconv.FormatInt(ttl.Milliseconds(), 10)
 	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note, limit: o.Limit, fifo: o.FIFO,
-		args: acquireArgs{token: token, ttl: ttl, rest: rest}, start: l.clock.Now()}
+		args: acquireArgs{token: token, ttl: ttl, rest: valueRest(o, ttl)}, start: l.clock.Now()}
 	lease, err := a.run(ctx, o)
 	if lease == nil && a.fifo {
 		// Leave the queue at once rather than by heartbeat expiry, so the
@@ -227,6 +215,37 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 		l.recordAcquire(ctx, name, o.Wait, lease, err)
 	}
 	return lease, err
+}
+
+// valueRest is the stored value's members after the fence (see value.go),
+// built in one allocation: it is on every Acquire.
+func valueRest(o *AcquireOptions, ttl time.Duration) string {
+	owner := defaultOwnerJSON()
+	if o.Owner != "" {
+		owner = encodeJSONString(o.Owner)
+	}
+	var b strings.Builder
+	b.Grow(len(owner) + len(o.Note) + len(o.CI) + 64)
+	b.WriteString(`,"owner":`)
+	b.WriteString(owner)
+	if o.Note != "" {
+		b.WriteString(`,"note":`)
+		b.WriteString(encodeJSONString(o.Note))
+	}
+	if o.CI != "" {
+		b.WriteString(`,"ci":`)
+		b.WriteString(encodeJSONString(o.CI))
+	}
+	var n [20]byte
+	if o.Limit > 0 {
+		b.WriteString(`,"limit":`)
+		b.Write(strconv.AppendInt(n[:0], int64(o.Limit), 10))
+	}
+	// The lease's own TTL, for renewals that do not name one (Renew with
+	// ttl 0) and for re-entry.
+	b.WriteString(`,"ttl_ms":`)
+	b.Write(strconv.AppendInt(n[:0], ttl.Milliseconds(), 10))
+	return b.String()
 }
 
 func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
@@ -261,6 +280,10 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 // isLate tells a grant that came too late to count (the attempt has given
 // it back; a wait goes on) from other errors, which end the Acquire.
 func isLate(err error) bool {
+	if err == nil {
+		// Before errors.As: its target escapes, an allocation per grant.
+		return false
+	}
 	var late *LateError
 	return errors.As(err, &late)
 }

@@ -33,6 +33,10 @@ var defaultOwner = sync.OnceValue(func() string {
 	return fmt.Sprintf("%s@%s:%d", name, host, os.Getpid())
 })
 
+// defaultOwnerJSON is DefaultOwner as a JSON string, encoded once: every
+// Acquire without an Owner stores it.
+var defaultOwnerJSON = sync.OnceValue(func() string { return encodeJSONString(DefaultOwner()) })
+
 // NewToken returns 128 random bits as 32 hex digits: unguessable, so no
 // other client can release or renew a lock it does not hold by accident.
 func NewToken() (string, error) {

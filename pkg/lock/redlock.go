@@ -84,7 +84,7 @@ var (
 	//go:embed redlock_raise.lua
 	raiseLua string
 
-	raiseScript = redis.NewScript(fenceLua + raiseLua)
+	raiseScript = lazyScript(func() string { return fenceLua + raiseLua })
 )
 
 // ErrNoQuorum: too few Redlock nodes answered (*QuorumError).
@@ -328,7 +328,7 @@ func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []no
 	if differ {
 		fs := strconv.FormatInt(f, 10)
 		res := each(ctx, r, idx, d, func(ctx context.Context, s *single) (int64, error) {
-			return raiseScript.Run(ctx, s.c, []string{AuxKey(KindFence, key), key}, fs, valuePrefix(a.token), a.token).Int64()
+			return raiseScript().Run(ctx, s.c, []string{AuxKey(KindFence, key), key}, fs, valuePrefix(a.token), a.token).Int64()
 		}, nil)
 		ok := 0
 		for _, x := range res {
@@ -571,7 +571,7 @@ func (r *redlock) nextFence(ctx context.Context, key string) (reply, error) {
 	}
 	fs := strconv.FormatInt(f, 10)
 	wb := each(ctx, r, idx, d, func(ctx context.Context, s *single) (int64, error) {
-		return raiseScript.Run(ctx, s.c, []string{key}, fs).Int64()
+		return raiseScript().Run(ctx, s.c, []string{key}, fs).Int64()
 	}, nil)
 	if answered(wb) < r.quorum {
 		return reply{}, noQuorum(r, "fence write-back", wb)

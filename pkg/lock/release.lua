@@ -1,8 +1,8 @@
 -- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem). ARGV[1]
--- token; ARGV[2] value prefix; ARGV[3] the wake-up channel waiters subscribe
--- to. Replies: {0} no lock and no semaphore; {3} no lock, but a semaphore; {1}
--- deleted; {4, holds left} the token had re-entered: one hold released, the
--- lock stays with its TTL; {2, ...} another holder, as held() describes.
+-- token; ARGV[2] the wake-up channel waiters subscribe to. Replies: {0} no
+-- lock and no semaphore; {3} no lock, but a semaphore; {1} deleted; {4,
+-- holds left} the token had re-entered: one hold released, the lock stays
+-- with its TTL; {2, ...} another holder, as held() describes.
 local key = KEYS[1]
 -- pcall: see renew.lua.
 local v = redis.pcall('GET', key)
@@ -16,7 +16,7 @@ if v == false then
   return {0}
 end
 if type(v) == 'string' then
-  if owns(v, ARGV[1], ARGV[2]) then
+  if owns(v, ARGV[1], tokenPrefix(ARGV[1])) then
     local n = holds(v)
     if n > 1 then
       redis.call('SET', key, withHolds(v, n - 1), 'KEEPTTL')
@@ -25,7 +25,7 @@ if type(v) == 'string' then
     redis.call('DEL', key)
     -- Waiters sleep until this message (or their holder's TTL), so the
     -- hand-off costs one round trip instead of a polling interval.
-    redis.call('PUBLISH', ARGV[3], 'released')
+    redis.call('PUBLISH', ARGV[2], 'released')
     return {1}
   end
   return held(2, key, 'string', v)

@@ -1,6 +1,6 @@
 -- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem). ARGV[1]
--- token; ARGV[2] ttl in ms, 0 for the TTL the lease was taken with; ARGV[3]
--- value prefix. Replies: {0} no lock and no semaphore; {3} no lock, but a
+-- token; ARGV[2] ttl in ms, 0 for the TTL the lease was taken with.
+-- Replies: {0} no lock and no semaphore; {3} no lock, but a
 -- semaphore (never re-created); {1, ttl in ms} renewed; {4} ttl 0, but the
 -- value records no TTL; {2, ...} another holder, as held() describes.
 local key = KEYS[1]
@@ -18,7 +18,7 @@ if v == false then
   return {0}
 end
 if type(v) == 'string' then
-  if owns(v, ARGV[1], ARGV[3]) then
+  if owns(v, ARGV[1], tokenPrefix(ARGV[1])) then
     local ttl = ARGV[2]
     if ttl == '0' then
       ttl = leaseTTL(v)

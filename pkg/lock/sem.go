@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Semaphores: AcquireOptions.Limit = N turns a lock into a counting
@@ -43,9 +41,9 @@ var (
 	//go:embed sem_release.lua
 	semReleaseLua string
 
-	semAcquireScript = redis.NewScript(fenceLua + holderLua + auxLua + semAcquireLua)
-	semRenewScript   = redis.NewScript(holderLua + auxLua + semRenewLua)
-	semReleaseScript = redis.NewScript(holderLua + auxLua + semReleaseLua)
+	semAcquireScript = lazyScript(func() string { return fenceLua + holderLua + auxLua + semAcquireLua })
+	semRenewScript   = lazyScript(func() string { return holderLua + auxLua + semRenewLua })
+	semReleaseScript = lazyScript(func() string { return holderLua + auxLua + semReleaseLua })
 )
 
 func semKeys(key string) []string {
@@ -53,7 +51,7 @@ func semKeys(key string) []string {
 }
 
 func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquireArgs) (reply, error) {
-	r, err := s.writeRaw(ctx, semAcquireScript, append(semKeys(key), AuxKey(KindFence, key), key), 0, decodeSemAcquire,
+	r, err := s.writeRaw(ctx, semAcquireScript(), append(semKeys(key), AuxKey(KindFence, key), key), 0, decodeSemAcquire,
 		a.token, ms(a.ttl), strconv.Itoa(limit), valuePrefix(a.token), a.rest)
 	if err == nil && r.code == 4 {
 		return reply{}, &LimitError{Key: key, Limit: int(r.num), Want: limit}
@@ -62,11 +60,11 @@ func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquir
 }
 
 func (s *single) semRenew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, semRenewScript, semKeys(key), ttl, token, ms(ttl))
+	return s.write(ctx, semRenewScript(), semKeys(key), ttl, token, ms(ttl))
 }
 
 func (s *single) semRelease(ctx context.Context, key, token string) (reply, error) {
-	v, err := semReleaseScript.Run(ctx, s.c, semKeys(key), token, Channel(key)).Result()
+	v, err := semReleaseScript().Run(ctx, s.c, semKeys(key), token, Channel(key)).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, semKeys(key)...)
 	}

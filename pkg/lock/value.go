@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // A lockctl lock key holds one JSON object whose first member is the token,
@@ -57,7 +58,10 @@ func ParseValue(key, value string, ttl time.Duration) Holder {
 	h := Holder{Key: key, TTL: ttl}
 	var v storedValue
 	if token, ok := scriptToken(value); ok {
-		_ = json.Unmarshal([]byte(value), &v)
+		if !v.parseFlat(value) {
+			v = storedValue{}
+			_ = json.Unmarshal([]byte(value), &v)
+		}
 		v.Token = token
 		h.Kind = "lockctl"
 		h.Token, h.Fence, h.Owner, h.Note, h.CI, h.Limit = v.Token, v.Fence, v.Owner, v.Note, v.CI, v.Limit
@@ -73,6 +77,106 @@ func ParseValue(key, value string, ttl time.Duration) Holder {
 	h.Kind = "string"
 	h.Token, h.Owner = value, value
 	return h
+}
+
+// parseFlat decodes the values lockctl writes itself, one flat object of
+// known members whose strings have no escapes, without encoding/json's
+// reflection (inspect parses one per lock). It reports false, perhaps
+// having set some fields, for anything else, which json.Unmarshal then
+// decodes: every value it accepts decodes to what json.Unmarshal gives
+// (FuzzParseFlatAgreesWithJSON).
+func (v *storedValue) parseFlat(s string) bool {
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return false
+	}
+	s = s[1 : len(s)-1]
+	for first := true; ; first = false {
+		if s == "" {
+			return !first
+		}
+		if !first {
+			if s[0] != ',' {
+				return false
+			}
+			s = s[1:]
+		}
+		name, rest, ok := flatString(s)
+		if !ok || rest == "" || rest[0] != ':' {
+			return false
+		}
+		rest = rest[1:]
+		var str *string
+		var num *int64
+		switch name {
+		case "token":
+			str = &v.Token
+		case "owner":
+			str = &v.Owner
+		case "note":
+			str = &v.Note
+		case "ci":
+			str = &v.CI
+		case "fence":
+			num = &v.Fence
+		case "limit":
+			num = &v.Limit
+		case "acquired_ms":
+			num = &v.AcquiredMS
+		case "holders":
+			num = &v.Holders
+		case "ttl_ms":
+			num = &v.TTLMS
+		case "holds":
+			num = &v.Holds
+		default:
+			return false
+		}
+		if str != nil {
+			if *str, s, ok = flatString(rest); !ok {
+				return false
+			}
+			continue
+		}
+		i := 0
+		if i < len(rest) && rest[i] == '-' {
+			i++
+		}
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		// JSON forbids leading zeros; ParseInt would accept them.
+		digits := strings.TrimPrefix(rest[:i], "-")
+		if digits == "" || (len(digits) > 1 && digits[0] == '0') {
+			return false
+		}
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		if err != nil {
+			return false
+		}
+		*num, s = n, rest[i:]
+	}
+}
+
+// flatString reads a JSON string at the start of s that needs no decoding:
+// printable, valid UTF-8, no escapes.
+func flatString(s string) (str, rest string, ok bool) {
+	if s == "" || s[0] != '"' {
+		return "", "", false
+	}
+	end := strings.IndexByte(s[1:], '"')
+	if end < 0 {
+		return "", "", false
+	}
+	str = s[1 : 1+end]
+	for i := 0; i < len(str); i++ {
+		if c := str[i]; c < 0x20 || c == '\\' {
+			return "", "", false
+		}
+	}
+	if !utf8.ValidString(str) {
+		return "", "", false
+	}
+	return str, s[2+end:], true
 }
 
 // scriptToken is the token the scripts see in value: the text between
