@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -84,5 +85,20 @@ func TestClassifyReply(t *testing.T) {
 func TestNilReplyIsABug(t *testing.T) {
 	if code := ExitCode(fmt.Errorf("lock: get x: %w", redis.Nil)); code != ExitInternal {
 		t.Fatalf("exit %d, want %d", code, ExitInternal)
+	}
+}
+
+// A connection the Sentinel client closed under a call (it drops its
+// connections to a demoted master on +switch-master) is a failover under
+// way, not a missing Sentinel: 69, with a hint that says so.
+func TestClosedConnectionIsAFailoverNotAMissingSentinel(t *testing.T) {
+	err := fmt.Errorf("lock: acquire lock:sf: %w", &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed})
+	f := classifyRedis(err)
+	if f != faultClosed || ExitCode(err) != ExitUnavailable {
+		t.Fatalf("fault %d, exit %d; want faultClosed, %d", f, ExitCode(err), ExitUnavailable)
+	}
+	hints := strings.Join(f.hints(server{Mode: "sentinel", Addr: "127.0.0.1:26379"}), "\n")
+	if strings.Contains(hints, "redis-sentinel running") || !strings.Contains(hints, "failover") {
+		t.Errorf("sentinel hints %q: want the failover explained, not a missing Sentinel", hints)
 	}
 }

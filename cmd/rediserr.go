@@ -25,6 +25,7 @@ type fault int
 const (
 	faultNone          fault = iota
 	faultUnreachable         // connect refused, reset, closed, EOF
+	faultClosed              // the client closed the connection under the call (a failover)
 	faultNoHost              // the host name does not resolve
 	faultTimeout             // no answer within --timeout
 	faultTLS                 // handshake or certificate failure
@@ -99,6 +100,12 @@ func classifyCause(err error) fault {
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) && !dnsErr.IsTimeout {
 		return faultNoHost
+	}
+	if errors.Is(err, net.ErrClosed) {
+		// Not the server: go-redis closes its own connections to a master
+		// a failover demoted (Sentinel's +switch-master, a Cluster's new
+		// slot map) while calls on them are in flight.
+		return faultClosed
 	}
 	var netErr net.Error
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
@@ -211,6 +218,11 @@ func (f fault) hints(s server) []string {
 			return []string{"is redis-sentinel running there? check the --sentinel addresses (LOCKCTL_SENTINEL; Sentinel's port is usually 26379)"}
 		}
 		return []string{"is redis-server running there? set --url or LOCKCTL_URL (default redis://127.0.0.1:6379/0)"}
+	case faultClosed:
+		if s.Mode == "sentinel" || s.Mode == "cluster" {
+			return []string{"the client closed this connection as it followed a failover to a new master; the next call goes to the new master: try again"}
+		}
+		return []string{"the client closed this connection while the call was in flight; try again"}
 	case faultNoHost:
 		return []string{"the host name does not resolve: check the host in --url (or --cluster, --sentinel, --redlock)"}
 	case faultTimeout:

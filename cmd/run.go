@@ -194,7 +194,15 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		releaseAfterRun(f, l, lease, false)
 		return err
 	}
+	// Renew at once on a Sentinel failover, and again a little later: the
+	// first may still meet the old master, when the announcement reached
+	// lockctl before the client dropped its connections there.
+	stopSwitch := f.OnMasterSwitch(func() {
+		wd.RenewNow()
+		time.AfterFunc(switchRenewAgain, wd.RenewNow)
+	})
 	defer func() {
+		stopSwitch()
 		wd.Stop()
 		rep.Renewals = wd.Renewals()
 		rl := l
@@ -367,3 +375,7 @@ func writeReport(path string, rep *runReport) error {
 	}
 	return err
 }
+
+// switchRenewAgain is how long after a Sentinel's +switch-master run renews
+// a second time (see OnMasterSwitch).
+const switchRenewAgain = 200 * time.Millisecond

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -146,6 +147,29 @@ type single struct {
 	hub             *hub
 	replicas        int
 	replicasTimeout time.Duration
+
+	// With replicas, a NOSCRIPT costs a whole WAIT timeout, since the WAIT
+	// pipelined after the EVALSHA runs anyway: twice the time for the
+	// write. After a failover (a promoted replica starts with an empty
+	// script cache) that doubled renewal can outlast the lease's room for
+	// renewals. So after a NOSCRIPT or a connection error (the usual sign
+	// of a failover), writes send each script's source with EVAL until
+	// the server has run it once: scriptGen counts such events, and
+	// scriptSeen holds, per script, the scriptGen at which it last ran.
+	scriptGen  atomic.Int64
+	scriptSeen sync.Map // *redis.Script -> int64
+}
+
+// sendSource reports whether a write should carry sc's source (EVAL)
+// rather than its SHA.
+func (s *single) sendSource(sc *redis.Script) bool {
+	gen := s.scriptGen.Load()
+	if gen == 0 {
+		return false
+	}
+	seen, _ := s.scriptSeen.Load(sc)
+	n, _ := seen.(int64)
+	return n < gen
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
@@ -234,7 +258,9 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 	for attempt := 0; ; attempt++ {
 		pipe := s.c.Pipeline()
 		var ev *redis.Cmd
-		if attempt == 0 {
+		gen := s.scriptGen.Load()
+		sha := attempt == 0 && !s.sendSource(sc)
+		if sha {
 			ev = sc.EvalSha(ctx, pipe, keys, args...)
 		} else {
 			ev = sc.Eval(ctx, pipe, keys, args...)
@@ -245,13 +271,19 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		// two within the lease's room for renewals.
 		wait := pipe.Do(ctx, "WAIT", s.replicas, s.waitTimeout(renewTTL).Milliseconds())
 		_, _ = pipe.Exec(ctx)
-		if attempt == 0 && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
+		if sha && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
+			s.scriptGen.CompareAndSwap(gen, gen+1)
 			continue
 		}
 		v, err := ev.Result()
 		if err != nil {
+			var rerr redis.Error
+			if !errors.As(err, &rerr) {
+				s.scriptGen.CompareAndSwap(gen, gen+1)
+			}
 			return reply{}, s.dataError(ctx, err, keys...)
 		}
+		s.scriptSeen.Store(sc, gen)
 		r, err := decode(v)
 		if err != nil {
 			return r, err

@@ -134,6 +134,15 @@ type AcquireOptions struct {
 	// Wait: 0 fails at once when the lock is held; > 0 waits up to that
 	// long; < 0 waits until ctx is done.
 	Wait time.Duration
+	// RetryFor: while waiting (Wait != 0), an attempt that fails on the
+	// way to Redis (a connection refused, reset or closed, a timeout: a
+	// failover or restart under way) is tried again, about every 200ms,
+	// until RetryFor has passed since the first failure of an unbroken
+	// run of them; then, or at the wait's deadline, the wait ends with
+	// that error. 0 ends it at the first such failure. Error replies of
+	// the server end it at once either way. A retry after a reply that
+	// was lost is safe: the same token re-confirms its own grant.
+	RetryFor time.Duration
 	// OnBusy, if set, is called each time an attempt finds the lock held.
 	// Callers rate-limit any status output themselves.
 	OnBusy func(Holder)
@@ -259,6 +268,9 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 	}
 	lease, held, err := a.try(ctx)
 	late := isLate(err)
+	if err != nil && o.Wait != 0 && o.RetryFor > 0 && transient(err) && ctx.Err() == nil {
+		return a.waitOut(ctx, o, err)
+	}
 	if lease != nil || (err != nil && !late) {
 		return lease, err
 	}

@@ -2,7 +2,12 @@ package lock
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // wait keeps trying until the lock is ours, the wait's deadline passes or
@@ -16,11 +21,48 @@ import (
 // retry false skips that first retry: the caller queued behind local
 // waiters, one of which the next release wakes.
 func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lease, error) {
+	return a.waitFrom(ctx, o, retry, nil)
+}
+
+// waitOut is wait after a first attempt that failed on the way to Redis
+// with down (AcquireOptions.RetryFor).
+func (a *attempt) waitOut(ctx context.Context, o *AcquireOptions, down error) (*Lease, error) {
+	return a.waitFrom(ctx, o, true, down)
+}
+
+// transientDelay is the pause between attempts while Redis is unreachable.
+const transientDelay = 200 * time.Millisecond
+
+// transient tells a failure on the way to Redis, which a failover or a
+// restart ends (AcquireOptions.RetryFor), from error replies and from
+// lockctl's own refusals, which retrying cannot change.
+func transient(err error) bool {
+	var rerr redis.Error
+	if err == nil || errors.As(err, &rerr) || errors.Is(err, redis.ErrClosed) ||
+		errors.Is(err, context.Canceled) || isLate(err) {
+		return false
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// waitFrom is wait; down is the error of the attempt before, when it
+// failed on the way to Redis.
+func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, down error) (*Lease, error) {
+	var downSince time.Time
+	if down != nil {
+		downSince = a.l.clock.Now()
+	}
 	var deadline time.Time
 	if o.Wait > 0 {
 		deadline = a.start.Add(o.Wait)
 	}
 	sub, err := a.l.b.subscribe(ctx, Channel(a.key))
+	if down != nil && err != nil {
+		// Unreachable still: poll until it answers.
+		sub, err = nil, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctxErr(ctx, a.key)
@@ -45,18 +87,28 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lea
 		delay := a.l.poll
 		if retry {
 			lease, h, err := a.try(ctx)
-			if isLate(err) {
+			if err != nil && o.RetryFor > 0 && transient(err) && ctx.Err() == nil {
+				now := a.l.clock.Now()
+				if downSince.IsZero() {
+					downSince = now
+				}
+				if now.Sub(downSince) >= o.RetryFor {
+					return nil, err
+				}
+				down = err
+				delay = min(delay, transientDelay)
+			} else if isLate(err) {
 				// Given back already; try again like any waiter. A FIFO
 				// waiter left the queue with the grant: its place is
 				// unknown until it joins again.
-				late = err
+				late, down, downSince = err, nil, time.Time{}
 				if a.fifo && sub != nil {
 					sub.fifo(a.args.token, 0)
 				}
 			} else if lease != nil || err != nil {
 				return lease, err
 			} else {
-				held, late = h, nil
+				held, late, down, downSince = h, nil, nil, time.Time{}
 				if a.fifo && sub != nil {
 					sub.fifo(a.args.token, h.arrival)
 				}
@@ -74,6 +126,9 @@ func (a *attempt) wait(ctx context.Context, o *AcquireOptions, retry bool) (*Lea
 		if !deadline.IsZero() {
 			left := deadline.Sub(a.l.clock.Now())
 			if left <= 0 {
+				if down != nil {
+					return nil, down
+				}
 				if late != nil {
 					return nil, late
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -135,6 +136,7 @@ type Watchdog struct {
 	events             EventSink
 	clk                Clock
 	lost               chan error
+	kick               chan struct{}
 	stop               chan struct{}
 	stopOnce           sync.Once
 	done               chan struct{}
@@ -157,6 +159,7 @@ func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.
 		onErr: opt.OnRenewError,
 		clk:   opt.Clock,
 		lost:  make(chan error, 1),
+		kick:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
@@ -262,6 +265,20 @@ func (w *Watchdog) Held() bool {
 	return w.err == nil && w.clk.Now().Before(w.deadline)
 }
 
+// RenewNow asks for a renewal at once, or, while one is in flight, for
+// another as soon as it is answered (the one in flight may have gone to a
+// server that is no longer the master). A caller that learns the master
+// changed uses it: renewals the old master took after the promotion never
+// reach the new one, whose copy of the lease runs out at its TTL from the
+// last renewal it did get, so waiting for the next period can lose a lease
+// that a renewal now would keep. It never blocks.
+func (w *Watchdog) RenewNow() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
 // Stop ends renewals and waits until no renewal is in flight, so a release
 // that follows cannot race a renewal. It is safe to call more than once and
 // after a loss.
@@ -300,6 +317,7 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 	next := since.Add(w.every)
 	failures := 0
 	var lastErr error
+	kicked := false // RenewNow while a renewal was in flight
 	for {
 		// The deadline check comes first on every wake-up: after a
 		// SIGSTOP/SIGCONT nothing else may be trusted before it.
@@ -336,6 +354,13 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-w.kick:
+			t.Stop()
+			if cancel == nil {
+				next = w.clk.Now()
+			} else {
+				kicked = true
+			}
 		case res := <-results:
 			t.Stop()
 			cancel()
@@ -382,8 +407,20 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				failures++
 				lastErr = res.err
 				next = w.clk.Now().Add(w.backoff(failures))
+				if failures == 1 && errors.Is(res.err, net.ErrClosed) {
+					// The client closed the connection under the
+					// call: a Sentinel client does that to its
+					// connections to a demoted master, and the next
+					// call dials the new one, so a retry at once
+					// costs one round trip and can save the lease.
+					next = w.clk.Now()
+				}
 				w.report(res.err)
 				w.record(ctx, events.RenewFailed)
+			}
+			if kicked {
+				kicked = false
+				next = w.clk.Now()
 			}
 		}
 	}

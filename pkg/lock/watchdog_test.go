@@ -3,6 +3,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -465,4 +467,78 @@ func TestWatchStartsAtLeaseDeadline(t *testing.T) {
 	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(lock.LeaseDeadline(lease.Sent, ttl, 0)) {
 		t.Errorf("watchdog deadline %v, lease deadline %v", d, lease.Deadline())
 	}
+}
+
+// RenewNow renews at once, off the schedule; asked while a renewal is in
+// flight, it renews again as soon as that one is answered (the one in
+// flight may have gone to the master a failover just demoted).
+func TestWatchdogRenewNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &fakeClock{now: time.Unix(1000, 0)}
+		var calls atomic.Int64
+		hold := make(chan struct{})
+		r := renewFunc(func(_ context.Context, _, _ string, d time.Duration) (time.Duration, error) {
+			if calls.Add(1) == 2 {
+				<-hold
+			}
+			return d, nil
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		synctest.Wait()
+		w.RenewNow()
+		synctest.Wait()
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("RenewNow at t=0: %d renewals sent, want 1 at once", n)
+		}
+		w.RenewNow() // the second is held in flight
+		synctest.Wait()
+		w.RenewNow()
+		synctest.Wait()
+		if n := calls.Load(); n != 2 {
+			t.Fatalf("%d renewals sent, want 2 (one in flight)", n)
+		}
+		close(hold)
+		synctest.Wait()
+		if n := calls.Load(); n != 3 {
+			t.Fatalf("%d renewals sent after the one in flight was answered, want 3", n)
+		}
+		if n := w.Renewals(); n != 3 {
+			t.Errorf("renewals %d, want 3", n)
+		}
+	})
+}
+
+// A renewal that meets a connection the client closed under it (a Sentinel
+// client closes its connections to a demoted master) is retried at once,
+// not after the back-off: the retry dials the new master.
+func TestWatchdogRetriesAtOnceOnClosedConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := &fakeClock{now: time.Unix(1000, 0)}
+		var calls atomic.Int64
+		closed := &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}
+		r := renewFunc(func(_ context.Context, _, _ string, d time.Duration) (time.Duration, error) {
+			if calls.Add(1) == 1 {
+				return 0, fmt.Errorf("renew: %w", closed)
+			}
+			return d, nil
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		synctest.Wait()
+		clk.Advance(time.Second)
+		synctest.Wait()
+		if n := calls.Load(); n != 2 {
+			t.Fatalf("%d renewal calls, want 2: the closed connection retried at once", n)
+		}
+		if n := w.Renewals(); n != 1 {
+			t.Errorf("renewals %d, want 1", n)
+		}
+	})
 }

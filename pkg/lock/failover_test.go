@@ -1,0 +1,106 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+// pipelineLog records the commands of every pipeline, and fails the next
+// one with a closed connection when asked, as a Sentinel client's pipeline
+// fails when the client drops its connections to a demoted master.
+type pipelineLog struct {
+	fail  atomic.Bool
+	mu    sync.Mutex
+	names [][]string
+}
+
+func (h *pipelineLog) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *pipelineLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *pipelineLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var names []string
+		for _, c := range cmds {
+			names = append(names, c.Name())
+		}
+		h.mu.Lock()
+		h.names = append(h.names, names)
+		h.mu.Unlock()
+		if h.fail.CompareAndSwap(true, false) {
+			err := &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *pipelineLog) since(n int) [][]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([][]string(nil), h.names[n:]...)
+}
+
+func (h *pipelineLog) len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.names)
+}
+
+// With WaitReplicas, a write pipelines WAIT after its script, and a
+// NOSCRIPT (a promoted replica starts with an empty script cache) then
+// costs a whole WAIT timeout before the EVAL retry waits again: a renewal
+// right after a failover took two WAIT timeouts and could outlast the
+// lease. After a connection error, the next write sends the script's
+// source at once: one pipeline, one WAIT.
+func TestWriteAfterConnectionErrorSendsScriptSource(t *testing.T) {
+	c := newClient(t)
+	h := &pipelineLog{}
+	c.AddHook(h)
+	plain := lock.New(c, nil)
+	// No replica: every WAIT times out (20ms) with 0 acknowledgements.
+	waiting := lock.New(c, &lock.Options{WaitReplicas: 1, WaitReplicasTimeout: 20 * time.Millisecond})
+	name := uniqueName(t)
+	lease, err := plain.Acquire(context.Background(), name, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renew := func() error {
+		_, err := waiting.Renew(context.Background(), name, lease.Token, 10*time.Second)
+		return err
+	}
+	if err := renew(); !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatalf("renew without replicas: %v, want ErrNotReplicated", err)
+	}
+	h.fail.Store(true)
+	if err := renew(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("renew on a closed connection: %v, want net.ErrClosed", err)
+	}
+	redisDo(t, c, "SCRIPT", "FLUSH")
+	n := h.len()
+	if err := renew(); !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatalf("renew after the failover: %v, want ErrNotReplicated", err)
+	}
+	got := h.since(n)
+	if len(got) != 1 || len(got[0]) != 2 || got[0][0] != "eval" || got[0][1] != "wait" {
+		t.Fatalf("pipelines after the connection error: %v; want one [eval wait] (the script's source, no NOSCRIPT round)", got)
+	}
+	// Once the server has run it, the SHA is enough again.
+	n = h.len()
+	if err := renew(); !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatal(err)
+	}
+	if got := h.since(n); len(got) != 1 || !strings.EqualFold(got[0][0], "evalsha") {
+		t.Fatalf("pipelines after the script ran: %v; want one [evalsha wait]", got)
+	}
+}
