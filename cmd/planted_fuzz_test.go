@@ -75,14 +75,14 @@ func FuzzPlantedCLI(f *testing.F) {
 			t.Fatalf("plant at %s: %v", at, err)
 		}
 		defer c.Del(ctx, at, "limit:"+name)
-		what := fmt.Sprintf("%s %q planted at %s", plant.Types[int(typ)%len(plant.Types)], abbrev(payload), at)
+		what := plant.Describe(typ, payload, at)
 		lockctl := func(args ...string) (int, string) {
 			t.Helper()
 			io, _, out, errOut := ui.Test()
 			code := cmd.MainArgs(args, io)
 			if code == cmd.ExitInternal {
 				t.Errorf("lockctl %s with %s: exit 70 (internal error) for data someone else wrote: %s",
-					strings.Join(args, " "), what, abbrev(errOut.String()))
+					strings.Join(args, " "), what, plant.Abbrev(errOut.String()))
 			}
 			return code, strings.TrimSpace(out.String())
 		}
@@ -118,11 +118,4 @@ func FuzzPlantedCLI(f *testing.F) {
 		lockctl("inspect", "once", name)
 		lockctl("once", name, "--", "true")
 	})
-}
-
-func abbrev(s string) string {
-	if len(s) > 160 {
-		return s[:160] + fmt.Sprintf("...(%d bytes)", len(s))
-	}
-	return s
 }

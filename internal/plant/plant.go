@@ -5,6 +5,8 @@ package plant
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -79,4 +81,32 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// Size is Value's size argument for a seed that asks for a huge value.
+func Size(huge bool) int {
+	if huge {
+		return Huge
+	}
+	return 0
+}
+
+// Describe names what was planted at key, for a failure message.
+func Describe(typ byte, payload, key string) string {
+	return fmt.Sprintf("%s %q planted at %s", Types[int(typ)%len(Types)], Abbrev(payload), key)
+}
+
+// Abbrev cuts s to 80 bytes for a failure message, saying how long it was.
+func Abbrev(s string) string {
+	if len(s) > 80 {
+		return s[:80] + fmt.Sprintf("...(%d bytes)", len(s))
+	}
+	return s
+}
+
+// ReplyError reports whether err is an error reply of the server (which
+// readers may pass on as it is), not a missing key.
+func ReplyError(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/lockctl/lockctl/internal/plant"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
-	"github.com/redis/go-redis/v9"
 )
 
 var plantTargets = []string{"lock", lock.KindFence, lock.KindSem, lock.KindSemVal, lock.KindQueue,
@@ -21,13 +20,12 @@ var plantTargets = []string{"lock", lock.KindFence, lock.KindSem, lock.KindSemVa
 var plantSeq atomic.Int64
 
 func typedInspectErr(err error) bool {
-	var rerr redis.Error
 	for _, s := range []error{lock.ErrNotHeld, lock.ErrNotOwner, lock.ErrWrongType, lock.ErrInvalid} {
 		if errors.Is(err, s) {
 			return true
 		}
 	}
-	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil)
+	return plant.ReplyError(err)
 }
 
 // FuzzPlantedInspect plants foreign, corrupted, huge and wrong-type values
@@ -70,7 +68,7 @@ func FuzzPlantedInspect(f *testing.F) {
 		default:
 			at = lock.AuxKey(where, key)
 		}
-		if err := plant.Value(ctx, c, at, typ, payload, hugeSize(huge)); err != nil {
+		if err := plant.Value(ctx, c, at, typ, payload, plant.Size(huge)); err != nil {
 			t.Fatalf("plant at %s: %v", at, err)
 		}
 		defer func() {
@@ -80,11 +78,11 @@ func FuzzPlantedInspect(f *testing.F) {
 			}
 			c.Del(context.Background(), keys...)
 		}()
-		what := fmt.Sprintf("%s %q planted at %s", plant.Types[int(typ)%len(plant.Types)], abbrev(payload), at)
+		what := plant.Describe(typ, payload, at)
 		check := func(op string, err error) {
 			t.Helper()
 			if err != nil && !typedInspectErr(err) {
-				t.Fatalf("%s with %s: untyped error %T: %s", op, what, err, abbrev(err.Error()))
+				t.Fatalf("%s with %s: untyped error %T: %s", op, what, err, plant.Abbrev(err.Error()))
 			}
 		}
 		d, err := in.Lock(ctx, "k")
@@ -103,22 +101,8 @@ func FuzzPlantedInspect(f *testing.F) {
 			check("ForceRelease (listed hash)", err)
 			if errors.Is(err, lock.ErrNotOwner) {
 				t.Fatalf("with %s: the listed holder (kind %s, token %q) is not released by its listed hash %s: %v",
-					what, d.Lock.Kind, abbrev(d.Lock.Token), d.Lock.TokenHash, err)
+					what, d.Lock.Kind, plant.Abbrev(d.Lock.Token), d.Lock.TokenHash, err)
 			}
 		}
 	})
-}
-
-func hugeSize(huge bool) int {
-	if huge {
-		return plant.Huge
-	}
-	return 0
-}
-
-func abbrev(s string) string {
-	if len(s) > 80 {
-		return s[:80] + fmt.Sprintf("...(%d bytes)", len(s))
-	}
-	return s
 }

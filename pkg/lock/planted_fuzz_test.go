@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/plant"
 	"github.com/lockctl/lockctl/pkg/lock"
-	"github.com/redis/go-redis/v9"
 )
 
 // plantTargets are the keys of a lock that data can be planted at: the lock
@@ -24,14 +23,13 @@ var plantSeq atomic.Int64
 // typedLockErr reports whether err is one a caller can branch on: a
 // sentinel of pkg/lock or a reply error of the server.
 func typedLockErr(err error) bool {
-	var rerr redis.Error
 	for _, s := range []error{lock.ErrNotObtained, lock.ErrNotHeld, lock.ErrNotOwner, lock.ErrWrongType,
 		lock.ErrStaleFence, lock.ErrInvalid} {
 		if errors.Is(err, s) {
 			return true
 		}
 	}
-	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil)
+	return plant.ReplyError(err)
 }
 
 func addPlantSeeds(f *testing.F) {
@@ -77,7 +75,7 @@ func FuzzPlantedLock(f *testing.F) {
 		default:
 			at = lock.AuxKey(where, key)
 		}
-		if err := plant.Value(ctx, c, at, typ, payload, hugeSize(huge)); err != nil {
+		if err := plant.Value(ctx, c, at, typ, payload, plant.Size(huge)); err != nil {
 			t.Fatalf("plant at %s: %v", at, err)
 		}
 		defer func() {
@@ -91,7 +89,7 @@ func FuzzPlantedLock(f *testing.F) {
 			t.Helper()
 			if err != nil && !typedLockErr(err) {
 				t.Fatalf("%s with %s %q planted at %s: untyped error %T: %s", op,
-					plant.Types[int(typ)%len(plant.Types)], abbrev(payload), at, err, abbrev(err.Error()))
+					plant.Types[int(typ)%len(plant.Types)], plant.Abbrev(payload), at, err, plant.Abbrev(err.Error()))
 			}
 		}
 		for _, o := range []*lock.AcquireOptions{{}, {Limit: 2}, {FIFO: true}} {
@@ -107,7 +105,7 @@ func FuzzPlantedLock(f *testing.F) {
 		check("Renew", err)
 		check("Release", l.Release(ctx, name, "0123456789abcdef0123456789abcdef"))
 		if h, err := l.Get(ctx, name); err == nil && (h.Key != key || h.TTL < -1) {
-			t.Fatalf("Get with %q planted at %s: %+v", abbrev(payload), at, h)
+			t.Fatalf("Get with %q planted at %s: %+v", plant.Abbrev(payload), at, h)
 		} else {
 			check("Get", err)
 		}
@@ -117,18 +115,4 @@ func FuzzPlantedLock(f *testing.F) {
 		check("Fences.Next", err)
 		check("Fences.Check", l.Fences().Check(ctx, name, 5, "0123456789abcdef0123456789abcdef"))
 	})
-}
-
-func hugeSize(huge bool) int {
-	if huge {
-		return plant.Huge
-	}
-	return 0
-}
-
-func abbrev(s string) string {
-	if len(s) > 80 {
-		return s[:80] + fmt.Sprintf("...(%d bytes)", len(s))
-	}
-	return s
 }

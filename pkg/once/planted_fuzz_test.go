@@ -11,20 +11,18 @@ import (
 
 	"github.com/lockctl/lockctl/internal/plant"
 	"github.com/lockctl/lockctl/pkg/once"
-	"github.com/redis/go-redis/v9"
 )
 
 var plantSeq atomic.Int64
 
 func typedOnceErr(err error) bool {
-	var rerr redis.Error
 	for _, s := range []error{once.ErrInProgress, once.ErrDone, once.ErrFingerprint, once.ErrNotOwner,
 		once.ErrLost, once.ErrNotFound, once.ErrWrongType, once.ErrInvalid} {
 		if errors.Is(err, s) {
 			return true
 		}
 	}
-	return errors.As(err, &rerr) && !errors.Is(err, redis.Nil)
+	return plant.ReplyError(err)
 }
 
 // FuzzPlantedOnce plants foreign, corrupted, huge and wrong-type values at
@@ -56,15 +54,15 @@ func FuzzPlantedOnce(f *testing.F) {
 		defer cancel()
 		s := once.New(c, &once.Options{Prefix: fmt.Sprintf("once:fuzz:%d.%d:", os.Getpid(), plantSeq.Add(1)), TTL: 5 * time.Second})
 		key := s.Key("k")
-		if err := plant.Value(ctx, c, key, typ, payload, hugeSize(huge)); err != nil {
+		if err := plant.Value(ctx, c, key, typ, payload, plant.Size(huge)); err != nil {
 			t.Fatalf("plant at %s: %v", key, err)
 		}
 		defer c.Del(context.Background(), key)
-		what := fmt.Sprintf("%s %q planted at %s", plant.Types[int(typ)%len(plant.Types)], abbrev(payload), key)
+		what := plant.Describe(typ, payload, key)
 		check := func(op string, err error) {
 			t.Helper()
 			if err != nil && !typedOnceErr(err) {
-				t.Fatalf("%s with %s: untyped error %T: %s", op, what, err, abbrev(err.Error()))
+				t.Fatalf("%s with %s: untyped error %T: %s", op, what, err, plant.Abbrev(err.Error()))
 			}
 		}
 		rec, getErr := s.Get(ctx, "k")
@@ -87,18 +85,4 @@ func FuzzPlantedOnce(f *testing.F) {
 			}
 		}
 	})
-}
-
-func hugeSize(huge bool) int {
-	if huge {
-		return plant.Huge
-	}
-	return 0
-}
-
-func abbrev(s string) string {
-	if len(s) > 80 {
-		return s[:80] + fmt.Sprintf("...(%d bytes)", len(s))
-	}
-	return s
 }
