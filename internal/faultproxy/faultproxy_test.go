@@ -68,17 +68,18 @@ func TestLatencyBothWays(t *testing.T) {
 	c := client(t, p, 5*time.Second)
 	ctx := context.Background()
 	c.Ping(ctx) // dial before the fault, so only the round trip is measured
-	p.SetLatency(150 * time.Millisecond)
+	// Large enough that a loaded machine's own stalls cannot pass for it.
+	p.SetLatency(time.Second)
 	d, err := timed(func() error { return c.Ping(ctx).Err() })
 	if err != nil {
 		t.Fatal(err)
 	}
 	// One delay on the way in and one on the way out.
-	if d < 300*time.Millisecond {
-		t.Fatalf("PING took %v with 150ms latency each way, want >= 300ms", d)
+	if d < 2*time.Second {
+		t.Fatalf("PING took %v with 1s latency each way, want >= 2s", d)
 	}
 	p.SetLatency(0)
-	if d, _ := timed(func() error { return c.Ping(ctx).Err() }); d > 250*time.Millisecond {
+	if d, _ := timed(func() error { return c.Ping(ctx).Err() }); d > time.Second {
 		t.Fatalf("PING took %v after the latency was cleared", d)
 	}
 }
