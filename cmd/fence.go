@@ -46,6 +46,7 @@ cannot overwrite the work of the holder that came after it.`,
 
 func newFenceCheckCmd(f *Factory) *cobra.Command {
 	var token string
+	var shared bool
 	c := &cobra.Command{
 		Use:   "check RESOURCE N",
 		Short: "Accept fence N for RESOURCE only if no newer one was seen (exit 65 otherwise)",
@@ -53,10 +54,18 @@ func newFenceCheckCmd(f *Factory) *cobra.Command {
 fence accepted for it, and record N with the token presenting it. N equal to
 the highest is accepted again only from the token that presented it first (a
 holder writes many times); a lower N, or an equal one from anyone else or
-without a token, exits 65 and says which fence is newer.`,
+without a token, exits 65 and says which fence is newer.
+
+A shared holder (lock or run --shared) holds the fence of the last exclusive
+acquisition, as every other shared holder since does: with --shared, N is
+accepted when it is at least the highest fence, from any number of holders,
+and recorded without a token, so the exclusive holder that presented it
+before may not repeat it. Inside 'lockctl run NAME --shared' (LOCKCTL_MODE
+is shared) --shared is the default.`,
 		Example: `  # inside lockctl run: LOCKCTL_FENCE and LOCKCTL_TOKEN are set
   lockctl fence check orders-db "$LOCKCTL_FENCE" && write-orders
-  lockctl fence check orders-db 42 --token "$TOKEN" || echo "a newer holder wrote orders-db"`,
+  lockctl fence check orders-db 42 --token "$TOKEN" || echo "a newer holder wrote orders-db"
+  lockctl fence check orders-db "$FENCE" --shared && read-orders`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			resource, err := validName(args, "RESOURCE")
@@ -67,14 +76,25 @@ without a token, exits 65 and says which fence is newer.`,
 			if err != nil || n < 1 {
 				return usageErrorf("fence %q: want a positive integer", args[1])
 			}
-			if token == "" {
+			if shared && token != "" {
+				return &UsageError{Err: errors.New("--shared and --token exclude each other"),
+					Hints: []string{"shared holders all present the same fence; the check records no token for them"}}
+			}
+			if !c.Flags().Changed("shared") && token == "" && f.Getenv("LOCKCTL_MODE") == "shared" {
+				shared = true
+			}
+			if token == "" && !shared {
 				token = f.Getenv("LOCKCTL_TOKEN")
 			}
 			l, err := f.Locker()
 			if err != nil {
 				return err
 			}
-			err = l.Fences().Check(c.Context(), resource, n, token)
+			if shared {
+				err = l.Fences().CheckShared(c.Context(), resource, n)
+			} else {
+				err = l.Fences().Check(c.Context(), resource, n, token)
+			}
 			var stale *lock.StaleFenceError
 			if errors.As(err, &stale) {
 				return withHint(err, "a newer holder has written to this resource; the caller's lease is stale and its write must be dropped")
@@ -89,6 +109,7 @@ without a token, exits 65 and says which fence is newer.`,
 		},
 	}
 	c.Flags().StringVar(&token, "token", "", "the token of the holder presenting N (default LOCKCTL_TOKEN)")
+	c.Flags().BoolVar(&shared, "shared", false, "check for a shared holder: accept N equal to the highest from anyone (default when LOCKCTL_MODE is shared)")
 	return c
 }
 

@@ -24,11 +24,15 @@ func printRefusalJSON(f *Factory, err error, code int) {
 	m := holderJSON(strings.TrimPrefix(h.Key, f.G.Prefix), &h, true)
 	m["refused"] = reason
 	m["exit"] = code
-	if h.Kind == "semaphore" {
+	switch h.Kind {
+	case "semaphore":
 		m["holders"], m["limit"] = h.Holders, h.Limit
-	}
-	if h.Kind == "queue" {
+	case "shared":
+		m["holders"] = h.Holders
+	case "queue":
 		m["queue"] = h.Queue
+	case "writers":
+		m["holders"], m["writers_waiting"] = h.Holders, h.Queue
 	}
 	_ = f.IO.PrintJSON(m)
 }

@@ -21,6 +21,7 @@ type waitFlags struct {
 	note         string
 	limit        int
 	fifo         bool
+	shared       bool
 	noReentry    bool
 }
 
@@ -34,6 +35,7 @@ func (w *waitFlags) register(c *cobra.Command) {
 	fs.StringVar(&w.note, "note", "", "free text recorded with the lock")
 	fs.IntVar(&w.limit, "limit", 0, "counting semaphore: up to N holders at once (every holder must use the same N)")
 	fs.BoolVar(&w.fifo, "fifo", false, "serve waiters in arrival order")
+	fs.BoolVar(&w.shared, "shared", false, "shared mode: any number of --shared holders at once; an exclusive holder (the default) excludes them all, and one that waits keeps new shared holders out")
 	fs.BoolVar(&w.noReentry, "no-reentry", false, "wait even when LOCKCTL_KEY and LOCKCTL_TOKEN show this caller holds NAME (no re-entry)")
 }
 
@@ -45,8 +47,11 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, o
 		return nil, usageErrorf("--limit must be at least 1")
 	case w.limit > 0 && w.fifo:
 		return nil, usageErrorf("--limit and --fifo cannot be combined yet")
+	case w.limit > 0 && w.shared:
+		return nil, &UsageError{Err: errors.New("--limit and --shared exclude each other"),
+			Hints: []string{"--limit N lets N holders in at once; --shared lets in any number of --shared holders, and no exclusive holder meanwhile"}}
 	}
-	for flag, on := range map[string]bool{"--limit": w.limit > 0, "--fifo": w.fifo} {
+	for flag, on := range map[string]bool{"--limit": w.limit > 0, "--fifo": w.fifo, "--shared": w.shared} {
 		if on {
 			if err := f.RefuseRedlock(flag); err != nil {
 				return nil, err
@@ -57,8 +62,9 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, o
 		Owner: owner,
 		Note:  w.note,
 		CI:    ciJobURL(f.Getenv),
-		Limit: w.limit,
-		FIFO:  w.fifo,
+		Limit:  w.limit,
+		FIFO:   w.fifo,
+		Shared: w.shared,
 		Wait:  w.waitDuration(c),
 		// A waiter rides through a failover or restart as short as one
 		// call's bound; a Redis down for longer still ends the wait
@@ -156,6 +162,8 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 			if err := f.IO.PrintJSON(holderJSON(name, h, true)); err != nil {
 				return err
 			}
+		} else if h.Kind == "shared" {
+			f.IO.Errorf("%s is held shared by %d holder(s)%s", name, h.Holders, ttlText(h.TTL))
 		} else {
 			f.IO.Errorf("%s is held by %s%s", name, h.Owner, ttlText(h.TTL))
 		}
@@ -193,6 +201,7 @@ func printLease(f *Factory, lease *lock.Lease) error {
 			"expires_at": lease.ExpiresAt.UTC().Format(time.RFC3339Nano),
 			"owner":      lease.Owner,
 			"waited_ms":  lease.Waited.Milliseconds(),
+			"mode":       leaseMode(lease.Shared),
 		})
 	case "env":
 		return f.IO.PrintEnv(map[string]string{
@@ -205,6 +214,14 @@ func printLease(f *Factory, lease *lock.Lease) error {
 	return err
 }
 
+// leaseMode names a lease's mode in JSON: "shared" or "exclusive".
+func leaseMode(shared bool) string {
+	if shared {
+		return "shared"
+	}
+	return "exclusive"
+}
+
 func holderJSON(name string, h *lock.Holder, held bool) map[string]any {
 	m := map[string]any{
 		"name":   name,
@@ -212,6 +229,7 @@ func holderJSON(name string, h *lock.Holder, held bool) map[string]any {
 		"held":   held,
 		"owner":  h.Owner,
 		"kind":   h.Kind,
+		"mode":   leaseMode(h.Shared),
 		"fence":  h.Fence,
 		"ttl_ms": h.TTL.Milliseconds(),
 		"note":   h.Note,
@@ -266,6 +284,12 @@ func (s *waitStatus) busy(h lock.Holder) {
 		return
 	case "semaphore":
 		s.f.IO.Errorf("waiting for %s: all %d slots taken; the next frees within %s; waited %s", s.name, h.Holders, h.TTL.Round(time.Second), waited)
+		return
+	case "shared":
+		s.f.IO.Errorf("waiting for %s: held shared by %d holder(s); the first lease ends within %s; waited %s", s.name, h.Holders, h.TTL.Round(time.Second), waited)
+		return
+	case "writers":
+		s.f.IO.Errorf("waiting for %s: %d exclusive waiter(s) go first (%d shared holder(s) now); waited %s", s.name, h.Queue, h.Holders, waited)
 		return
 	}
 	queue := ""

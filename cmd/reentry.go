@@ -37,22 +37,31 @@ func (w *waitFlags) reenter(ctx context.Context, f *Factory, l *lock.Locker, nam
 	case err != nil:
 		return nil, err
 	}
-	if lease.Limit != w.limit {
+	// An exclusive hold covers a shared one; the reverse would let this
+	// caller write while other shared holders read.
+	if lease.Limit != w.limit || (lease.Shared && !w.shared) {
 		// Give the hold back: a caller that asks for another mode than the
 		// one it holds is confused, and must not count as inside.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
 		defer cancel()
 		_ = l.ReleaseLease(rctx, lease)
-		return nil, &UsageError{Err: fmt.Errorf("%s is held here as %s, but this call asks for %s", name, modeText(lease.Limit), modeText(w.limit)),
-			Hints: []string{"use the same --limit as the holder, or --no-reentry to wait for the lock as a separate holder"}}
+		hint := "use the same --limit as the holder, or --no-reentry to wait for the lock as a separate holder"
+		if lease.Shared {
+			hint = "a shared holder cannot take the lock exclusively inside its hold (it would wait for itself); take it exclusively from the start"
+		}
+		return nil, &UsageError{Err: fmt.Errorf("%s is held here as %s, but this call asks for %s", name, modeText(lease.Limit, lease.Shared), modeText(w.limit, w.shared)),
+			Hints: []string{hint}}
 	}
 	f.Verbosef("re-entered %s (fence %d): hold %d of this token; the outer holder keeps renewing", lease.Key, lease.Fence, lease.Holds)
 	return lease, nil
 }
 
-func modeText(limit int) string {
-	if limit > 0 {
+func modeText(limit int, shared bool) string {
+	switch {
+	case limit > 0:
 		return fmt.Sprintf("a semaphore slot (--limit %d)", limit)
+	case shared:
+		return "a shared hold (--shared)"
 	}
-	return "a plain lock"
+	return "an exclusive lock"
 }

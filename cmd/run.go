@@ -284,9 +284,21 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 		le   *lock.LimitError
 	)
 	switch {
+	case errors.As(err, &le) && le.Limit == 0:
+		return &UsageError{Err: reword(err, "%s is held in shared mode (--shared); this call asks for --limit %d", name, le.Want),
+			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --shared while its holders live)", name)}}
+	case errors.As(err, &le) && le.Want == 0:
+		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; --shared does not mix with it", name, le.Limit),
+			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --limit %d while its holders live)", name, le.Limit)}}
 	case errors.As(err, &le):
 		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; this call asks for --limit %d", name, le.Limit, le.Want),
 			Hints: []string{fmt.Sprintf("every holder of %s must use the same --limit (%d while its holders live)", name, le.Limit)}}
+	case errors.As(err, &held) && held.Holder.Kind == "shared":
+		return reword(err, "%s is held shared by %d holder(s); an exclusive holder waits until none is; the first lease ends within %s",
+			name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
+	case errors.As(err, &held) && held.Holder.Kind == "writers":
+		return reword(err, "%s: %d exclusive waiter(s) go first; shared holders wait for them (%d shared holder(s) now)",
+			name, held.Holder.Queue, held.Holder.Holders)
 	case errors.As(err, &held) && held.Holder.Kind == "semaphore" && w.limit == 0:
 		return reword(err, "%s is held as a semaphore (%d slot(s) taken); a plain lock waits until none is; the next frees within %s",
 			name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
@@ -294,6 +306,8 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 		return reword(err, "%s: all %d slots are taken; the next frees within %s", name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
 	case errors.As(err, &held) && w.limit > 0:
 		return reword(err, "%s is held as a plain lock by %s%s; semaphore slots wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
+	case errors.As(err, &held) && w.shared:
+		return reword(err, "%s is held exclusively by %s%s; shared holders wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
 	}
 	return err
 }
@@ -311,6 +325,9 @@ func childEnv(f *Factory, lease *lock.Lease) []string {
 		"LOCKCTL_ACQUIRED_AT=" + lease.AcquiredAt.UTC().Format(time.RFC3339Nano),
 		"LOCKCTL_WAITED_MS=" + strconv.FormatInt(lease.Waited.Milliseconds(), 10),
 	}
+	// Always set, so that a nested run's child never inherits its
+	// parent's mode: `lockctl fence check` reads it.
+	env = append(env, "LOCKCTL_MODE="+leaseMode(lease.Shared))
 	// Nested `lockctl renew/release` in the child reach the same server
 	// through LOCKCTL_URL, but a password in it would be a secret handed to
 	// every process of the job: it is removed (nested calls then need

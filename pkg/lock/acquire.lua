@@ -1,13 +1,17 @@
 -- KEYS[1] lock key; KEYS[2] its fence counter (same cluster slot, no TTL);
--- KEYS[3], KEYS[4] the semaphore of the same name (zset, values).
+-- KEYS[3], KEYS[4] the semaphore of the same name (zset, values), which
+-- also holds shared holders (shared.go); KEYS[5] the exclusive acquirers
+-- waiting (zset token -> expiry in server ms).
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] the value's members after the
 -- fence: ,"owner":...[,"note":...]. The value starts {"token":"<token>",
--- built here (tokenPrefix) rather than sent with every call.
+-- built here (tokenPrefix) rather than sent with every call. ARGV[4] '0',
+-- or, for a caller that will wait when refused, how long in ms its place
+-- among the waiting exclusive acquirers is kept without a new attempt.
 --
 -- Replies: {1, fence, server ms} acquired; {2, stored value, server ms} the
 -- same token already held it (a retry after a lost reply), ttl refreshed;
 -- {0, type, ...} refused, as held() describes, or as semHeld() does.
-local key, token = KEYS[1], ARGV[1]
+local key, token, w = KEYS[1], ARGV[1], KEYS[5]
 local function grant()
   -- The fence only once the SET is certain, so refused attempts burn none.
   local fence, ms = next_fence(KEYS[2])
@@ -16,28 +20,46 @@ local function grant()
   redis.call('SET', key, v, 'NX', 'PX', ARGV[2])
   return {1, fence, ms}
 end
--- The usual case, neither the lock nor a semaphore of the same name: one
--- EXISTS counts both. It is exactly the case in which semHeld() finds no
--- holder and TYPE says 'none', so the checks below are only skipped when
--- they could not refuse.
-if redis.call('EXISTS', key, KEYS[3]) == 0 then
+-- The usual case, neither the lock, nor a semaphore or shared holders of the
+-- same name, nor exclusive acquirers waiting: one EXISTS counts all three.
+-- It is exactly the case in which semHeld() finds no holder, TYPE says
+-- 'none' and nobody waits, so the checks below are only skipped when they
+-- could not refuse.
+if redis.call('EXISTS', key, KEYS[3], w) == 0 then
   return grant()
+end
+-- A waiting exclusive acquirer keeps new shared holders out until it is in
+-- (shared.go): it goes on the list at every refusal, and off it once the
+-- lock is its own.
+local function refuse(r)
+  if ARGV[4] ~= '0' then
+    local ms = now()
+    redis.call('ZADD', w, string.format('%d', ms + tonumber(ARGV[4])), token)
+    expire(w, ms, {w})
+  end
+  return r
+end
+local function unlist()
+  if redis.call('ZREM', w, token) > 0 then
+    expire(w, now(), {w})
+  end
 end
 local sem = semHeld(KEYS[3], KEYS[4])
 if sem then
-  return sem
+  return refuse(sem)
 end
 local t = redis.call('TYPE', key)['ok']
 if t == 'none' then
+  unlist()
   return grant()
 end
 if t == 'string' then
   local v = redis.call('GET', key)
   if owns(v, token, tokenPrefix(token)) then
     redis.call('PEXPIRE', key, ARGV[2])
-    local now = redis.call('TIME')
-    return {2, v, tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)}
+    unlist()
+    return {2, v, (now())}
   end
-  return held(0, key, t, v)
+  return refuse(held(0, key, t, v))
 end
-return held(0, key, t)
+return refuse(held(0, key, t))

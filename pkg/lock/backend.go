@@ -32,7 +32,8 @@ type backend interface {
 	peek(ctx context.Context, key string) (int64, error)
 	// check accepts fence n for the record at key (reply.code 1), or
 	// refuses it with the highest fence recorded (code 0, reply.fence).
-	check(ctx context.Context, key string, n int64, token string) (reply, error)
+	// shared: a shared holder's check (check.lua).
+	check(ctx context.Context, key string, n int64, token string, shared bool) (reply, error)
 	publish(ctx context.Context, channel string) error
 	// subscribe returns once the server has confirmed the subscription, so
 	// that no release published after it returns can be missed.
@@ -46,6 +47,9 @@ type backend interface {
 	semRelease(ctx context.Context, key, token string) (reply, error)
 	fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error)
 	fifoLeave(ctx context.Context, key, token string) error
+	// sharedAcquire takes a shared slot (shared.go); queueTTL > 0 for a
+	// FIFO waiter.
+	sharedAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error)
 }
 
 type subscription interface {
@@ -62,6 +66,9 @@ type acquireArgs struct {
 	token string
 	ttl   time.Duration
 	rest  string // the stored value's members after the fence
+	// intent > 0: an exclusive acquire that waits when refused; it is
+	// listed as waiting for that long (see shared.go).
+	intent time.Duration
 }
 
 // reply is a decoded script reply. code means what each script's header
@@ -95,10 +102,14 @@ func (r reply) holder(key string) (Holder, error) {
 			h.Queue, h.arrival = r.queue, r.arrival
 			return h, nil
 		}
-	case "semaphore":
+	case "semaphore", "shared":
 		h := ParseValue(key, r.value, r.pttl)
-		h.Kind, h.Holders = "semaphore", r.holders
+		h.Kind, h.Holders = r.typ, r.holders
+		h.Queue, h.arrival = r.queue, r.arrival
 		return h, nil
+	case "writers":
+		// Shared: exclusive acquirers wait, and go first.
+		return Holder{Key: key, Kind: "writers", TTL: -1, Holders: r.holders, Queue: r.num, arrival: r.arrival}, nil
 	case "none":
 		// FIFO: the lock is free, but earlier waiters go first. TTL -1
 		// keeps waiters from timing their retry by it.
@@ -131,7 +142,7 @@ var (
 	// EVALSHA falls back to EVAL on NOSCRIPT, which also reloads the script
 	// into the server's cache, so SCRIPT FLUSH or a restart costs one extra
 	// round trip.
-	acquireScript   = lazyScript(func() string { return fenceLua + holderLua + acquireLua })
+	acquireScript   = lazyScript(func() string { return fenceLua + holderLua + auxLua + acquireLua })
 	renewScript     = lazyScript(func() string { return holderLua + renewLua })
 	releaseScript   = lazyScript(func() string { return holderLua + releaseLua })
 	inspectScript   = lazyScript(func() string { return holderLua + inspectLua })
@@ -175,8 +186,8 @@ func (s *single) sendSource(sc *redis.Script) bool {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.writeRaw(ctx, acquireScript(), withAux(key, KindFence, KindSem, KindSemVal), 0, decodeSemAcquire,
-		a.token, ms(a.ttl), a.rest)
+	return s.writeRaw(ctx, acquireScript(), withAux(key, KindFence, KindSem, KindSemVal, KindWriters), 0, decodeSemAcquire,
+		a.token, ms(a.ttl), a.rest, ms(a.intent))
 }
 
 func (s *single) reenter(ctx context.Context, key, token string) (reply, error) {
@@ -312,8 +323,12 @@ func (s *single) peek(ctx context.Context, key string) (int64, error) {
 	return n, nil
 }
 
-func (s *single) check(ctx context.Context, key string, n int64, token string) (reply, error) {
-	r, err := s.writeRaw(ctx, checkScript(), []string{key}, 0, decodeCheck, strconv.FormatInt(n, 10), token)
+func (s *single) check(ctx context.Context, key string, n int64, token string, shared bool) (reply, error) {
+	mode := "0"
+	if shared {
+		mode = "1"
+	}
+	r, err := s.writeRaw(ctx, checkScript(), []string{key}, 0, decodeCheck, strconv.FormatInt(n, 10), token, mode)
 	if err != nil {
 		return r, err
 	}

@@ -30,13 +30,22 @@ var (
 )
 
 // LimitError: the semaphore at Key has live holders that came in with Limit,
-// and the caller asked for Want.
+// and the caller asked for Want. Shared mode (AcquireOptions.Shared) keeps
+// its holders in the same place as a semaphore's, so a shared acquire among
+// semaphore holders is one with Want 0, and a semaphore acquire among shared
+// holders one with Limit 0.
 type LimitError struct {
 	Key         string
 	Limit, Want int
 }
 
 func (e *LimitError) Error() string {
+	switch {
+	case e.Limit == 0:
+		return fmt.Sprintf("lock: %s is held in shared mode, not as a semaphore of limit %d", e.Key, e.Want)
+	case e.Want == 0:
+		return fmt.Sprintf("lock: semaphore %s is held with limit %d, not in shared mode", e.Key, e.Limit)
+	}
 	return fmt.Sprintf("lock: semaphore %s is held with limit %d, not %d", e.Key, e.Limit, e.Want)
 }
 
@@ -57,11 +66,17 @@ type Holder struct {
 	LeaseTTL   time.Duration // the TTL a lockctl lease was taken with; 0 when unknown
 	CI         string        // the CI job's URL recorded by the acquirer, if any
 
+	// Shared: a holder in shared mode (AcquireOptions.Shared).
+	Shared bool
+
 	// Semaphore refusals (Kind "semaphore") describe the holder whose slot
 	// frees first; Holders is how many hold a slot and Limit their bound.
+	// Refusals by shared holders (Kind "shared") are alike, without Limit.
 	Holders, Limit int64
 	// Queue is, for a FIFO waiter, how many waiters are ahead of it. Kind is
 	// "queue" when the lock itself is free but earlier waiters go first.
+	// Kind "writers" refuses a shared acquire because Queue exclusive
+	// acquirers wait (they go first); Holders shared holders hold it now.
 	Queue int64
 
 	arrival int64 // a FIFO waiter's own arrival in the queue (server µs)
@@ -82,7 +97,16 @@ func (e *HeldError) Error() string {
 		// FIFO: nobody holds the lock, but earlier waiters go first.
 		return fmt.Sprintf("%s is free, but %d earlier waiter(s) go first", e.Holder.Key, e.Holder.Queue)
 	}
+	if e.Holder.Kind == "writers" {
+		if e.Holder.Holders > 0 {
+			return fmt.Sprintf("%s is held shared by %d holder(s), but %d exclusive waiter(s) go first", e.Holder.Key, e.Holder.Holders, e.Holder.Queue)
+		}
+		return fmt.Sprintf("%s is free, but %d exclusive waiter(s) go first", e.Holder.Key, e.Holder.Queue)
+	}
 	msg := fmt.Sprintf("%s held by %s", e.Holder.Key, e.Holder.Owner)
+	if e.Holder.Kind == "shared" {
+		msg = fmt.Sprintf("%s held shared by %d holder(s), first to expire %s", e.Holder.Key, e.Holder.Holders, e.Holder.Owner)
+	}
 	if e.Holder.TTL >= 0 {
 		msg += fmt.Sprintf(" (ttl %s)", e.Holder.TTL.Round(time.Millisecond))
 	} else {

@@ -62,6 +62,22 @@ func (f *Fences) Peek(ctx context.Context, name string) (int64, error) {
 // With Options.WaitReplicas, an accepted fence whose record too few
 // replicas acknowledged yields *ReplicationError.
 func (f *Fences) Check(ctx context.Context, resource string, n int64, token string) error {
+	return f.check(ctx, resource, n, token, false)
+}
+
+// CheckShared is Check for a shared holder (AcquireOptions.Shared), whose
+// fence is the one of the last exclusive acquisition, held by every shared
+// holder since: it accepts n when it is at least the highest fence seen,
+// from any number of holders, and then records n without a token, so that
+// the exclusive holder that presented n before (and lost its lease, or
+// shared holders could not have come in) may not repeat it.
+//
+// Errors as Check.
+func (f *Fences) CheckShared(ctx context.Context, resource string, n int64) error {
+	return f.check(ctx, resource, n, "", true)
+}
+
+func (f *Fences) check(ctx context.Context, resource string, n int64, token string, shared bool) error {
 	if resource == "" {
 		return fmt.Errorf("%w: empty resource", ErrInvalid)
 	}
@@ -71,7 +87,7 @@ func (f *Fences) Check(ctx context.Context, resource string, n int64, token stri
 	if token != "" && !validToken(token) {
 		return fmt.Errorf("%w: token must be 1-256 printable ASCII characters without '\"' or '\\'", ErrInvalid)
 	}
-	r, err := f.l.b.check(ctx, AuxKey(KindChecked, resource), n, token)
+	r, err := f.l.b.check(ctx, AuxKey(KindChecked, resource), n, token, shared)
 	if err != nil {
 		return fmt.Errorf("lock: fence check %s: %w", resource, err)
 	}

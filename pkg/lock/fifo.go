@@ -50,13 +50,14 @@ func (l *Locker) queueTTL() time.Duration {
 }
 
 func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
-	keys := append(append([]string{key, AuxKey(KindFence, key)}, queueKeys(key)...), semKeys(key)...)
+	keys := append(append(append([]string{key, AuxKey(KindFence, key)}, queueKeys(key)...), semKeys(key)...), AuxKey(KindWriters, key))
 	return s.writeRaw(ctx, fifoAcquireScript(), keys, 0, decodeFIFO,
 		a.token, ms(a.ttl), valuePrefix(a.token), a.rest, ms(queueTTL))
 }
 
 func (s *single) fifoLeave(ctx context.Context, key, token string) error {
-	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, queueKeys(key), token, Channel(key)).Err(), queueKeys(key)...)
+	keys := append(queueKeys(key), AuxKey(KindWriters, key))
+	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, keys, token, Channel(key)).Err(), keys...)
 }
 
 // decodeFIFO reads fifo_acquire.lua's replies: acquire.lua's, with the

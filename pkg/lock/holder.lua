@@ -48,9 +48,19 @@ local function withHolds(v, n)
   return string.sub(v, 1, -2) .. m .. '}'
 end
 
+-- slotKind is what holds the slots of a semaphore zset, from one holder's
+-- value: 'shared' for holders in shared mode (shared.go), whose values carry
+-- "mode":"shared", else 'semaphore'. The two never mix in one zset.
+local function slotKind(v)
+  if string.find(v, ',"mode":"shared"', 1, true) then
+    return 'shared'
+  end
+  return 'semaphore'
+end
+
 -- semHeld describes the live holders of the semaphore z (values in vals) as
--- a semaphore refusal, {0, 'semaphore', value of the holder whose slot frees
--- first, its pttl, holders}, or returns nil when it has none. A plain lock of
+-- a semaphore refusal, {0, 'semaphore' (or 'shared'), value of the holder
+-- whose slot frees first, its pttl, holders}, or returns nil when it has none. A plain lock of
 -- the same name is refused while any slot is held, and the reverse.
 local function semHeld(z, vals)
   if redis.call('EXISTS', z) == 0 then
@@ -64,7 +74,8 @@ local function semHeld(z, vals)
     return nil
   end
   local n = redis.call('ZCOUNT', z, live, '+inf')
-  return {0, 'semaphore', redis.call('HGET', vals, first[1]) or first[1], tonumber(first[2]) - ms, n}
+  local v = redis.call('HGET', vals, first[1]) or first[1]
+  return {0, slotKind(v), v, tonumber(first[2]) - ms, n}
 end
 
 -- leaseTTL is the TTL in ms a lease was taken with, from its value's

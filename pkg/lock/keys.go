@@ -17,6 +17,7 @@ const (
 	KindQueueHB = "queuehb" // FIFO waiters' heartbeats: ZSET token -> expiry (server ms)
 	KindChannel = "chan"    // pub/sub channel a release publishes on
 	KindChecked = "checked" // highest fence accepted by Check, per resource
+	KindWriters = "writers" // exclusive acquirers waiting (see shared.go): ZSET token -> expiry (server ms)
 )
 
 // AuxKey names the auxiliary key of the given kind for lock key key. It lives

@@ -131,6 +131,13 @@ type AcquireOptions struct {
 	// FIFO serves waiters in arrival order (see fifo.go). Not supported
 	// together with Limit.
 	FIFO bool
+	// Shared takes the lock in shared mode (see shared.go): any number of
+	// shared holders at once, while an exclusive holder (any acquire
+	// without Shared) excludes everyone, and an exclusive acquirer that
+	// waits keeps new shared holders out. A shared holder's fence is the
+	// current one; compare it with Fences.CheckShared. Not supported
+	// together with Limit, nor with Redlock.
+	Shared bool
 	// Wait: 0 fails at once when the lock is held; > 0 waits up to that
 	// long; < 0 waits until ctx is done.
 	Wait time.Duration
@@ -167,6 +174,8 @@ type Lease struct {
 	Waited     time.Duration
 	// Limit is the semaphore's bound for a semaphore slot, else 0.
 	Limit int
+	// Shared: a shared hold (AcquireOptions.Shared).
+	Shared bool
 	// Sent is when the call that granted (or re-confirmed) the lease was
 	// sent, on the Locker's clock: the lease lasts at least until Sent+TTL
 	// on the server, and counts as held until Deadline(). It is the
@@ -210,12 +219,21 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	if o.Limit < 0 || (o.Limit > 0 && o.FIFO) {
 		return nil, fmt.Errorf("%w: limit %d (FIFO waiting is not supported for semaphores)", ErrInvalid, o.Limit)
 	}
-	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note, limit: o.Limit, fifo: o.FIFO,
+	if o.Limit > 0 && o.Shared {
+		return nil, fmt.Errorf("%w: a semaphore (limit %d) has no shared mode", ErrInvalid, o.Limit)
+	}
+	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note, limit: o.Limit, fifo: o.FIFO, shared: o.Shared,
 		args: acquireArgs{token: token, ttl: ttl, rest: valueRest(o, ttl)}, start: l.clock.Now()}
+	if o.Wait != 0 && o.Limit == 0 && !o.Shared {
+		// A waiting exclusive acquire keeps new shared holders out while
+		// it is refused (shared.go).
+		a.args.intent = l.queueTTL()
+	}
 	lease, err := a.run(ctx, o)
-	if lease == nil && a.fifo {
-		// Leave the queue at once rather than by heartbeat expiry, so the
-		// waiters behind go on without delay.
+	if lease == nil && (a.fifo || a.listed) {
+		// Leave the queue (and the exclusive acquirers' list) at once
+		// rather than by heartbeat expiry, so the waiters behind go on
+		// without delay.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		_ = l.b.fifoLeave(lctx, key, token)
 		cancel()
@@ -250,6 +268,9 @@ func valueRest(o *AcquireOptions, ttl time.Duration) string {
 		b.WriteString(`,"limit":`)
 		b.Write(strconv.AppendInt(n[:0], int64(o.Limit), 10))
 	}
+	if o.Shared {
+		b.WriteString(`,"mode":"shared"`)
+	}
 	// The lease's own TTL, for renewals that do not name one (Renew with
 	// ttl 0) and for re-entry.
 	b.WriteString(`,"ttl_ms":`)
@@ -258,7 +279,7 @@ func valueRest(o *AcquireOptions, ttl time.Duration) string {
 }
 
 func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
-	if o.Wait != 0 && !a.fifo && a.l.b.queued(Channel(a.key)) > 0 {
+	if o.Wait != 0 && !a.fifo && !a.shared && a.l.b.queued(Channel(a.key)) > 0 {
 		// Others in this process already wait for this lock: queue behind
 		// them instead of barging in, so local waiters are served in
 		// arrival order. The release that frees the lock wakes the first.
@@ -307,10 +328,14 @@ type attempt struct {
 	key   string
 	owner string
 	note  string
-	limit int
-	fifo  bool
-	args  acquireArgs
-	start time.Time
+	limit  int
+	fifo   bool
+	shared bool
+	args   acquireArgs
+	start  time.Time
+	// listed: a refusal put this exclusive waiter on the list that keeps
+	// new shared holders out (shared.go); it leaves the list if it gives up.
+	listed bool
 }
 
 // try takes the lock if it can. It returns a lease that counts as held
@@ -365,6 +390,12 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 	switch {
 	case a.limit > 0:
 		r, err = a.l.b.semAcquire(ctx, a.key, a.limit, a.args)
+	case a.shared:
+		var q time.Duration
+		if a.fifo {
+			q = a.l.queueTTL()
+		}
+		r, err = a.l.b.sharedAcquire(ctx, a.key, a.args, q)
 	case a.fifo:
 		r, err = a.l.b.fifoAcquire(ctx, a.key, a.args, a.l.queueTTL())
 	default:
@@ -373,7 +404,7 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 	if err != nil {
 		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", a.key, err)
 	}
-	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Sent: sent, Holds: 1}
+	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Shared: a.shared, Sent: sent, Holds: 1}
 	now := time.UnixMilli(r.nowMS).UTC()
 	switch r.code {
 	case 1:
@@ -385,6 +416,9 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 			lease.AcquiredAt = now
 		}
 	default:
+		if a.args.intent > 0 {
+			a.listed = true
+		}
 		h, err := r.holder(a.key)
 		return nil, h, err
 	}

@@ -271,6 +271,9 @@ func answered[T any](res []nodeResult[T]) int {
 
 func (r *redlock) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
 	d := r.leaseTimeout(a.ttl)
+	// Shared mode does not exist under Redlock, so no shared acquirer
+	// ever looks at waiting exclusive ones.
+	a.intent = 0
 	res := each(ctx, r, nil, d, func(ctx context.Context, s *single) (reply, error) {
 		return s.acquire(ctx, key, a)
 	}, nil)
@@ -597,9 +600,9 @@ func (r *redlock) peek(ctx context.Context, key string) (int64, error) {
 	return f, nil
 }
 
-func (r *redlock) check(ctx context.Context, key string, n int64, token string) (reply, error) {
+func (r *redlock) check(ctx context.Context, key string, n int64, token string, shared bool) (reply, error) {
 	res := each(ctx, r, nil, r.callTimeout(), func(ctx context.Context, s *single) (reply, error) {
-		return s.check(ctx, key, n, token)
+		return s.check(ctx, key, n, token, shared)
 	}, nil)
 	if answered(res) < r.quorum {
 		return reply{}, noQuorum(r, "fence check", res)
@@ -705,7 +708,12 @@ func (r *redlock) queued(channel string) int {
 var (
 	errSemRedlock  = fmt.Errorf("%w: semaphores (a limit) are not supported with Redlock", ErrInvalid)
 	errFIFORedlock = fmt.Errorf("%w: FIFO waiting is not supported with Redlock", ErrInvalid)
+	errShRedlock   = fmt.Errorf("%w: shared mode is not supported with Redlock", ErrInvalid)
 )
+
+func (r *redlock) sharedAcquire(context.Context, string, acquireArgs, time.Duration) (reply, error) {
+	return reply{}, errShRedlock
+}
 
 func (r *redlock) semAcquire(context.Context, string, int, acquireArgs) (reply, error) {
 	return reply{}, errSemRedlock

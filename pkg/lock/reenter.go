@@ -65,7 +65,7 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 		TTL: time.Duration(v.TTLMS) * time.Millisecond, AcquiredAt: h.AcquiredAt, ExpiresAt: now.Add(r.pttl),
 		Holds: int(max(v.Holds, 1)), Waited: l.clock.Now().Sub(start)}
 	if r.code == 3 {
-		lease.Limit = int(v.Limit)
+		lease.Limit, lease.Shared = int(v.Limit), v.Mode == modeShared
 	}
 	if lease.TTL <= 0 {
 		// A value written before leases recorded their TTL.

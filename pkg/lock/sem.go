@@ -79,7 +79,8 @@ func decodeSemAcquire(v any) (reply, error) {
 }
 
 // decodeSem reads a semaphore refusal: {0, 'semaphore', value, pttl,
-// holders}, or the same with code 2 (inspect.lua: held).
+// holders}, or the same with code 2 (inspect.lua: held), or with 'shared'
+// for shared holders.
 func decodeSem(v any) (reply, bool) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 5 {
@@ -90,7 +91,7 @@ func decodeSem(v any) (reply, bool) {
 	val, _ := a[2].(string)
 	pttl, ok1 := a[3].(int64)
 	n, ok2 := a[4].(int64)
-	if (code != 0 && code != 2) || typ != "semaphore" || !ok1 || !ok2 {
+	if (code != 0 && code != 2) || (typ != "semaphore" && typ != "shared") || !ok1 || !ok2 {
 		return reply{}, false
 	}
 	return reply{code: code, typ: typ, value: val, pttl: pttlDuration(pttl), holders: n, acked: -1}, true
@@ -148,7 +149,7 @@ func (l *Locker) releaseSem(ctx context.Context, key, token string) (int, error)
 // Renewer returns what renews lease: the Locker itself for a lock, or a
 // renewer of its semaphore slot. Hand it to StartWatchdog.
 func (l *Locker) Renewer(lease *Lease) Renewer {
-	if lease.Limit > 0 {
+	if lease.Limit > 0 || lease.Shared {
 		return semRenewer{l}
 	}
 	return l
@@ -178,7 +179,7 @@ func (l *Locker) ReleaseHold(ctx context.Context, lease *Lease) (int, error) {
 }
 
 func (l *Locker) releaseHold(ctx context.Context, lease *Lease) (int, error) {
-	if lease.Limit > 0 {
+	if lease.Limit > 0 || lease.Shared {
 		return l.releaseSem(ctx, lease.Key, lease.Token)
 	}
 	return l.releaseKey(ctx, lease.Key, lease.Token)

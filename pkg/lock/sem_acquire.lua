@@ -8,7 +8,8 @@
 -- ms} the token already held one, its expiry refreshed; {0, 'semaphore',
 -- value of the holder whose slot frees first, its pttl, holders} full; {0,
 -- type, ...} a plain lock of the same name holds it, as held() describes;
--- {4, limit} the live holders use another limit.
+-- {4, limit} the live holders use another limit (0: they hold it in shared
+-- mode).
 local z, vals = KEYS[1], KEYS[2]
 local ms = now()
 -- Holders that died free their slot here, by their expiry: no client has to
@@ -31,7 +32,12 @@ local n = redis.call('ZCARD', z)
 -- is refused rather than let in beyond the holders' bound.
 if n > 0 then
   local first = redis.call('ZRANGE', z, 0, 0)
-  local live = string.match(redis.call('HGET', vals, first[1]) or '', ',"limit":(%d+)')
+  local fv = redis.call('HGET', vals, first[1]) or ''
+  if slotKind(fv) == 'shared' then
+    -- Shared holders (shared.go) keep their slots here: not a semaphore.
+    return {4, 0}
+  end
+  local live = string.match(fv, ',"limit":(%d+)')
   if live and live ~= ARGV[3] then
     return {4, tonumber(live)}
   end

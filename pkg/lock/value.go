@@ -15,7 +15,8 @@ import (
 //	{"token":"<32 hex>","fence":7,"owner":"ci@build-3:4242","note":"deploy #81","ci":"https://...","acquired_ms":1767225600000}
 //
 // note and ci (the CI job's URL) are present only when set; a semaphore
-// holder's value (see Semaphores in doc.go) also carries "limit". ttl_ms is
+// holder's value (see Semaphores in doc.go) also carries "limit", and a
+// shared holder's (see shared.go) "mode":"shared". ttl_ms is
 // the TTL the lease was taken with (Renew with ttl 0 extends by it), and
 // holds, present only above 1, the hold count of a re-entered lease (see
 // reenter.go).
@@ -43,6 +44,7 @@ type storedValue struct {
 	Holders    int64  `json:"holders,omitempty"`
 	TTLMS      int64  `json:"ttl_ms,omitempty"`
 	Holds      int64  `json:"holds,omitempty"`
+	Mode       string `json:"mode,omitempty"`
 }
 
 // ParseValue decodes the string stored at a lock key. A value lockctl did not
@@ -66,6 +68,7 @@ func ParseValue(key, value string, ttl time.Duration) Holder {
 		h.Kind = "lockctl"
 		h.Token, h.Fence, h.Owner, h.Note, h.CI, h.Limit = v.Token, v.Fence, v.Owner, v.Note, v.CI, v.Limit
 		h.LeaseTTL = time.Duration(v.TTLMS) * time.Millisecond
+		h.Shared = v.Mode == modeShared
 		if v.Holds > 1 {
 			h.Reentry = v.Holds
 		}
@@ -116,6 +119,8 @@ func (v *storedValue) parseFlat(s string) bool {
 			str = &v.Note
 		case "ci":
 			str = &v.CI
+		case "mode":
+			str = &v.Mode
 		case "fence":
 			num = &v.Fence
 		case "limit":

@@ -1,0 +1,106 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+)
+
+// Shared mode: AcquireOptions.Shared takes a lock as one of any number of
+// shared holders (readers), as flock -s does and Redisson's read-write lock
+// does for its read lock, while an exclusive holder (every other acquire of
+// the name: plain or FIFO) excludes everyone.
+//
+// Shared holders keep their slots where a semaphore's holders do, in the
+// semaphore zset and values hash of the lock key (sem.go), their values
+// marked "mode":"shared" and carrying no limit. So everything that already
+// keeps a semaphore and a plain lock of one name apart keeps shared and
+// exclusive holders apart: an exclusive acquire counts live slots as held,
+// a shared one counts a lock at the key as held, and a slot frees itself by
+// its expiry when its holder dies. Renewal, release, re-entry, inspection
+// and force-release find a shared slot by its token, as a semaphore's. A
+// semaphore and shared holders of one name exclude each other
+// (*LimitError).
+//
+// Writers never starve: an exclusive acquire that is refused and goes on
+// waiting lists itself in AuxKey(KindWriters, key), a zset token -> expiry
+// (server ms) refreshed by every attempt and kept for the queue TTL (3× the
+// polling interval, at least 3s), and a shared acquire is refused while
+// anyone is listed, though the lock may be free or held only by shared
+// holders. The exclusive acquirer leaves the list when it gets the lock or
+// gives up (waking the shared waiters); one that dies drops off by expiry.
+// Under FIFO (AcquireOptions.FIFO), where every waiter has a place in the
+// queue, a shared waiter waits only for the exclusive ones ahead of it.
+//
+// Fences: a shared holder gets the counter's current value, the fence of
+// the last exclusive acquisition (or Fences.Next), and does not increment
+// it; the next exclusive acquisition's fence is greater. So all shared
+// holders between two exclusive ones hold the same fence, and a resource
+// compares a reader's fence with Fences.CheckShared, which accepts a fence
+// equal to the highest it has seen from any number of holders and records
+// nothing. Only a counter that is missing (never used, or lost to a
+// restart, failover or eviction) is started by a shared acquire, from the
+// clock floor like any fence, so that it still orders after everything
+// issued before.
+//
+// Redlock does not support shared mode.
+
+var (
+	//go:embed shared_acquire.lua
+	sharedAcquireLua string
+
+	sharedAcquireScript = lazyScript(func() string { return fenceLua + holderLua + auxLua + sharedAcquireLua })
+)
+
+// modeShared marks a shared holder's stored value ("mode":"shared").
+const modeShared = "shared"
+
+func (s *single) sharedAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
+	keys := append(append(semKeys(key), AuxKey(KindFence, key), key, AuxKey(KindWriters, key)), queueKeys(key)...)
+	dec := decodeShared
+	if queueTTL > 0 {
+		dec = decodeSharedFIFO
+	}
+	r, err := s.writeRaw(ctx, sharedAcquireScript(), keys, 0, dec,
+		a.token, ms(a.ttl), valuePrefix(a.token), a.rest, ms(queueTTL))
+	if err == nil && r.code == 4 {
+		return reply{}, &LimitError{Key: key, Limit: int(r.num), Want: 0}
+	}
+	return r, err
+}
+
+// decodeShared reads shared_acquire.lua's replies: a refusal for waiting
+// writers, {0, 'writers', shared holders, writers}, or what acquire.lua
+// and sem_acquire.lua answer.
+func decodeShared(v any) (reply, error) {
+	if a, ok := v.([]any); ok && len(a) == 4 {
+		code, _ := a[0].(int64)
+		typ, _ := a[1].(string)
+		holders, ok1 := a[2].(int64)
+		writers, ok2 := a[3].(int64)
+		if code == 0 && typ == "writers" && ok1 && ok2 {
+			return reply{code: 0, typ: typ, holders: holders, num: writers, acked: -1}, nil
+		}
+	}
+	return decodeSemAcquire(v)
+}
+
+// decodeSharedFIFO is decodeShared for a FIFO waiter, whose refusals carry
+// its rank and arrival in the queue.
+func decodeSharedFIFO(v any) (reply, error) {
+	a, ok := v.([]any)
+	if ok && len(a) >= 4 {
+		if code, _ := a[0].(int64); code == 0 {
+			ahead, ok1 := a[len(a)-2].(int64)
+			arrival, ok2 := a[len(a)-1].(int64)
+			if !ok1 || !ok2 {
+				return reply{}, fmt.Errorf("unexpected script reply %v", v)
+			}
+			r, err := decodeShared(a[:len(a)-2])
+			r.queue, r.arrival = ahead, arrival
+			return r, err
+		}
+	}
+	return decodeShared(v)
+}

@@ -1,0 +1,380 @@
+package lock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+func shared(wait time.Duration) *lock.AcquireOptions {
+	return &lock.AcquireOptions{Shared: true, Wait: wait}
+}
+
+// waitListed waits until n exclusive acquirers are listed as waiting.
+func waitListed(t *testing.T, c *redis.Client, key string, n int64) {
+	t.Helper()
+	w := lock.AuxKey(lock.KindWriters, key)
+	for end := time.Now().Add(5 * time.Second); ; {
+		if got := redisDo(t, c, "ZCARD", w).(int64); got == n {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: %d exclusive acquirers listed, want %d", w, redisDo(t, c, "ZCARD", w), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+type result struct {
+	lease *lock.Lease
+	err   error
+	at    time.Time
+}
+
+func acquireAsync(l *lock.Locker, name string, o *lock.AcquireOptions) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		lease, err := l.Acquire(ctx, name, 10*time.Second, o)
+		ch <- result{lease, err, time.Now()}
+	}()
+	return ch
+}
+
+func notYet(t *testing.T, ch <-chan result, what string) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("%s got in too early: %+v, %v", what, r.lease, r.err)
+	case <-time.After(150 * time.Millisecond):
+	}
+}
+
+func got(t *testing.T, ch <-chan result, what string) *lock.Lease {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("%s: %v", what, r.err)
+		}
+		return r.lease
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not get in", what)
+	}
+	return nil
+}
+
+func TestSharedHoldersOverlapAndAWaitingWriterGoesFirst(t *testing.T) {
+	l, c := newLocker(t, &lock.Options{PollInterval: 2 * time.Second})
+	name := uniqueName(t)
+	key := l.Key(name)
+	var readers []*lock.Lease
+	for i := 0; i < 5; i++ {
+		lease, err := l.Acquire(ctx, name, 10*time.Second, shared(0))
+		if err != nil {
+			t.Fatalf("shared holder %d: %v", i+1, err)
+		}
+		if !lease.Shared {
+			t.Fatalf("lease %d is not marked shared", i+1)
+		}
+		readers = append(readers, lease)
+	}
+	if n := redisDo(t, c, "ZCARD", lock.AuxKey(lock.KindSem, key)).(int64); n != 5 {
+		t.Fatalf("%d shared slots, want 5", n)
+	}
+	// An exclusive acquire that does not wait is refused by the readers.
+	_, err := l.Acquire(ctx, name, time.Second, nil)
+	var held *lock.HeldError
+	if !errors.As(err, &held) || held.Holder.Kind != "shared" || held.Holder.Holders != 5 || !held.Holder.Shared {
+		t.Fatalf("exclusive -n among 5 readers: %v (%+v)", err, held)
+	}
+	// It did not list itself: it does not wait.
+	if n := redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindWriters, key)).(int64); n != 0 {
+		t.Fatal("a non-waiting exclusive acquire listed itself as waiting")
+	}
+
+	writer := acquireAsync(l, name, &lock.AcquireOptions{Wait: 20 * time.Second})
+	waitListed(t, c, key, 1)
+
+	// A sixth reader is refused while the writer waits...
+	_, err = l.Acquire(ctx, name, time.Second, shared(0))
+	if !errors.As(err, &held) || held.Holder.Kind != "writers" || held.Holder.Queue != 1 || held.Holder.Holders != 5 {
+		t.Fatalf("sixth reader while a writer waits: %v (%+v)", err, held)
+	}
+	// ... and waits behind it.
+	sixth := acquireAsync(l, name, shared(20*time.Second))
+
+	for i, r := range readers {
+		notYet(t, writer, "the writer")
+		if err := l.ReleaseLease(ctx, r); err != nil {
+			t.Fatalf("release reader %d: %v", i+1, err)
+		}
+	}
+	released := time.Now()
+	w := got(t, writer, "the writer")
+	if d := time.Since(released); d > time.Second {
+		t.Errorf("the writer got in %s after the last reader left: woken by the poll, not the release", d)
+	}
+	if w.Fence <= readers[0].Fence {
+		t.Errorf("writer's fence %d is not above the readers' %d", w.Fence, readers[0].Fence)
+	}
+	if n := redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindWriters, key)).(int64); n != 0 {
+		t.Error("the writer is still listed as waiting after it got the lock")
+	}
+	notYet(t, sixth, "the sixth reader (the writer holds the lock)")
+	if err := l.ReleaseLease(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	s := got(t, sixth, "the sixth reader")
+	if s.Fence != w.Fence {
+		t.Errorf("a reader after the writer holds fence %d, want the writer's %d (the current fence)", s.Fence, w.Fence)
+	}
+	if err := l.ReleaseLease(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if n := redisDo(t, c, "EXISTS", key, lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key),
+		lock.AuxKey(lock.KindWriters, key)).(int64); n != 0 {
+		t.Errorf("%d keys left after the last release", n)
+	}
+}
+
+func TestSharedFencesAreTheCurrentOne(t *testing.T) {
+	l, c := newLocker(t, nil)
+	name := uniqueName(t)
+	key := l.Key(name)
+	floor := serverMicros(t, c)
+	// No counter yet: the first shared holder starts it from the clock.
+	a, err := l.Acquire(ctx, name, 10*time.Second, shared(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Fence < floor {
+		t.Errorf("first fence %d is below the clock floor %d", a.Fence, floor)
+	}
+	b, err := l.Acquire(ctx, name, 10*time.Second, shared(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Fence != a.Fence {
+		t.Errorf("two readers hold fences %d and %d, want the same", a.Fence, b.Fence)
+	}
+	if n, _ := c.Get(ctx, lock.AuxKey(lock.KindFence, key)).Int64(); n != a.Fence {
+		t.Errorf("counter %d after shared acquisitions, want %d", n, a.Fence)
+	}
+	for _, x := range []*lock.Lease{a, b} {
+		if err := l.ReleaseLease(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := l.Acquire(ctx, name, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Fence <= a.Fence {
+		t.Errorf("exclusive fence %d not above the readers' %d", w.Fence, a.Fence)
+	}
+	_ = l.ReleaseLease(ctx, w)
+}
+
+func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
+	l, _ := newLocker(t, nil)
+	name := uniqueName(t)
+	s, err := l.Acquire(ctx, name, 10*time.Second, shared(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Limit: 3})
+	var le *lock.LimitError
+	if !errors.As(err, &le) || le.Limit != 0 || le.Want != 3 || !errors.Is(err, lock.ErrInvalid) {
+		t.Fatalf("semaphore among shared holders: %v", err)
+	}
+	_ = l.ReleaseLease(ctx, s)
+	m, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Acquire(ctx, name, time.Second, shared(0))
+	if !errors.As(err, &le) || le.Limit != 3 || le.Want != 0 {
+		t.Fatalf("shared among semaphore holders: %v", err)
+	}
+	_ = l.ReleaseLease(ctx, m)
+	if _, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Shared: true, Limit: 2}); !errors.Is(err, lock.ErrInvalid) {
+		t.Fatalf("Shared with Limit: %v, want ErrInvalid", err)
+	}
+	// An exclusive holder keeps shared ones out.
+	x, err := l.Acquire(ctx, name, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Acquire(ctx, name, time.Second, shared(0))
+	var held *lock.HeldError
+	if !errors.As(err, &held) || held.Holder.Token != x.Token {
+		t.Fatalf("shared while an exclusive holder holds: %v", err)
+	}
+	_ = l.ReleaseLease(ctx, x)
+}
+
+func TestSharedRenewReleaseAndReentry(t *testing.T) {
+	l, c := newLocker(t, nil)
+	name := uniqueName(t)
+	key := l.Key(name)
+	s, err := l.Acquire(ctx, name, 2*time.Second, shared(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Renew by name and token, with the lease's own TTL.
+	ttl, err := l.Renew(ctx, name, s.Token, 0)
+	if err != nil || ttl != 2*time.Second {
+		t.Fatalf("renew: %s, %v", ttl, err)
+	}
+	in, err := l.Reenter(ctx, name, s.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !in.Shared || in.Holds != 2 || in.Fence != s.Fence {
+		t.Fatalf("re-entered lease %+v", in)
+	}
+	if left, err := l.ReleaseHold(ctx, in); err != nil || left != 1 {
+		t.Fatalf("inner release: %d left, %v", left, err)
+	}
+	// Another token cannot release it.
+	if err := l.Release(ctx, name, "not-the-token"); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release by a stranger: %v", err)
+	}
+	if err := l.Release(ctx, name, s.Token); err != nil {
+		t.Fatal(err)
+	}
+	if n := redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindSem, key)).(int64); n != 0 {
+		t.Fatal("slot left after the last hold")
+	}
+	// Get describes shared holders.
+	s2, _ := l.Acquire(ctx, name, 2*time.Second, shared(0))
+	h, err := l.Get(ctx, name)
+	if err != nil || h.Kind != "shared" || !h.Shared || h.Holders != 1 {
+		t.Fatalf("Get: %+v, %v", h, err)
+	}
+	_ = l.ReleaseLease(ctx, s2)
+}
+
+func TestAWriterThatGivesUpLetsReadersIn(t *testing.T) {
+	l, c := newLocker(t, nil)
+	name := uniqueName(t)
+	key := l.Key(name)
+	s, err := l.Acquire(ctx, name, 10*time.Second, shared(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Wait: 300 * time.Millisecond})
+	if !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("writer's wait: %v", err)
+	}
+	if n := redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindWriters, key)).(int64); n != 0 {
+		t.Fatal("a writer that gave up is still listed")
+	}
+	r, err := l.Acquire(ctx, name, time.Second, shared(0))
+	if err != nil {
+		t.Fatalf("reader after the writer gave up: %v", err)
+	}
+	_ = l.ReleaseLease(ctx, r)
+	_ = l.ReleaseLease(ctx, s)
+
+	// A writer that died (no leave, no more attempts) is dropped once its
+	// listing expires.
+	s, _ = l.Acquire(ctx, name, 10*time.Second, shared(0))
+	w := lock.AuxKey(lock.KindWriters, key)
+	ms := serverMicros(t, c) / 1000
+	redisDo(t, c, "ZADD", w, ms+300, "dead-writer")
+	if _, err := l.Acquire(ctx, name, time.Second, shared(0)); err == nil {
+		t.Fatal("a reader got in past a listed writer")
+	}
+	time.Sleep(400 * time.Millisecond)
+	r, err = l.Acquire(ctx, name, time.Second, shared(0))
+	if err != nil {
+		t.Fatalf("reader after the dead writer's listing expired: %v", err)
+	}
+	_ = l.ReleaseLease(ctx, r)
+	_ = l.ReleaseLease(ctx, s)
+}
+
+func TestSharedFIFOOrdersReadersAndWriters(t *testing.T) {
+	l, c := newLocker(t, &lock.Options{PollInterval: 2 * time.Second})
+	name := uniqueName(t)
+	key := l.Key(name)
+	fifo := func(sh bool) *lock.AcquireOptions {
+		return &lock.AcquireOptions{FIFO: true, Shared: sh, Wait: 20 * time.Second}
+	}
+	x, err := l.Acquire(ctx, name, 10*time.Second, fifo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := lock.AuxKey(lock.KindQueue, key)
+	queued := func(n int64) {
+		t.Helper()
+		for end := time.Now().Add(5 * time.Second); redisDo(t, c, "ZCARD", q).(int64) != n; {
+			if time.Now().After(end) {
+				t.Fatalf("queue has %d waiters, want %d", redisDo(t, c, "ZCARD", q), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	a := acquireAsync(l, name, fifo(true))
+	queued(1)
+	b := acquireAsync(l, name, fifo(false))
+	queued(2)
+	cc := acquireAsync(l, name, fifo(true))
+	queued(3)
+	if err := l.ReleaseLease(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	ra := got(t, a, "reader A (first in the queue)")
+	notYet(t, b, "writer B (reader A holds)")
+	notYet(t, cc, "reader C (writer B arrived before it)")
+	if err := l.ReleaseLease(ctx, ra); err != nil {
+		t.Fatal(err)
+	}
+	wb := got(t, b, "writer B")
+	notYet(t, cc, "reader C (writer B holds)")
+	if err := l.ReleaseLease(ctx, wb); err != nil {
+		t.Fatal(err)
+	}
+	rc := got(t, cc, "reader C")
+	_ = l.ReleaseLease(ctx, rc)
+}
+
+func TestCheckSharedAcceptsTheCurrentFenceFromEveryReader(t *testing.T) {
+	l, _ := newLocker(t, nil)
+	f := l.Fences()
+	res := uniqueName(t)
+	// The writer with fence 10 writes.
+	if err := f.Check(ctx, res, 10, "writer"); err != nil {
+		t.Fatal(err)
+	}
+	// Readers holding 10 all pass.
+	for i := 0; i < 3; i++ {
+		if err := f.CheckShared(ctx, res, 10); err != nil {
+			t.Fatalf("reader %d: %v", i, err)
+		}
+	}
+	// The writer, whose lease readers could only follow once it was gone,
+	// may not repeat its fence now.
+	if err := f.Check(ctx, res, 10, "writer"); !errors.Is(err, lock.ErrStaleFence) {
+		t.Fatalf("the old writer after readers: %v, want stale", err)
+	}
+	// A newer writer's fence shuts out readers of the old one.
+	if err := f.Check(ctx, res, 11, "writer2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CheckShared(ctx, res, 10); !errors.Is(err, lock.ErrStaleFence) {
+		t.Fatalf("a reader of fence 10 after fence 11: %v, want stale", err)
+	}
+	if err := f.CheckShared(ctx, res, 12); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Check(ctx, res, 11, "writer2"); !errors.Is(err, lock.ErrStaleFence) {
+		t.Fatalf("writer 11 after a reader of 12: %v", err)
+	}
+}
+
+
