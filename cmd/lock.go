@@ -59,13 +59,13 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, o
 		}
 	}
 	return &lock.AcquireOptions{
-		Owner: owner,
-		Note:  w.note,
-		CI:    ciJobURL(f.Getenv),
+		Owner:  owner,
+		Note:   w.note,
+		CI:     ciJobURL(f.Getenv),
 		Limit:  w.limit,
 		FIFO:   w.fifo,
 		Shared: w.shared,
-		Wait:  w.waitDuration(c),
+		Wait:   w.waitDuration(c),
 		// A waiter rides through a failover or restart as short as one
 		// call's bound; a Redis down for longer still ends the wait
 		// (69), so that a cron job does not wait out its whole -w on a

@@ -323,11 +323,11 @@ func isLate(err error) bool {
 
 // attempt is one Acquire call: its arguments and start on the waiter's clock.
 type attempt struct {
-	l     *Locker
-	name  string
-	key   string
-	owner string
-	note  string
+	l      *Locker
+	name   string
+	key    string
+	owner  string
+	note   string
 	limit  int
 	fifo   bool
 	shared bool

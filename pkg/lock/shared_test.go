@@ -376,5 +376,3 @@ func TestCheckSharedAcceptsTheCurrentFenceFromEveryReader(t *testing.T) {
 		t.Fatalf("writer 11 after a reader of 12: %v", err)
 	}
 }
-
-
