@@ -21,11 +21,12 @@ var examples = map[string]string{
   lockctl completion fish > ~/.config/fish/completions/lockctl.fish`,
 	"run": `  lockctl run nightly -n -- /usr/local/bin/backup.sh
   lockctl run deploy -w 10m --ttl 1m -- ./deploy.sh prod
-  lockctl run reindex --limit 3 -c 'reindex --shard "$SHARD"'
+  lockctl run catalog --shared -- ./export-catalog.sh   # readers overlap; 'run catalog' (exclusive) waits for them
   lockctl run sync --max-runtime 1h --on-lost kill --report-file /var/log/sync.json -- ./sync.sh`,
 	"lock": `  TOKEN=$(lockctl lock deploy --ttl 10m) || exit
   eval "$(lockctl lock deploy -o env || echo "exit $?")"   # LOCKCTL_KEY, LOCKCTL_TOKEN, LOCKCTL_FENCE
-  lockctl lock deploy --test                               # exit 0 free, 1 held`,
+  lockctl lock deploy --test                               # exit 0 free, 1 held
+  TOKEN=$(lockctl lock catalog --shared --ttl 5m) || exit  # one of any number of shared holders`,
 	"renew": `  lockctl renew deploy --token "$TOKEN"
   lockctl renew deploy --token "$TOKEN" --ttl 20m`,
 	"release": `  lockctl release deploy --token "$TOKEN"

@@ -52,6 +52,7 @@ func Server(ts *testscript.TestScript) *redistest.Server {
 // Cmds are the custom script commands.
 var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"redis":       cmdRedis,
+	"redis-until": cmdRedisUntil,
 	"redis-sub":   cmdRedisSub,
 	"waitfile":    cmdWaitFile,
 	"redis-sig":   cmdRedisSig,
@@ -288,6 +289,39 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 // element per line (nested arrays flattened), errors fail the command.
 func cmdRedis(ts *testscript.TestScript, neg bool, args []string) {
 	runRedis(ts, Server(ts), neg, args)
+}
+
+// redis-until WANT CMD [ARGS...]: run CMD on the script's server until its
+// reply, as redis prints it without the newline, is WANT (for 30s at most).
+func cmdRedisUntil(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: redis-until WANT CMD [ARGS...]")
+	}
+	opt, err := redis.ParseURL(Server(ts).URL)
+	ts.Check(err)
+	c := redis.NewClient(opt)
+	defer c.Close()
+	a := make([]any, len(args)-1)
+	for i, s := range args[1:] {
+		a[i] = s
+	}
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		v, err := c.Do(context.Background(), a...).Result()
+		if err == redis.Nil {
+			v, err = "(nil)", nil
+		}
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		var b strings.Builder
+		writeReply(&b, v)
+		if last = strings.TrimSuffix(b.String(), "\n"); last == args[0] {
+			return
+		}
+	}
+	ts.Fatalf("redis %s: still %q after 30s, want %q", strings.Join(args[1:], " "), last, args[0])
 }
 
 func runRedis(ts *testscript.TestScript, s *redistest.Server, neg bool, args []string) {
