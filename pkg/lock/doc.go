@@ -83,4 +83,10 @@
 // heartbeats in AuxKey(KindQueueHB, key). All four carry the TTL of their
 // latest member, so none outlives its last holder or waiter. See sem.go and
 // fifo.go.
+//
+// Shared holders (AcquireOptions.Shared, the readers of a read-write lock)
+// live in the semaphore's two keys, their values marked "mode":"shared";
+// exclusive acquirers that wait are listed in AuxKey(KindWriters, key), a
+// ZSET of token -> expiry in server ms, which keeps new shared holders out
+// until they have been in. See shared.go.
 package lock
