@@ -63,6 +63,9 @@ func superviseCommand(ctx context.Context, f *Factory, spec child.Spec, cfg runn
 	if spec.Stderr == nil {
 		spec.Stderr = f.IO.ErrOut
 	}
+	// A command run under a lease dies with lockctl (the guard), unless
+	// --on-lost ignore asked for it to run on without the lease anyway.
+	spec.Guard = cfg.Lease != nil && cfg.OnLost != runner.OnLostIgnore
 	ch, err := child.Start(spec)
 	if err != nil {
 		var se *child.StartError

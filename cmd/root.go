@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
@@ -33,6 +34,10 @@ func toSyscall(s os.Signal) syscall.Signal {
 
 // Main runs lockctl with the process's arguments and returns its exit code.
 func Main() int {
+	if len(os.Args) == 2 && os.Args[1] == child.GuardArg {
+		// lockctl run's guard (internal/child/guard.go), not a command.
+		return child.RunGuard(os.Stdin)
+	}
 	return MainArgs(os.Args[1:], ui.System())
 }
 

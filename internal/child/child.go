@@ -66,6 +66,9 @@ type Spec struct {
 	// the same terminal, file or pipe lockctl was given.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Guard kills the group should this process die while the group
+	// runs (see guard.go): for a command run under a lease.
+	Guard bool
 }
 
 // Child is a started command and its process group.
@@ -80,7 +83,8 @@ type Child struct {
 	gone   bool        // no signal may be sent once set: the pgid may be reused
 	killer *time.Timer // pending SIGKILL of a Terminate
 
-	tty int // the terminal handed to the child's group, or -1
+	tty   int    // the terminal handed to the child's group, or -1
+	guard *guard // nil without Spec.Guard
 }
 
 // pollGroup is how often a group that outlived its leader is checked.
@@ -135,7 +139,19 @@ func Start(spec Spec) (*Child, error) {
 		cmd.SysProcAttr.Ctty = 0 // the child's stdin, which is the terminal
 	}
 	becomeSubreaper()
+	var g *guard
+	if spec.Guard {
+		// Before the command: from its first instant on, lockctl's death
+		// ends it.
+		var err error
+		if g, err = startGuard(); err != nil {
+			return nil, err
+		}
+	}
 	if err := cmd.Start(); err != nil {
+		if g != nil {
+			g.done()
+		}
 		return nil, classify(argv[0], cmd.Path, err)
 	}
 	c := &Child{
@@ -144,6 +160,15 @@ func Start(spec Spec) (*Child, error) {
 		exited: make(chan struct{}),
 		done:   make(chan struct{}),
 		tty:    tty,
+		guard:  g,
+	}
+	if g != nil {
+		if err := g.watch(c.pgid); err != nil {
+			// The guard is gone: the command would run unguarded.
+			_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return nil, err
+		}
 	}
 	go c.wait()
 	return c, nil
@@ -264,6 +289,9 @@ func (c *Child) wait() {
 		c.killer.Stop()
 	}
 	c.mu.Unlock()
+	if c.guard != nil {
+		c.guard.done()
+	}
 	close(c.done)
 }
 
