@@ -38,10 +38,19 @@ func TestCompleteHeldNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A semaphore and a fence counter: the first is a held name, the second not.
+	// A semaphore, a lock held only by shared holders, a fence counter and
+	// a name only waited for: the first two are held names, the others not.
 	io, _, _, _ := ui.Test()
 	if code := runMain(t, io, "lock", "dsem", "--limit", "2", "--url", s.URL); code != 0 {
 		t.Fatalf("lock --limit exited %d", code)
+	}
+	for i := 0; i < 2; i++ {
+		if code := runMain(t, io, "lock", "dshared", "--shared", "--url", s.URL); code != 0 {
+			t.Fatalf("lock --shared exited %d", code)
+		}
+	}
+	if _, err := s.Do("ZADD", "lockctl:writers:{lock:dwanted}", "99999999999999", "w"); err != nil {
+		t.Fatal(err)
 	}
 	if code := runMain(t, io, "fence", "next", "dfence", "--url", s.URL); code != 0 {
 		t.Fatalf("fence next exited %d", code)
@@ -49,7 +58,7 @@ func TestCompleteHeldNames(t *testing.T) {
 	for _, path := range [][]string{{"release"}, {"renew"}, {"inspect", "lock"}, {"inspect", "force-release"},
 		{"fence", "peek"}, {"ls"}, {"inspect", "locks"}, {"run"}, {"lock"}} {
 		got, dir := complete(t, append(path, "--url", s.URL, "d")...)
-		if strings.Join(got, " ") != "db-migrate deploy dsem" || dir != ":4" {
+		if strings.Join(got, " ") != "db-migrate deploy dsem dshared" || dir != ":4" {
 			t.Errorf("%v d: got %q %s", path, got, dir)
 		}
 	}

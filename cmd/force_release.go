@@ -27,7 +27,9 @@ that took over in the meantime is left alone (exit 65, naming it).
 (a prefix of at least 8 hex digits of SHA-1(token)). For a plain SET lock of
 another client the token is its whole value; for a Redisson lock, its
 uuid:threadId field. For a --limit lock it frees the one semaphore slot the
-token holds; the other holders keep theirs. The comparison, the delete,
+token holds, for a lock held --shared the one shared holder's slot; the
+other holders keep theirs, and waiters (exclusive ones too) are woken to
+try again. The comparison, the delete,
 waking the waiters and the audit record (who, when, which holder, why; see
 'inspect audit') happen in one atomic script.`,
 		Args: cobra.ExactArgs(1),
@@ -54,6 +56,10 @@ waking the waiters and the audit record (who, when, which holder, why; see
 				return withHint(reword(err, "no slot of %s is held by %s; nothing changed (%d holder(s); the first to expire is %s, token %s, ttl %s)",
 					name, givenToken(o.token), held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),
 					"`lockctl inspect lock "+name+"` lists every holder's token hash")
+			case errors.As(err, &held) && held.Holder.Kind == "shared":
+				return withHint(reword(err, "no shared holder of %s has token %s; nothing changed (%d shared holder(s); the first to expire is %s, token %s, ttl %s)",
+					name, givenToken(o.token), held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),
+					"`lockctl inspect lock "+name+"` lists every shared holder's token hash")
 			case errors.As(err, &held):
 				return withHint(reword(err, "%s is held by %s (token %s)%s, not by %s; nothing changed", name,
 					held.Holder.Owner, inspect.TokenHash(held.Holder.Token), ttlText(held.Holder.TTL), givenToken(o.token)),
@@ -65,16 +71,19 @@ waking the waiters and the audit record (who, when, which holder, why; see
 			}
 			if f.G.Output == "json" {
 				m := map[string]any{"name": name, "key": r.Holder.Key, "released": true,
-					"kind": r.Holder.Kind, "owner": r.Holder.Owner, "fence": r.Holder.Fence,
+					"kind": r.Holder.Kind, "mode": releasedMode(r.Holder.Kind), "owner": r.Holder.Owner, "fence": r.Holder.Fence,
 					"token_hash": r.TokenHash, "ttl_ms": msOrMinus(r.Holder.TTL), "audit_id": r.AuditID}
-				if r.Holder.Kind == "semaphore" {
+				if r.Holder.Kind == "semaphore" || r.Holder.Kind == "shared" {
 					m["holders_left"] = r.HoldersLeft
 				}
 				return f.IO.PrintJSON(m)
 			}
 			what := "released " + name
-			if r.Holder.Kind == "semaphore" {
+			switch r.Holder.Kind {
+			case "semaphore":
 				what = fmt.Sprintf("freed a slot of %s (%d still held)", name, r.HoldersLeft)
+			case "shared":
+				what = fmt.Sprintf("freed a shared holder's slot of %s (%d shared holder(s) left)", name, r.HoldersLeft)
 			}
 			f.IO.Errorf("%s held by %s (token %s, fence %d); recorded in the audit log as %s",
 				what, orDash(r.Holder.Owner), r.TokenHash, r.Holder.Fence, r.AuditID)
@@ -84,6 +93,12 @@ waking the waiters and the audit record (who, when, which holder, why; see
 	c.Flags().StringVar(&o.token, "token", "", "the holder's token, or its hash from 'inspect locks --wide'")
 	c.Flags().StringVar(&o.reason, "reason", "", "why, for the audit log")
 	return c
+}
+
+// releasedMode is the mode of a released holder of the given kind, as
+// inspect.Lock.Mode names it.
+func releasedMode(kind string) string {
+	return inspect.Lock{Holder: lock.Holder{Kind: kind}}.Mode()
 }
 
 // givenToken names the --token an operator passed without repeating a full

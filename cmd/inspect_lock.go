@@ -16,10 +16,13 @@ func newInspectLockCmd(f *Factory) *cobra.Command {
 	var showToken bool
 	c := &cobra.Command{
 		Use:   "lock NAME",
-		Short: "Show one lock in full: holder, TTL, fence counter, waiters, semaphore holders",
+		Short: "Show one lock in full: holder, TTL, fence counter, waiters, shared and semaphore holders",
 		Long: `Show one lock in full: the holder (owner, age, TTL, fence, note, CI job URL,
-token hash), the fence counter, the FIFO queue and, for a --limit lock, every
-holder.
+token hash) and its mode (exclusive, shared or semaphore), the fence
+counter, the FIFO queue, every holder of a --limit lock or of one held
+--shared, and the exclusive acquirers waiting ("writer" rows: while any is
+listed, no new --shared holder gets in; each drops off the list at its
+expiry unless it tries again).
 
 A holder's token is shown as its hash (the first 12 hex digits of
 SHA-1(token), as 'inspect locks --wide' shows and 'inspect force-release'
@@ -66,12 +69,14 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 	switch {
 	case d.Lock != nil:
 		state = "held"
+	case d.Mode() == inspect.ModeShared:
+		state = fmt.Sprintf("held shared by %d holder(s)", len(d.Holders))
 	case len(d.Holders) > 0:
 		state = "held " + strings.Trim(holdersText(int64(len(d.Holders)), d.Limit), "()")
 	}
 	rows = append(rows, []string{"state", state})
 	if l := d.Lock; l != nil {
-		rows = append(rows, []string{"kind", l.Kind}, []string{"owner", esc(l.Owner)})
+		rows = append(rows, []string{"kind", l.Kind}, []string{"mode", l.Mode()}, []string{"owner", esc(l.Owner)})
 		if !l.AcquiredAt.IsZero() {
 			rows = append(rows, []string{"acquired", l.AcquiredAt.Local().Format(time.RFC3339) + " (" + ageText(l.Age) + " ago)"})
 		}
@@ -99,8 +104,12 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 		}
 	}
 	if len(d.Holders) > 0 {
-		rows = append(rows, []string{"kind", "semaphore"}, []string{"limit", limitText(d)},
-			[]string{"slots", esc(d.SemKey) + ", " + esc(d.SemValKey)})
+		if mode := d.Holders[0].Mode(); mode == inspect.ModeShared {
+			rows = append(rows, []string{"kind", "shared"}, []string{"mode", mode})
+		} else {
+			rows = append(rows, []string{"kind", "semaphore"}, []string{"mode", mode}, []string{"limit", limitText(d)})
+		}
+		rows = append(rows, []string{"slots", esc(d.SemKey) + ", " + esc(d.SemValKey)})
 		for i, h := range d.Holders {
 			rows = append(rows, []string{fmt.Sprintf("holder %d", i+1), holderText(h, showToken)})
 		}
@@ -109,6 +118,13 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 	rows = append(rows, []string{"waiters", fmt.Sprintf("%d subscribed, %d queued", d.Subscribers, len(d.Queue))})
 	for i, w := range d.Queue {
 		rows = append(rows, []string{fmt.Sprintf("queue %d", i+1), waiterText(w)})
+	}
+	if len(d.Writers) > 0 {
+		rows = append(rows, []string{"writers", fmt.Sprintf("%d exclusive acquirer(s) waiting, no new shared holder gets in (%s)",
+			len(d.Writers), esc(d.WritersKey))})
+		for i, w := range d.Writers {
+			rows = append(rows, []string{fmt.Sprintf("writer %d", i+1), "token " + w.TokenHash + ", expires in " + shortDuration(w.TTL) + " unless it tries again"})
+		}
 	}
 	return rows
 }
@@ -177,11 +193,21 @@ type waiterRecord struct {
 	HeartbeatMS int64  `json:"heartbeat_ms"`
 }
 
+type writerRecord struct {
+	TokenHash string `json:"token_hash"`
+	ExpiresAt string `json:"expires_at"`
+	TTLMS     int64  `json:"ttl_ms"`
+}
+
 func detailJSON(d *inspect.Detail, showToken bool) map[string]any {
 	queue := make([]waiterRecord, 0, len(d.Queue))
 	for _, w := range d.Queue {
 		queue = append(queue, waiterRecord{TokenHash: w.TokenHash, ArrivedAt: w.Arrived.Format(time.RFC3339Nano),
 			WaitingMS: msOrMinus(w.Waiting), HeartbeatMS: msOrMinus(w.Heartbeat)})
+	}
+	writers := make([]writerRecord, 0, len(d.Writers))
+	for _, w := range d.Writers {
+		writers = append(writers, writerRecord{TokenHash: w.TokenHash, ExpiresAt: w.Expires.Format(time.RFC3339Nano), TTLMS: msOrMinus(w.TTL)})
 	}
 	holders := make([]lockRecord, 0, len(d.Holders))
 	for _, h := range d.Holders {
@@ -192,13 +218,17 @@ func detailJSON(d *inspect.Detail, showToken bool) map[string]any {
 		holders = append(holders, r)
 	}
 	m := map[string]any{
-		"name": d.Name, "key": d.Key, "held": d.Held(),
+		"name": d.Name, "key": d.Key, "held": d.Held(), "mode": nil,
 		"fence_counter": d.Fence, "fence_key": d.FenceKey,
 		"subscribers": d.Subscribers,
 		"queue_key":   d.QueueKey, "queue": queue,
 		"semaphore_key": d.SemKey, "semaphore_values_key": d.SemValKey,
 		"limit": d.Limit, "holders": holders,
+		"writers_key": d.WritersKey, "writers": writers,
 		"lock": nil,
+	}
+	if mode := d.Mode(); mode != "" {
+		m["mode"] = mode
 	}
 	if d.Lock != nil {
 		lj := lockJSON(*d.Lock)

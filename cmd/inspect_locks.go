@@ -25,13 +25,17 @@ func newInspectLocksCmd(f *Factory, use string, aliases []string) *cobra.Command
 		Aliases: aliases,
 		Short:   "List every held lock under the prefix",
 		Long: `List every held lock under the prefix (or whose name matches the glob
-PATTERN): lockctl's own locks, --limit semaphores (one row per holder, NOTE
-starting "(holders n/N)"), plain SET NX locks of other clients (owner = the
-raw value, age unknown) and Redisson hash locks (owner uuid:threadId).
+PATTERN): lockctl's own locks, locks taken --shared (one row per shared
+holder, NOTE starting "(holders n)"), --limit semaphores (one row per
+holder, NOTE starting "(holders n/N)"), plain SET NX locks of other clients
+(owner = the raw value, age unknown) and Redisson hash locks (owner
+uuid:threadId).
 
-Columns: NAME OWNER HOST PID AGE TTL FENCE WAITERS NOTE; --wide adds KEY,
-TOKEN (the first 12 hex digits of SHA-1(token), which force-release accepts)
-and CI (the CI job's URL, when the holder ran in CI). TTL "none" means the
+Columns: NAME OWNER HOST PID AGE TTL FENCE WAITERS MODE NOTE; --wide adds
+KEY, TOKEN (the first 12 hex digits of SHA-1(token), which force-release
+accepts) and CI (the CI job's URL, when the holder ran in CI). MODE is
+"exclusive" (the one holder of the lock), "shared" (one of its shared
+holders) or "semaphore" (one slot of a --limit lock). TTL "none" means the
 key never expires (see 'inspect orphans'). WAITERS counts the processes
 waiting on the release channel plus the FIFO queue.
 
@@ -67,7 +71,7 @@ another, each ended by an empty line (-o json: one array per listing).
 	return c
 }
 
-var lockHeader = []string{"NAME", "OWNER", "HOST", "PID", "AGE", "TTL", "FENCE", "WAITERS", "NOTE"}
+var lockHeader = []string{"NAME", "OWNER", "HOST", "PID", "AGE", "TTL", "FENCE", "WAITERS", "MODE", "NOTE"}
 
 func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error {
 	in, err := inspector(f)
@@ -176,7 +180,7 @@ func lockRow(l inspect.Lock, wide bool) []string {
 		owner, host, pid = l.User, l.Host, strconv.Itoa(l.PID)
 	}
 	fence := "-"
-	if l.Kind == "lockctl" || l.Kind == "semaphore" {
+	if l.Kind == "lockctl" || l.Kind == "semaphore" || l.Kind == "shared" {
 		fence = strconv.FormatInt(l.Fence, 10)
 	}
 	note := ui.Escape(l.Note)
@@ -187,8 +191,11 @@ func lockRow(l inspect.Lock, wide bool) []string {
 		note = fmt.Sprintf("(redisson, reentry %d)", l.Reentry)
 	case "semaphore":
 		note = strings.TrimSpace(holdersText(l.Holders, l.Limit) + " " + note)
+	case "shared":
+		note = strings.TrimSpace(fmt.Sprintf("(holders %d) %s", l.Holders, note))
 	}
-	row := []string{ui.Escape(l.Name), ui.Escape(owner), ui.Escape(host), pid, ageText(l.Age), ttlCell(l.TTL), fence, strconv.FormatInt(l.Waiters(), 10), note}
+	row := []string{ui.Escape(l.Name), ui.Escape(owner), ui.Escape(host), pid, ageText(l.Age), ttlCell(l.TTL), fence,
+		strconv.FormatInt(l.Waiters(), 10), l.Mode(), note}
 	if wide {
 		row = append(row, ui.Escape(l.Key), l.TokenHash, ui.Escape(orDash(l.CI)))
 	}
@@ -200,6 +207,7 @@ type lockRecord struct {
 	Name        string  `json:"name"`
 	Key         string  `json:"key"`
 	Kind        string  `json:"kind"`
+	Mode        string  `json:"mode"`
 	Owner       string  `json:"owner"`
 	Host        string  `json:"host"`
 	PID         int     `json:"pid"`
@@ -222,7 +230,7 @@ type lockRecord struct {
 }
 
 func lockJSON(l inspect.Lock) lockRecord {
-	r := lockRecord{Name: l.Name, Key: l.Key, Kind: l.Kind, Owner: l.Owner, Host: l.Host, PID: l.PID,
+	r := lockRecord{Name: l.Name, Key: l.Key, Kind: l.Kind, Mode: l.Mode(), Owner: l.Owner, Host: l.Host, PID: l.PID,
 		AgeMS: msOrMinus(l.Age), TTLMS: msOrMinus(l.TTL), Fence: l.Fence, Waiters: l.Waiters(),
 		Subscribers: l.Subscribers, Queued: l.Queued, Note: l.Note, CI: l.CI, Reentry: l.Reentry,
 		Holders: l.Holders, Limit: l.Limit, TokenHash: l.TokenHash}

@@ -151,8 +151,9 @@ func (e *Exporter) Scan(ctx context.Context) error {
 			g = &lockGauge{name: l.Name}
 			byName[l.Name] = g
 		}
-		// A semaphore yields one Lock per holder: its gauges are the
-		// longest-held holder's age and the longest remaining TTL.
+		// A semaphore, or a lock held shared, yields one Lock per
+		// holder: its gauges are the longest-held holder's age and the
+		// longest remaining TTL.
 		if l.Age >= 0 && (!g.heldKnown || l.Age.Seconds() > g.held) {
 			g.held, g.heldKnown = l.Age.Seconds(), true
 		}
@@ -296,7 +297,7 @@ type collector struct{ e *Exporter }
 
 var (
 	descUp           = prometheus.NewDesc("lockctl_up", "1 when the last scan reached Redis.", nil, nil)
-	descHeld         = prometheus.NewDesc("lockctl_locks_held", "Held locks under the prefix (semaphore slots count once per holder).", nil, nil)
+	descHeld         = prometheus.NewDesc("lockctl_locks_held", "Held locks under the prefix (semaphore slots and shared holders count once per holder).", nil, nil)
 	descLockHeld     = prometheus.NewDesc("lockctl_lock_held_seconds", "Age of the current holder.", []string{"name"}, nil)
 	descLockTTL      = prometheus.NewDesc("lockctl_lock_ttl_seconds", "Remaining TTL.", []string{"name"}, nil)
 	descLockWaiters  = prometheus.NewDesc("lockctl_lock_waiters", "Waiters (FIFO queue and announced waiters).", []string{"name"}, nil)

@@ -29,18 +29,48 @@ type Detail struct {
 	// Queue holds the FIFO waiters in arrival order.
 	QueueKey string
 	Queue    []Waiter
-	// Holders are the live holders of a counting (--limit) lock, earliest
-	// acquisition first (Kind "semaphore"); Limit is the largest bound
-	// they passed (every holder should pass the same; Holders[i].Limit
-	// has each one's).
+	// Holders are the live holders of a counting (--limit) lock (Kind
+	// "semaphore") or the shared holders of a lock taken in shared mode
+	// (Kind "shared"), earliest acquisition first; Limit is the largest
+	// bound semaphore holders passed (every holder should pass the same;
+	// Holders[i].Limit has each one's), 0 for shared holders.
 	SemKey    string
 	SemValKey string
 	Holders   []Lock
 	Limit     int64
+	// Writers are the exclusive acquirers waiting for the lock, soonest
+	// expiry first. While any is listed no new shared holder gets in (see
+	// lock.AcquireOptions.Shared), so they explain a shared acquire that
+	// waits though only shared holders, or nobody, hold the lock.
+	WritersKey string
+	Writers    []Writer
 }
 
 // Held reports whether anyone holds the lock.
 func (d *Detail) Held() bool { return d.Lock != nil || len(d.Holders) > 0 }
+
+// Mode is how the lock is held: ModeExclusive, ModeShared or ModeSemaphore
+// (see Lock.Mode); "" when it is free.
+func (d *Detail) Mode() string {
+	switch {
+	case d.Lock != nil:
+		return d.Lock.Mode()
+	case len(d.Holders) > 0:
+		return d.Holders[0].Mode()
+	}
+	return ""
+}
+
+// Writer is one exclusive acquirer waiting for a lock. The list stores only
+// its token and an expiry that each of its attempts pushes on, so a writer
+// is known by its token hash and how long it stays listed.
+type Writer struct {
+	TokenHash string
+	// Expires is the server time it drops off the list unless it tries
+	// again; TTL is how long that is from now.
+	Expires time.Time
+	TTL     time.Duration
+}
 
 // Waiter is one entry of a FIFO queue. The queue stores only the waiter's
 // token (its owner is written when it acquires), so a waiter is known by
@@ -66,7 +96,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	key := in.Key(name)
 	d := &Detail{Name: name, Key: key, FenceKey: lock.AuxKey(lock.KindFence, key),
 		QueueKey: lock.AuxKey(lock.KindQueue, key), SemKey: lock.AuxKey(lock.KindSem, key),
-		SemValKey: lock.AuxKey(lock.KindSemVal, key)}
+		SemValKey: lock.AuxKey(lock.KindSemVal, key), WritersKey: lock.AuxKey(lock.KindWriters, key)}
 	clk, err := serverClock(ctx, in.c)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
@@ -82,12 +112,13 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	hb := p.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueueHB, key), 0, -1)
 	sem := liveHolders(ctx, p, key, clk.now())
 	semVals := p.HGetAll(ctx, d.SemValKey)
+	writers := liveMembers(ctx, p, d.WritersKey, clk.now())
 	numsub := p.PubSubNumSub(ctx, lock.Channel(key), RedissonChannel(key))
 	shardsub := p.PubSubShardNumSub(ctx, RedissonChannel(key))
 	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
-	for _, c := range []redis.Cmder{typ, pttl, get, fence, queue, hb, sem, semVals, numsub} {
+	for _, c := range []redis.Cmder{typ, pttl, get, fence, queue, hb, sem, semVals, writers, numsub} {
 		if err := cmdErr(c); err != nil {
 			return nil, fmt.Errorf("inspect: %s: %w", key, err)
 		}
@@ -95,6 +126,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	d.Fence, _ = fence.Int64()
 	d.Subscribers = numsub.Val()[lock.Channel(key)]
 	d.Queue = waiters(queue.Val(), hb.Val(), clk)
+	d.Writers = writersOf(writers.Val(), clk)
 	queued := int64(len(d.Queue))
 	ttl := ttlOf(pttl.Val())
 	switch t := typ.Val(); t {
@@ -149,6 +181,22 @@ func waiters(queue, hb []redis.Z, clk clock) []Waiter {
 			w.Heartbeat = max(0, time.UnixMilli(int64(exp)).Sub(now))
 		}
 		out = append(out, w)
+	}
+	return out
+}
+
+// writersOf turns the live members of the writers list (token -> expiry in
+// server ms) into Writers, soonest expiry first (the zset's order).
+func writersOf(zs []redis.Z, clk clock) []Writer {
+	if len(zs) == 0 {
+		return nil
+	}
+	now := clk.now()
+	out := make([]Writer, 0, len(zs))
+	for _, z := range zs {
+		token, _ := z.Member.(string)
+		exp := time.UnixMilli(int64(z.Score)).UTC()
+		out = append(out, Writer{TokenHash: TokenHash(token), Expires: exp, TTL: max(0, exp.Sub(now))})
 	}
 	return out
 }

@@ -8,9 +8,10 @@
 -- channel for the key; ARGV[9] Redisson's unlock message.
 -- Replies: {0} no lock and no semaphore slot; {1, type, value|fields,
 -- pttl, kind, owner, token, fence, audit id|false, holders left} released
--- (type 'zset' for a semaphore slot); {2, type, value|fields, pttl,
--- holders} held, but not by the token (for a semaphore, the value of the
--- slot that frees first); {3, type} not a lock.
+-- (type 'zset' for a slot: kind 'semaphore' for a --limit holder's,
+-- 'shared' for a shared holder's); {2, type, value|fields, pttl, holders}
+-- held, but not by the token (for slots, the value of the one that frees
+-- first); {3, type} not a lock.
 local key, sem, vals = KEYS[1], KEYS[2], KEYS[3]
 
 local want = ARGV[1]
@@ -86,9 +87,11 @@ elseif t ~= 'none' then
   other = {3, t}
 end
 
--- Semaphore slots (--limit). Slots past their expiry hold nothing: they
--- are left for lockctl's next acquire or release to trim, as a holder that
--- died is.
+-- Semaphore slots (--limit), where shared holders live too, their values
+-- marked "mode":"shared" (a semaphore and shared holders of one name
+-- exclude each other, so the slots of one zset are all of one kind). Slots
+-- past their expiry hold nothing: they are left for lockctl's next acquire
+-- or release to trim, as a holder that died is.
 local tm = redis.call('TIME')
 local ms = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local live = redis.call('ZRANGEBYSCORE', sem, '(' .. string.format('%d', ms), '+inf', 'WITHSCORES')
@@ -97,7 +100,17 @@ for i = 1, #live, 2 do
   if matches(token) then
     local pttl = tonumber(live[i + 1]) - ms
     local body = redis.call('HGET', vals, token) or ''
-    local kind, _, owner, fence = describe(body)
+    local _, _, owner, fence = describe(body)
+    local kind = 'semaphore'
+    local marked = body
+    if marked == '' then
+      -- No value: the other slots tell the kind.
+      local j = i == 1 and 3 or 1
+      marked = live[j] and (redis.call('HGET', vals, live[j]) or '') or ''
+    end
+    if string.find(marked, ',"mode":"shared"', 1, true) then
+      kind = 'shared'
+    end
     redis.call('ZREM', sem, token)
     redis.call('HDEL', vals, token)
     -- Both keys keep the TTL of the latest remaining slot, as lockctl's
@@ -111,8 +124,8 @@ for i = 1, #live, 2 do
       redis.call('PEXPIRE', vals, ttl)
     end
     redis.call('PUBLISH', ARGV[2], 'released')
-    local id = audit('semaphore', owner, token, fence, pttl)
-    return {1, 'zset', body, pttl, 'semaphore', owner or '', token, fence or '0', id, #live / 2 - 1}
+    local id = audit(kind, owner, token, fence, pttl)
+    return {1, 'zset', body, pttl, kind, owner or '', token, fence or '0', id, #live / 2 - 1}
   end
 end
 if other then

@@ -34,12 +34,14 @@ type ReleaseOptions struct {
 // Released describes a forced release: the holder that was removed.
 type Released struct {
 	Name string
-	// Holder is the removed holder; Kind "semaphore" for a --limit slot.
+	// Holder is the removed holder; Kind "semaphore" for a --limit slot,
+	// "shared" for a shared holder's slot.
 	Holder    lock.Holder
 	TokenHash string
 	// AuditID is the audit stream entry's ID.
 	AuditID string
-	// HoldersLeft is, for a semaphore slot, how many slots are still held.
+	// HoldersLeft is, for a semaphore or shared slot, how many slots are
+	// still held.
 	HoldersLeft int64
 }
 
@@ -69,12 +71,14 @@ func Operator() string {
 // SHA-1(token), as TokenHash shows: the script hashes the stored token
 // itself, so the comparison and the delete are one atomic step and a holder
 // that took over a moment ago is never touched. For a semaphore (--limit)
-// lock, the slot token holds is freed and the other holders keep theirs.
+// lock, or one held in shared mode, the slot token holds is freed and the
+// other holders keep theirs; waiters, exclusive ones included, are woken
+// to try again.
 //
 // Errors: lock.ErrNotHeld when there is no lock; *lock.HeldError (errors.Is
 // lock.ErrNotOwner) naming the current holder when token does not match
-// (for a semaphore, Kind "semaphore", the holder whose slot frees first and
-// Holders); *lock.WrongTypeError; lock.ErrInvalid; Redis errors.
+// (for slots, Kind "semaphore" or "shared", the holder whose slot frees
+// first and Holders); *lock.WrongTypeError; lock.ErrInvalid; Redis errors.
 func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *ReleaseOptions) (*Released, error) {
 	if o == nil {
 		o = &ReleaseOptions{}
@@ -155,11 +159,17 @@ func holderOf(key string, v []any) (lock.Holder, error) {
 		if t != "zset" {
 			return h, nil
 		}
-		// A semaphore slot: its token is the zset member, whatever the
-		// value says.
+		// A semaphore or shared slot: its token is the zset member,
+		// whatever the value says.
 		h.Kind = "semaphore"
+		if h.Shared {
+			h.Kind = "shared"
+		}
 		switch code, _ := v[0].(int64); {
 		case code == 1 && len(v) > 9:
+			if kind, _ := v[4].(string); kind == "shared" {
+				h.Kind, h.Shared = kind, true
+			}
 			h.Token, _ = v[6].(string)
 			h.Holders, _ = v[9].(int64)
 			h.Holders++

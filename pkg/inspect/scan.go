@@ -32,6 +32,30 @@ type Lock struct {
 	TokenHash   string
 }
 
+// Modes of a holder, as Lock.Mode reports them.
+const (
+	// ModeExclusive: the one holder of a lock key (lockctl's, another
+	// client's SET NX lock, a Redisson lock).
+	ModeExclusive = "exclusive"
+	// ModeShared: one of any number of shared holders (lock.AcquireOptions.Shared).
+	ModeShared = "shared"
+	// ModeSemaphore: one slot of a counting (--limit) lock.
+	ModeSemaphore = "semaphore"
+)
+
+// Mode is how l holds its lock: ModeShared for a shared holder (Kind
+// "shared"), ModeSemaphore for a --limit slot (Kind "semaphore"),
+// ModeExclusive for everything else.
+func (l Lock) Mode() string {
+	switch l.Kind {
+	case "shared":
+		return ModeShared
+	case "semaphore":
+		return ModeSemaphore
+	}
+	return ModeExclusive
+}
+
 // Waiters is the number of processes known to wait for the lock. Every
 // waiting lockctl process subscribes to the release channel, and a FIFO
 // waiter is in the queue as well, so the two counts overlap: the larger is
@@ -60,7 +84,9 @@ func (o *ScanOptions) progress(n int64) {
 // key; it is found by its holder set, in the same SCAN under the default
 // prefix (a second one otherwise, see onePass), and yields one Lock per
 // live holder (Kind "semaphore", Holders and Limit set), earliest
-// acquisition first. An error from fn stops the scan and is returned.
+// acquisition first. Shared holders (lock.AcquireOptions.Shared) live in
+// the same set and are found alike: one Lock per shared holder, Kind
+// "shared", Holders set. An error from fn stops the scan and is returned.
 //
 // Each batch costs one round trip: the reads of one batch (TYPE, PTTL, GET,
 // the FIFO queue's length, PUBSUB NUMSUB; for semaphores their holders and
@@ -360,20 +386,31 @@ func (in *Inspector) readSems(ctx context.Context, node redis.UniversalClient, k
 // expired by now. Expired members linger until the next acquire or release
 // trims them; they hold nothing.
 func liveHolders(ctx context.Context, p redis.Pipeliner, key string, now time.Time) *redis.ZSliceCmd {
-	return p.ZRangeByScoreWithScores(ctx, lock.AuxKey(lock.KindSem, key), &redis.ZRangeBy{
+	return liveMembers(ctx, p, lock.AuxKey(lock.KindSem, key), now)
+}
+
+// liveMembers queues a read of the members of a zset of token -> expiry
+// (server ms) that have not expired by now.
+func liveMembers(ctx context.Context, p redis.Pipeliner, zset string, now time.Time) *redis.ZSliceCmd {
+	return p.ZRangeByScoreWithScores(ctx, zset, &redis.ZRangeBy{
 		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"})
 }
 
 // semHolders turns a semaphore's slots (token -> expiry in server ms) and
 // values (token -> lockctl JSON) into one Lock per holder, earliest
 // acquisition first. Holders is the number of live slots; Limit is what
-// each holder passed (every holder should pass the same).
+// each holder passed (every holder should pass the same). A slot whose
+// value says "mode":"shared" is a shared holder (Kind "shared"); one whose
+// value is missing takes the kind of the others, since shared holders and
+// a semaphore of one name exclude each other.
 func (in *Inspector) semHolders(key string, slots []redis.Z, vals map[string]string, clk clock, subs, queued int64) []Lock {
 	if len(slots) == 0 {
 		return nil
 	}
 	nowMS := clk.now().UnixMilli()
 	out := make([]Lock, 0, len(slots))
+	shared := false
+	var bare []int
 	for _, z := range slots {
 		token, _ := z.Member.(string)
 		ttl := time.Duration(int64(z.Score)-nowMS) * time.Millisecond
@@ -386,9 +423,18 @@ func (in *Inspector) semHolders(key string, slots []redis.Z, vals map[string]str
 		} else {
 			// A slot whose value is missing: only the token is known.
 			h = lock.Holder{Key: key, TTL: ttl}
+			bare = append(bare, len(out))
 		}
 		h.Token, h.Kind, h.Holders = token, "semaphore", int64(len(slots))
+		if h.Shared {
+			h.Kind, shared = "shared", true
+		}
 		out = append(out, in.record(h, clk, subs, queued))
+	}
+	if shared {
+		for _, i := range bare {
+			out[i].Kind, out[i].Shared = "shared", true
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -430,7 +476,7 @@ func ttlOf(d time.Duration) time.Duration {
 
 func (in *Inspector) record(h lock.Holder, clk clock, subs, queued int64) Lock {
 	l := Lock{Name: in.Name(h.Key), Holder: h, Age: -1, Subscribers: subs, Queued: queued, TokenHash: TokenHash(h.Token)}
-	if h.Kind == "lockctl" || h.Kind == "semaphore" {
+	if h.Kind == "lockctl" || h.Kind == "semaphore" || h.Kind == "shared" {
 		if u, host, pid, ok := splitOwner(h.Owner); ok {
 			l.User, l.Host, l.PID = u, host, pid
 		}
