@@ -83,6 +83,9 @@ type env struct {
 	intervals   []interval
 	writes      []write
 	admitted    []time.Duration // calls a rate limiter let through
+
+	waiters []*waiter
+	mute    bool // stopping waiters: what they send is not part of the story
 }
 
 func newEnv(ctx context.Context, base *redis.Options, second time.Duration, emit func(Event) error) (*env, error) {
@@ -194,6 +197,7 @@ func (e *env) play(ctx context.Context, run func(context.Context, *env) Verdict)
 	e.locker(e.node("redis"))
 	e.locker(e.node("store"))
 	v := run(ctx, e)
+	e.stopWaiters()
 	e.flush()
 	if e.err == nil {
 		e.err = ctx.Err()
@@ -406,8 +410,10 @@ func (e *env) overlap() time.Duration {
 }
 
 // overlapWho also names the actors who overlapped.
-func (e *env) overlapWho() (time.Duration, []string) {
-	ivs := e.allIntervals()
+func (e *env) overlapWho() (time.Duration, []string) { return overlapOf(e.allIntervals()) }
+
+// overlapOf is how long two or more of ivs' actors held at once, and who.
+func overlapOf(ivs []interval) (time.Duration, []string) {
 	var pts []time.Duration
 	for _, iv := range ivs {
 		pts = append(pts, iv.start, iv.end)
@@ -457,7 +463,7 @@ func (r *recorder) DialHook(next redis.DialHook) redis.DialHook {
 func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		actor, _ := ctx.Value(actorKey{}).(string)
-		if actor == "" || handshake[cmd.Name()] {
+		if actor == "" || handshake[cmd.Name()] || r.e.mute {
 			return next(ctx, cmd) // setup, cleanup, connection handshakes: not part of the story
 		}
 		var err error
@@ -488,7 +494,7 @@ func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		actor, _ := ctx.Value(actorKey{}).(string)
-		if actor == "" {
+		if actor == "" || r.e.mute {
 			return next(ctx, cmds)
 		}
 		// Pipelines are recorded command by command; the simulated

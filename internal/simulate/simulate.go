@@ -116,7 +116,7 @@ var registry = map[string]*scenario{}
 func register(s *scenario) { registry[s.info.Name] = s }
 
 // order is the order List returns and the README teaches.
-var order = []string{"stale-del", "setnx-expire", "no-renew", "failover", "rate-boundary"}
+var order = []string{"stale-del", "setnx-expire", "no-renew", "failover", "torn-read", "rate-boundary"}
 
 // List returns every scenario, the most important first.
 func List() []Info {

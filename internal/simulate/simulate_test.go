@@ -65,7 +65,7 @@ func golden(t *testing.T, file string, got []byte) {
 }
 
 func TestList(t *testing.T) {
-	want := "stale-del setnx-expire no-renew failover rate-boundary"
+	want := "stale-del setnx-expire no-renew failover torn-read rate-boundary"
 	if got := strings.Join(names(), " "); got != want {
 		t.Fatalf("List() = %s, want %s", got, want)
 	}
@@ -129,6 +129,92 @@ func TestStaleDelStory(t *testing.T) {
 			t.Errorf("holders at 13 s = %v, want B and C", e.Holders)
 		}
 	}
+}
+
+// TestTornReadStory checks the facts torn-read teaches: a reader that only
+// checked the lock reads a half-written config; shared readers overlap each
+// other but never the writer; a waiting writer holds back a later reader;
+// shared holders get the current fence and the writer a greater one.
+func TestTornReadStory(t *testing.T) {
+	_, _, res := render(t, "torn-read", nil)
+	v := res.Variants
+	if len(v) != 3 {
+		t.Fatalf("%d variants", len(v))
+	}
+	reads := func(vr simulate.VariantResult) map[string]string {
+		out := map[string]string{}
+		for _, e := range vr.Events {
+			if strings.HasPrefix(e.Command, "MGET ") {
+				out[e.Actor] = e.Reply
+			}
+		}
+		return out
+	}
+	if got := reads(v[0])["R1"]; got != "[2, 'rules for version 1']" || !strings.Contains(v[0].Verdict.Summary, "R1 read version 2 with the payload of version 1") {
+		t.Errorf("check, then read: R1 read %s; verdict %+v", got, v[0].Verdict)
+	}
+	for i, vr := range v[1:] {
+		for actor, r := range reads(vr) {
+			if r != "[1, 'rules for version 1']" && r != "[2, 'rules for version 2']" {
+				t.Errorf("variant %d: %s read %s", i+2, actor, r)
+			}
+		}
+	}
+	// Nobody reads while W holds the lock, in either locked variant.
+	for i, vr := range v[1:] {
+		for _, e := range vr.Events {
+			if strings.HasPrefix(e.Command, "MGET ") && contains(e.Holders, "W") {
+				t.Errorf("variant %d: %s read at %d ms while W held the lock", i+2, e.Actor, e.TMS)
+			}
+		}
+	}
+	if v[1].Verdict.OverlapMS != 0 || !strings.Contains(v[1].Verdict.Summary, "never two readers at once") {
+		t.Errorf("exclusive readers: %+v, want readers taking turns", v[1].Verdict)
+	}
+	if v[2].Verdict.OverlapMS != 1500 || !strings.Contains(v[2].Verdict.Summary, "R1 and R2 read together for 1.5 s") {
+		t.Errorf("shared readers: %+v, want R1 and R2 together for 1.5 s", v[2].Verdict)
+	}
+	together := false
+	for _, e := range v[2].Events {
+		if strings.HasPrefix(e.Command, "MGET ") && e.Actor == "R2" && strings.Join(e.Holders, ",") == "R1,R2" {
+			together = true
+		}
+	}
+	if !together {
+		t.Error("shared: R2 did not read while R1 held the lock too")
+	}
+	// R3 asks while W waits and only shared holders hold: refused for the writer.
+	var heldBack bool
+	grants := map[string][]string{} // actor -> fences granted, in order
+	for _, e := range v[2].Events {
+		if e.Actor == "R3" && e.TMS == 1500 && e.Reply == "[0, writers, 2, 1]" {
+			heldBack = true
+		}
+		if strings.HasPrefix(e.Command, "EVALSHA ") && strings.HasPrefix(e.Reply, "[1, ") {
+			grants[e.Actor] = append(grants[e.Actor], strings.Split(e.Reply, ", ")[1])
+		}
+	}
+	if !heldBack {
+		t.Error("shared: R3 was not held back by the waiting writer")
+	}
+	f := func(a string) string {
+		if len(grants[a]) != 1 {
+			t.Fatalf("%s granted %v", a, grants[a])
+		}
+		return grants[a][0]
+	}
+	if f("R1") != f("R2") || f("W") <= f("R1") || f("R3") != f("W") {
+		t.Errorf("fences R1 %s R2 %s W %s R3 %s: want readers sharing the current fence, the writer a greater one", f("R1"), f("R2"), f("W"), f("R3"))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func TestDeterministic(t *testing.T) {

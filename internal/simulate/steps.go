@@ -77,9 +77,14 @@ func (e *env) warm(n *node, l *lock.Locker) {
 	}
 	l.Renew(ctx, name, tok, time.Second)
 	l.Release(ctx, name, tok)
+	if lease, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Token: tok, Owner: "warmup", Shared: true}); err == nil {
+		l.ReleaseLease(ctx, lease)
+	}
 	res := n.key("lockctl-simulate-warmup")
 	l.Fences().Check(ctx, res, 1, tok)
-	n.rdb.Del(ctx, l.Key(name), lock.AuxKey(lock.KindFence, l.Key(name)), lock.AuxKey(lock.KindChecked, res))
+	key := l.Key(name)
+	n.rdb.Del(ctx, key, lock.AuxKey(lock.KindFence, key), lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key),
+		lock.AuxKey(lock.KindChecked, res))
 }
 
 // rawAcquire is the hand-written lock: SET key token NX PX ttl.
