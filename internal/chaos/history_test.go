@@ -99,3 +99,63 @@ func TestFencedStore(t *testing.T) {
 		t.Errorf("figures %+v, want %+v", got, want)
 	}
 }
+
+// The store tells readers inside together (shared mode sharing) from a
+// writer inside with anyone, and checks a reader's fence as `fence check
+// --shared` does, with readers superseded only by a later writer.
+func TestSharedStore(t *testing.T) {
+	r, err := NewResource(NewRecorder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.EnterAs("r1", true, "shared", 0)
+	r.EnterAs("r2", true, "shared", 0)
+	if u := r.Unfenced(); u.Overlaps != 0 || u.SharedOverlaps != 1 || u.MaxShared != 2 {
+		t.Fatalf("two readers: %+v, want no overlap, one shared overlap", u)
+	}
+	if !r.Read("r1", "t1", 5) || !r.Read("r2", "t2", 5) || !r.Read("r1", "t1", 5) {
+		t.Fatal("readers presenting the highest fence were refused")
+	}
+	r.Enter("w")
+	if u := r.Unfenced(); u.Overlaps != 1 {
+		t.Fatalf("a writer entering beside readers: %d overlaps, want 1", u.Overlaps)
+	}
+	r.EnterAs("r3", true, "shared", 0)
+	if u := r.Unfenced(); u.Overlaps != 2 || u.SharedOverlaps != 2 {
+		t.Fatalf("a reader entering beside a writer: %+v, want 2 overlaps", u)
+	}
+	if !r.Write("w", "tw", 6, 1, true) {
+		t.Fatal("the writer's newer fence was refused")
+	}
+	if r.Read("r1", "t1", 5) {
+		t.Fatal("a reader's fence older than a writer's was accepted")
+	}
+	r.Leave("w")
+	r.Leave("r1")
+	r.Leave("r2")
+	r.Leave("r3")
+	// A reader after the writer holds its fence; the writer may not repeat
+	// it once a reader presented it.
+	r.EnterAs("r4", true, "shared", 0)
+	if !r.Read("r4", "t4", 6) {
+		t.Fatal("a reader with the writer's fence was refused")
+	}
+	if r.Write("w", "tw", 6, 0, false) {
+		t.Fatal("the writer repeated its fence after a reader presented it")
+	}
+	u := r.Unfenced()
+	// r1 read again after the writer changed the counter under it.
+	if u.TornReads != 1 || u.OverlapTime <= 0 {
+		t.Errorf("figures %+v, want one torn read and some overlap time", u)
+	}
+	got := r.FencedFigures()
+	want := FencedStats{Accepted: 5, Rejected: 2, StaleAttempts: 2}
+	if got != want {
+		t.Errorf("fenced figures %+v, want %+v", got, want)
+	}
+	stays := r.Intervals()
+	if len(stays) != 5 || !stays[0].Shared || stays[2].Shared || stays[2].Leave < stays[2].Enter || stays[4].Leave != -1 {
+		t.Errorf("intervals %+v", stays)
+	}
+}

@@ -30,7 +30,10 @@ const ChildEnv = "LOCKCTL_CHAOS_CHILD"
 // RunChild is the body of every lockctl-run holder's child: enter the
 // resource, read the counter, write it back incremented after a pause, then
 // a few more fenced writes, and leave. It writes with $LOCKCTL_FENCE and
-// $LOCKCTL_TOKEN, as a real job would. It returns the exit status.
+// $LOCKCTL_TOKEN, as a real job would. A reader (CHAOS_MODE=shared) only
+// reads, each time presenting its fence as `lockctl fence check --shared`
+// does. With CHAOS_GATE set it waits inside, after its first fenced
+// access, until the scenario opens its gate. It returns the exit status.
 func RunChild() int {
 	base := os.Getenv("CHAOS_RESOURCE")
 	holder := os.Getenv("CHAOS_HOLDER")
@@ -55,15 +58,37 @@ func RunChild() int {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b), resp.StatusCode
 	}
-	body, _ := get("/enter", url.Values{"holder": {holder}})
+	mode := os.Getenv("CHAOS_MODE")
+	shared := mode == "shared"
+	enter := url.Values{"holder": {holder}}
+	if mode != "" {
+		enter.Set("mode", mode)
+		enter.Set("lockmode", os.Getenv("LOCKCTL_MODE"))
+		enter.Set("waited_ms", os.Getenv("LOCKCTL_WAITED_MS"))
+	}
+	body, _ := get("/enter", enter)
 	n, _ := strconv.Atoi(strings.TrimSpace(body))
+	access := func() url.Values {
+		v := url.Values{"holder": {holder}, "fence": {fence}, "token": {token}}
+		if shared {
+			v.Set("shared", "1")
+		}
+		return v
+	}
 	// The fence goes to the store first, so that a newer holder is known
 	// there before an older one can write again.
-	get("/write", url.Values{"holder": {holder}, "fence": {fence}, "token": {token}})
+	get("/write", access())
+	if os.Getenv("CHAOS_GATE") != "" {
+		for {
+			if _, code := get("/hold", url.Values{"holder": {holder}}); code != http.StatusNoContent {
+				break
+			}
+		}
+	}
 	for i := 0; i < writes; i++ {
 		time.Sleep(work / time.Duration(writes))
-		v := url.Values{"holder": {holder}, "fence": {fence}, "token": {token}}
-		if i == 0 {
+		v := access()
+		if i == 0 && !shared {
 			v.Set("value", strconv.Itoa(n+1))
 		}
 		get("/write", v)
@@ -107,6 +132,13 @@ type ProcSpec struct {
 	Work   time.Duration // the child's critical section
 	Writes int
 	TTL    time.Duration // for the history's ghost bound
+	// Mode is what the child is, whatever lock it runs under: "shared"
+	// for a reader, "exclusive" for a writer, "" for a writer that does
+	// not tell the store its lock's mode.
+	Mode string
+	// Gate: the child waits inside, after its first fenced access, until
+	// the scenario calls Resource.OpenGate for it.
+	Gate bool
 }
 
 // Spawn starts holder id as a lockctl run process; its operations are
@@ -123,7 +155,10 @@ func (e *Env) Spawn(id int, s ProcSpec) *Proc {
 	args = append(args, "--", e.TestBin)
 	cmd := exec.Command(e.Lockctl, args...)
 	cmd.Env = append(os.Environ(), ChildEnv+"=1", "CHAOS_RESOURCE="+e.Res.URL(), "CHAOS_PRESENCE="+e.Res.PresenceAddr(), "CHAOS_HOLDER="+holder,
-		"CHAOS_WORK="+s.Work.String(), "CHAOS_WRITES="+strconv.Itoa(s.Writes))
+		"CHAOS_WORK="+s.Work.String(), "CHAOS_WRITES="+strconv.Itoa(s.Writes), "CHAOS_MODE="+s.Mode)
+	if s.Gate {
+		cmd.Env = append(cmd.Env, "CHAOS_GATE=1")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &Proc{ID: id, Holder: holder, Cmd: cmd, done: make(chan struct{})}
 	cmd.Stderr = &p.Stderr

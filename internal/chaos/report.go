@@ -29,6 +29,7 @@ var Scenarios = []Scenario{
 	{ID: "9", Title: "Cluster"},
 	{ID: "10", Title: "Redlock"},
 	{ID: "11", Title: "once and limit under concurrency and restarts"},
+	{ID: "12", Title: "Shared locks across processes"},
 }
 
 func ms(d time.Duration) string {
@@ -195,10 +196,14 @@ holder arrived last. A write it accepted from an older holder is an **accepted s
 write; that figure must be 0 wherever lockctl claims safety. Lock histories are checked
 for linearizability with porcupine against a lease-lock model (a holder keeps the lock
 from its grant until it releases or gives the lease up; "busy" is also legal while a
-given-up lease may still live on the server).
+given-up lease may still live on the server). In scenario 12 the holders are readers and
+writers: there an overlap is a writer inside with anyone, readers inside together are
+counted apart (shared mode must share), and a reader's fence is checked as
+` + "`lockctl fence check --shared`" + ` would; porcupine's model is a mutex and is not applied.
 
 Each scenario runs the unprotected variant beside lockctl (plain ` + "`SET NX PX`" + ` without
-renewal and ` + "`DEL`" + ` release, or ` + "`--on-lost ignore`" + `), to show that the scenario can fail.
+renewal and ` + "`DEL`" + ` release, ` + "`--on-lost ignore`" + `, or writers that take the lock ` + "`--shared`" + `), to
+show that the scenario can fail.
 The pass rules are assertions in ` + "`internal/chaos`" + `; this file only reports figures.
 Replay a run with ` + "`LOCKCTL_CHAOS_SEED=<seed> make chaos`" + `.
 
