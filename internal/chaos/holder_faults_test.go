@@ -105,29 +105,44 @@ func TestHolderPaused(t *testing.T) {
 
 // TestHolderKilled: kill -9 of a holder (lockctl and its child). The next
 // waiter must get the lock within the TTL plus one retry. Killing lockctl
-// alone leaves its child running outside any lease: the fence must refuse
-// it. The unprotected variant (SET NX without expiry) never recovers.
+// alone must not leave its child running outside any lease: lockctl's guard
+// kills the child's group at once. The unprotected variants: with --on-lost
+// ignore (no guard) the child goes on working outside any lease, and only
+// the fence stops its writes; a SET NX lock without expiry never recovers.
 func TestHolderKilled(t *testing.T) {
 	srv := startRedis(t)
 	ttl := time.Second
-	for _, alone := range []bool{false, true} {
-		name := "3.kill9-everything"
-		label := "lockctl (kill -9 of lockctl and its child)"
-		if alone {
-			name, label = "3.kill9-lockctl-alone", "lockctl (kill -9 of lockctl alone)"
-		}
-		t.Run(name, func(t *testing.T) {
-			e := chaos.NewEnv(t, name, lockctlBin)
-			lname := name + itoa(int(time.Now().UnixNano()%1e6))
+	variants := []struct {
+		name, label string
+		alone       bool
+		flags       []string
+	}{
+		{"3.kill9-everything", "lockctl (kill -9 of lockctl and its child)", false, nil},
+		{"3.kill9-lockctl-alone", "lockctl (kill -9 of lockctl alone)", true, nil},
+		{"3.kill9-lockctl-alone", "unprotected: --on-lost ignore (no guard), kill -9 of lockctl alone", true, []string{"--on-lost", "ignore"}},
+	}
+	for _, v := range variants {
+		unguarded := len(v.flags) > 0
+		t.Run(v.name+map[bool]string{true: "-unguarded"}[unguarded], func(t *testing.T) {
+			e := chaos.NewEnv(t, v.name, lockctlBin)
+			lname := v.name + itoa(int(time.Now().UnixNano()%1e6))
 			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: lname, TTL: ttl,
-				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 4 * ttl, Writes: 8})
+				Flags: append([]string{"-n", "--ttl", ttl.String()}, v.flags...), Work: 4 * ttl, Writes: 8})
 			if !e.WaitEntered(a.Holder, 10*time.Second) {
 				t.Fatalf("holder a never started: %s", a)
 			}
 			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: lname, TTL: ttl,
 				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl, Writes: 2})
 			time.Sleep(ttl / 2)
-			kids := a.Children()
+			var kids []int // CMD only, not the guard
+			for _, k := range a.Children() {
+				if !chaos.IsGuard(k) {
+					kids = append(kids, k)
+				}
+			}
+			if len(kids) == 0 {
+				t.Fatalf("holder a has no child: %s", a)
+			}
 			t.Cleanup(func() {
 				for _, k := range kids {
 					syscall.Kill(-k, syscall.SIGKILL)
@@ -135,24 +150,40 @@ func TestHolderKilled(t *testing.T) {
 			})
 			killed := e.Rec.Now()
 			a.Signal(syscall.SIGKILL)
-			if !alone {
+			if !v.alone {
 				for _, k := range kids {
 					syscall.Kill(-k, syscall.SIGKILL)
 				}
 			}
+			// Whether the child outlived lockctl: looked at after half a
+			// TTL, while the lease it ran under may still be on the server
+			// (and before a.Wait, which also waits for the child's copy of
+			// lockctl's stderr to close).
+			time.Sleep(ttl / 2)
+			survived := 0
+			for _, k := range kids {
+				if !chaos.GroupGone(k) {
+					survived++
+				}
+			}
 			a.Wait()
 			b.Wait()
-			f := e.Collect(label, ttl, 2)
+			f := e.Collect(v.label, ttl, 2)
 			f.Recover = e.Res.Entered(b.Holder) - killed
-			if !alone {
+			if !v.alone {
 				f.ChildrenKilled = len(kids)
 			}
 			f.Note("b entered %v after the kill; b exit %d", f.Recover, b.Exit)
 			ok := b.Exit == 0 && f.Recover > 0 && f.Recover <= ttl+2*time.Second && f.Fenced.AcceptedStale == 0
-			if alone {
-				f.Note("lockctl's child survives a SIGKILL of lockctl (it has its own process group and no parent-death signal) and keeps working outside any lease; only the fence stops its writes")
-				f.Verdict = verdictOf(ok, "recovery within TTL + one retry; the orphaned child's writes refused by the fence")
-			} else {
+			switch {
+			case unguarded:
+				f.Note("without the guard the child survived the SIGKILL of lockctl (%d of %d alive half a TTL later) and went on writing outside any lease: %d writes after b came, refused by the fence", survived, len(kids), f.Fenced.StaleAttempts)
+				f.Verdict = verdictOf(survived == 0 && f.Fenced.StaleAttempts == 0, "the child must die with lockctl")
+			case v.alone:
+				f.Note("lockctl's guard killed the child's group when lockctl died: %d of %d children alive half a TTL later, %d writes after b came", survived, len(kids), f.Fenced.StaleAttempts)
+				ok = ok && survived == 0 && f.Fenced.StaleAttempts == 0
+				f.Verdict = verdictOf(ok, "recovery within TTL + one retry; the child died with lockctl, no write outside the lease")
+			default:
 				f.Verdict = verdictOf(ok, "recovery within TTL + one retry")
 			}
 			chaos.Publish(f)
@@ -165,6 +196,14 @@ func TestHolderKilled(t *testing.T) {
 			}
 			if f.Fenced.AcceptedStale != 0 {
 				t.Errorf("the fenced store accepted %d stale writes", f.Fenced.AcceptedStale)
+			}
+			switch {
+			case unguarded && (survived == 0 || f.Fenced.StaleAttempts == 0):
+				t.Errorf("--on-lost ignore: the child did not outlive lockctl (%d alive, %d late writes): the scenario has no teeth", survived, f.Fenced.StaleAttempts)
+			case !unguarded && v.alone && survived > 0:
+				t.Errorf("%d of lockctl's children outlived it by half a TTL: the guard did not kill them", survived)
+			case !unguarded && v.alone && f.Fenced.StaleAttempts > 0:
+				t.Errorf("the orphaned child wrote %d times after b came", f.Fenced.StaleAttempts)
 			}
 		})
 	}

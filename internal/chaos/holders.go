@@ -371,6 +371,43 @@ func (p *Proc) Children() []int {
 	return out
 }
 
+// GroupGone reports whether process group pgid has no live member left
+// (zombies nobody reaped yet do not count).
+func GroupGone(pgid int) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, d := range ents {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and
+		// parentheses, so fields are counted from the last ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			return false
+		}
+	}
+	return true
+}
+
+// IsGuard reports whether pid is lockctl's guard process (internal/child):
+// a child of lockctl that is not CMD.
+func IsGuard(pid int) bool {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.Contains(string(b), "__lockctl-guard")
+}
+
 // SignalChildren sends sig to the process group of each of lockctl's
 // children (each CMD leads a group of its own).
 func (p *Proc) SignalChildren(sig syscall.Signal) int {
