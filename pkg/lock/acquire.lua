@@ -30,18 +30,30 @@ if redis.call('EXISTS', key, KEYS[3], w) == 0 then
 end
 -- A waiting exclusive acquirer keeps new shared holders out until it is in
 -- (shared.go): it goes on the list at every refusal, and off it once the
--- lock is its own.
+-- lock is its own. The list carries the TTL of its latest entry. (Defined
+-- here, past the usual case, so that it costs that case nothing.)
+local function nowMS()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expireList(ms)
+  local last = redis.call('ZRANGE', w, -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    return
+  end
+  redis.call('PEXPIRE', w, string.format('%d', math.max(1, tonumber(last[2]) - ms)))
+end
 local function refuse(r)
   if ARGV[4] ~= '0' then
-    local ms = now()
+    local ms = nowMS()
     redis.call('ZADD', w, string.format('%d', ms + tonumber(ARGV[4])), token)
-    expire(w, ms, {w})
+    expireList(ms)
   end
   return r
 end
 local function unlist()
   if redis.call('ZREM', w, token) > 0 then
-    expire(w, now(), {w})
+    expireList(nowMS())
   end
 end
 local sem = semHeld(KEYS[3], KEYS[4])
@@ -58,7 +70,7 @@ if t == 'string' then
   if owns(v, token, tokenPrefix(token)) then
     redis.call('PEXPIRE', key, ARGV[2])
     unlist()
-    return {2, v, (now())}
+    return {2, v, nowMS()}
   end
   return refuse(held(0, key, t, v))
 end

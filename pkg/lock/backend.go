@@ -142,7 +142,7 @@ var (
 	// EVALSHA falls back to EVAL on NOSCRIPT, which also reloads the script
 	// into the server's cache, so SCRIPT FLUSH or a restart costs one extra
 	// round trip.
-	acquireScript   = lazyScript(func() string { return fenceLua + holderLua + auxLua + acquireLua })
+	acquireScript   = lazyScript(func() string { return fenceLua + holderLua + acquireLua })
 	renewScript     = lazyScript(func() string { return holderLua + renewLua })
 	releaseScript   = lazyScript(func() string { return holderLua + releaseLua })
 	inspectScript   = lazyScript(func() string { return holderLua + inspectLua })
