@@ -31,9 +31,9 @@ holder, NOTE starting "(holders n/N)"), plain SET NX locks of other clients
 (owner = the raw value, age unknown) and Redisson hash locks (owner
 uuid:threadId).
 
-Columns: NAME OWNER HOST PID AGE TTL FENCE WAITERS MODE NOTE; --wide adds
-KEY, TOKEN (the first 12 hex digits of SHA-1(token), which force-release
-accepts) and CI (the CI job's URL, when the holder ran in CI). MODE is
+Columns: NAME OWNER HOST PID AGE TTL FENCE WAITERS NOTE; --wide adds KEY,
+TOKEN (the first 12 hex digits of SHA-1(token), which force-release
+accepts), CI (the CI job's URL, when the holder ran in CI) and MODE:
 "exclusive" (the one holder of the lock), "shared" (one of its shared
 holders) or "semaphore" (one slot of a --limit lock). TTL "none" means the
 key never expires (see 'inspect orphans'). WAITERS counts the processes
@@ -71,7 +71,7 @@ another, each ended by an empty line (-o json: one array per listing).
 	return c
 }
 
-var lockHeader = []string{"NAME", "OWNER", "HOST", "PID", "AGE", "TTL", "FENCE", "WAITERS", "MODE", "NOTE"}
+var lockHeader = []string{"NAME", "OWNER", "HOST", "PID", "AGE", "TTL", "FENCE", "WAITERS", "NOTE"}
 
 func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error {
 	in, err := inspector(f)
@@ -88,7 +88,7 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 	wide := o.wide || f.G.Output == "wide"
 	header := lockHeader
 	if wide {
-		header = append(append([]string{}, lockHeader...), "KEY", "TOKEN", "CI")
+		header = append(append([]string{}, lockHeader...), "KEY", "TOKEN", "CI", "MODE")
 	}
 	json := f.G.Output == "json"
 	tsv := !json && !f.IO.Tabular()
@@ -195,9 +195,10 @@ func lockRow(l inspect.Lock, wide bool) []string {
 		note = strings.TrimSpace(fmt.Sprintf("(holders %d) %s", l.Holders, note))
 	}
 	row := []string{ui.Escape(l.Name), ui.Escape(owner), ui.Escape(host), pid, ageText(l.Age), ttlCell(l.TTL), fence,
-		strconv.FormatInt(l.Waiters(), 10), l.Mode(), note}
+		strconv.FormatInt(l.Waiters(), 10), note}
 	if wide {
-		row = append(row, ui.Escape(l.Key), l.TokenHash, ui.Escape(orDash(l.CI)))
+		// MODE last: the columns before it keep the places scripts cut.
+		row = append(row, ui.Escape(l.Key), l.TokenHash, ui.Escape(orDash(l.CI)), l.Mode())
 	}
 	return row
 }
