@@ -134,12 +134,7 @@ func TestHolderKilled(t *testing.T) {
 			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: lname, TTL: ttl,
 				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl, Writes: 2})
 			time.Sleep(ttl / 2)
-			var kids []int // CMD only, not the guard
-			for _, k := range a.Children() {
-				if !chaos.IsGuard(k) {
-					kids = append(kids, k)
-				}
-			}
+			kids := a.Commands()
 			if len(kids) == 0 {
 				t.Fatalf("holder a has no child: %s", a)
 			}
@@ -160,12 +155,7 @@ func TestHolderKilled(t *testing.T) {
 			// (and before a.Wait, which also waits for the child's copy of
 			// lockctl's stderr to close).
 			time.Sleep(ttl / 2)
-			survived := 0
-			for _, k := range kids {
-				if !chaos.GroupGone(k) {
-					survived++
-				}
-			}
+			survived := chaos.Alive(kids)
 			a.Wait()
 			b.Wait()
 			f := e.Collect(v.label, ttl, 2)

@@ -401,11 +401,33 @@ func GroupGone(pgid int) bool {
 	return true
 }
 
-// IsGuard reports whether pid is lockctl's guard process (internal/child):
-// a child of lockctl that is not CMD.
-func IsGuard(pid int) bool {
+// isGuard reports whether pid is lockctl's guard process (internal/child):
+// a child of lockctl that is not CMD, a shell or lockctl's own binary.
+func isGuard(pid int) bool {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return strings.Contains(string(b), "__lockctl-guard")
+	return strings.Contains(string(b), "__lockctl-guard") || strings.Contains(string(b), "read p || exit 0")
+}
+
+// Commands is Children without lockctl's guard: the process groups of CMD.
+func (p *Proc) Commands() []int {
+	var out []int
+	for _, k := range p.Children() {
+		if !isGuard(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Alive counts the process groups among pgids that have a live member.
+func Alive(pgids []int) int {
+	n := 0
+	for _, g := range pgids {
+		if !GroupGone(g) {
+			n++
+		}
+	}
+	return n
 }
 
 // SignalChildren sends sig to the process group of each of lockctl's

@@ -366,12 +366,7 @@ func sharedKilledReader(t *testing.T, srv *redistest.Server) {
 			waitUntil(t, "the writer listed among the waiting writers", func() bool {
 				return rc.ZCard(context.Background(), lock.AuxKey(lock.KindWriters, key)).Val() == 1
 			})
-			var kids []int // CMD only, not the guard
-			for _, k := range a.Children() {
-				if !chaos.IsGuard(k) {
-					kids = append(kids, k)
-				}
-			}
+			kids := a.Commands()
 			t.Cleanup(func() {
 				for _, k := range kids {
 					syscall.Kill(-k, syscall.SIGKILL)
@@ -388,12 +383,7 @@ func sharedKilledReader(t *testing.T, srv *redistest.Server) {
 			// copy of lockctl's stderr): has the reader's child died with
 			// lockctl?
 			time.Sleep(ttl / 2)
-			survived := 0
-			for _, k := range kids {
-				if !chaos.GroupGone(k) {
-					survived++
-				}
-			}
+			survived := chaos.Alive(kids)
 			a.Wait()
 			b.Wait()
 			f := e.Collect(label, ttl, 2)

@@ -135,31 +135,50 @@ func guardsOf(ppid int) []string {
 	return out
 }
 
-func TestGuardLoop(t *testing.T) {
-	// A group to kill: a sleep in a group of its own.
+// guardCases runs each guard input through run, against a group of its
+// own (a sleep), which only the last input may kill. "1" (init's group)
+// goes only to the Go guard: a shell guard that took it would signal every
+// process of the user.
+func guardCases(t *testing.T, withInit bool, run func(in string)) {
 	c := start(t, child.Spec{Argv: []string{"sleep", "60"}})
-	for _, tc := range []struct {
-		in   string
-		kill bool
-	}{
-		{"", false}, // lockctl died before the command started
-		{fmt.Sprintf("%d\ndone\n", c.Pid()), false}, // the group ended first
-		{fmt.Sprintf("%d", c.Pid()), false},         // a torn write: no group named
-		{"1\n", false},                              // never init's group
-		{fmt.Sprintf("%d\n", c.Pid()), true},        // lockctl died while it ran
-	} {
-		child.GuardLoop(strings.NewReader(tc.in))
+	ins := []string{
+		"",                                 // lockctl died before the command started
+		fmt.Sprintf("%d\ndone\n", c.Pid()), // the group ended first
+		fmt.Sprintf("%d", c.Pid()),         // a torn write: no group named
+		"0\n", "12ab\n",                    // no group
+	}
+	if withInit {
+		ins = append(ins, "1\n")
+	}
+	ins = append(ins, fmt.Sprintf("%d\n", c.Pid())) // lockctl died while it ran: kill
+	for i, in := range ins {
+		kill := i == len(ins)-1
+		run(in)
 		select {
 		case <-c.Done():
-			if !tc.kill {
-				t.Fatalf("input %q killed the group", tc.in)
+			if !kill {
+				t.Fatalf("input %q killed the group", in)
 			}
 		case <-time.After(200 * time.Millisecond):
-			if tc.kill {
-				t.Fatalf("input %q did not kill the group", tc.in)
+			if kill {
+				t.Fatalf("input %q did not kill the group", in)
 			}
 		}
 	}
+}
+
+func TestGuardLoop(t *testing.T) {
+	guardCases(t, true, func(in string) { child.GuardLoop(strings.NewReader(in)) })
+}
+
+func TestGuardScript(t *testing.T) {
+	guardCases(t, false, func(in string) {
+		sh := exec.Command("/bin/sh", "-c", child.GuardScript)
+		sh.Stdin = strings.NewReader(in)
+		if out, err := sh.CombinedOutput(); err != nil {
+			t.Fatalf("input %q: %v: %s", in, err, out)
+		}
+	})
 }
 
 func atoiT(t *testing.T, s string) int {
@@ -169,35 +188,4 @@ func atoiT(t *testing.T, s string) int {
 		t.Fatalf("not a pid: %q", s)
 	}
 	return n
-}
-
-func TestGuardScript(t *testing.T) {
-	c := start(t, child.Spec{Argv: []string{"sleep", "60"}})
-	for _, tc := range []struct {
-		in   string
-		kill bool
-	}{
-		{"", false},
-		{fmt.Sprintf("%d\ndone\n", c.Pid()), false},
-		{fmt.Sprintf("%d", c.Pid()), false},
-		{"0\n", false},
-		{"12ab\n", false},
-		{fmt.Sprintf("%d\n", c.Pid()), true},
-	} {
-		sh := exec.Command("/bin/sh", "-c", child.GuardScript)
-		sh.Stdin = strings.NewReader(tc.in)
-		if out, err := sh.CombinedOutput(); err != nil {
-			t.Fatalf("input %q: %v: %s", tc.in, err, out)
-		}
-		select {
-		case <-c.Done():
-			if !tc.kill {
-				t.Fatalf("input %q killed the group", tc.in)
-			}
-		case <-time.After(200 * time.Millisecond):
-			if tc.kill {
-				t.Fatalf("input %q did not kill the group", tc.in)
-			}
-		}
-	}
 }

@@ -62,24 +62,27 @@ func (s *single) fifoLeave(ctx context.Context, key, token string) error {
 
 // decodeFIFO reads fifo_acquire.lua's replies: acquire.lua's, with the
 // number of waiters ahead and the waiter's arrival appended to a refusal.
-func decodeFIFO(v any) (reply, error) {
-	a, ok := v.([]any)
-	if ok && len(a) >= 4 {
-		if code, _ := a[0].(int64); code == 0 {
-			ahead, ok1 := a[len(a)-2].(int64)
-			arrival, ok2 := a[len(a)-1].(int64)
-			if !ok1 || !ok2 {
-				return reply{}, fmt.Errorf("unexpected script reply %v", v)
-			}
-			if r, ok := decodeSem(a[:len(a)-2]); ok {
-				// Slots of a semaphore of the same name hold the lock.
-				r.queue, r.arrival = ahead, arrival
-				return r, nil
-			}
-			r, err := decode(a[:len(a)-2])
-			r.queue, r.arrival = ahead, arrival
-			return r, err
+var decodeFIFO = withQueue(decodeSemAcquire)
+
+// withQueue makes a FIFO script's reply decoder from the decoder of the same
+// replies without a place in the queue: a refusal (code 0) carries the
+// waiters ahead and the waiter's arrival as its last two elements.
+func withQueue(dec func(any) (reply, error)) func(any) (reply, error) {
+	return func(v any) (reply, error) {
+		a, ok := v.([]any)
+		if !ok || len(a) < 4 {
+			return dec(v)
 		}
+		if code, _ := a[0].(int64); code != 0 {
+			return dec(v)
+		}
+		ahead, ok1 := a[len(a)-2].(int64)
+		arrival, ok2 := a[len(a)-1].(int64)
+		if !ok1 || !ok2 {
+			return reply{}, fmt.Errorf("unexpected script reply %v", v)
+		}
+		r, err := dec(a[:len(a)-2])
+		r.queue, r.arrival = ahead, arrival
+		return r, err
 	}
-	return decode(v)
 }

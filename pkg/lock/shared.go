@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"time"
 )
 
@@ -88,19 +87,4 @@ func decodeShared(v any) (reply, error) {
 
 // decodeSharedFIFO is decodeShared for a FIFO waiter, whose refusals carry
 // its rank and arrival in the queue.
-func decodeSharedFIFO(v any) (reply, error) {
-	a, ok := v.([]any)
-	if ok && len(a) >= 4 {
-		if code, _ := a[0].(int64); code == 0 {
-			ahead, ok1 := a[len(a)-2].(int64)
-			arrival, ok2 := a[len(a)-1].(int64)
-			if !ok1 || !ok2 {
-				return reply{}, fmt.Errorf("unexpected script reply %v", v)
-			}
-			r, err := decodeShared(a[:len(a)-2])
-			r.queue, r.arrival = ahead, arrival
-			return r, err
-		}
-	}
-	return decodeShared(v)
-}
+var decodeSharedFIFO = withQueue(decodeShared)
