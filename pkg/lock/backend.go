@@ -59,6 +59,10 @@ type subscription interface {
 	// that arrived at arrival (server µs; 0 while not yet known), so that a
 	// release wakes the local waiter nearest the head (see hub).
 	fifo(token string, arrival int64)
+	// passOn: the waiter took a shared hold, which the next local waiter
+	// may be able to take too; Close then wakes it (a release message
+	// wakes one local waiter only).
+	passOn()
 	Close() error
 }
 

@@ -76,6 +76,9 @@ var errNoConfirmation = errors.New("no subscription confirmation")
 
 func (s *hubSub) C() <-chan struct{} { return s.wake }
 
+// passOn leaves a wake-up pending, which Close hands on to the next waiter.
+func (s *hubSub) passOn() { s.signal() }
+
 func (s *hubSub) fifo(token string, arrival int64) {
 	s.h.mu.Lock()
 	s.isFIFO, s.token, s.arrival = true, token, arrival

@@ -673,6 +673,9 @@ func (m *multiSub) C() <-chan struct{} { return m.c }
 // fifo: Redlock has no FIFO waiting.
 func (m *multiSub) fifo(string, int64) {}
 
+// passOn: Redlock has no shared holders.
+func (m *multiSub) passOn() {}
+
 func (m *multiSub) forward(s subscription) {
 	for {
 		select {

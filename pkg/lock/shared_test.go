@@ -376,3 +376,36 @@ func TestCheckSharedAcceptsTheCurrentFenceFromEveryReader(t *testing.T) {
 		t.Fatalf("writer 11 after a reader of 12: %v", err)
 	}
 }
+
+func TestLocalSharedWaitersAllEnterWhenTheWriterLeaves(t *testing.T) {
+	// A long poll: only wake-ups bring the waiters in quickly.
+	l, _ := newLocker(t, &lock.Options{PollInterval: 20 * time.Second})
+	name := uniqueName(t)
+	w, err := l.Acquire(ctx, name, 30*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiting []<-chan result
+	for i := 0; i < 4; i++ {
+		waiting = append(waiting, acquireAsync(l, name, shared(20*time.Second)))
+	}
+	time.Sleep(200 * time.Millisecond) // all four subscribed and refused
+	if err := l.ReleaseLease(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	for i, ch := range waiting {
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				t.Fatalf("shared waiter %d: %v", i, r.err)
+			}
+			if d := r.at.Sub(released); d > 5*time.Second {
+				t.Errorf("shared waiter %d got in %s after the release: woken by its poll, not by the one before it", i, d)
+			}
+			defer l.ReleaseLease(ctx, r.lease)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("shared waiter %d did not get in within 10s of the writer's release (poll 20s)", i)
+		}
+	}
+}

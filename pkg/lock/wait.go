@@ -106,6 +106,11 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 					sub.fifo(a.args.token, 0)
 				}
 			} else if lease != nil || err != nil {
+				if lease != nil && a.shared && sub != nil {
+					// Shared holders enter together: the release that
+					// woke this one may let in the next local waiter too.
+					sub.passOn()
+				}
 				return lease, err
 			} else {
 				held, late, down, downSince = h, nil, nil, time.Time{}
