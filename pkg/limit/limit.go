@@ -126,6 +126,12 @@ type limiter struct {
 	prefix string
 	burst  int64 // the most cost a single call may have
 	args   []any // every argument but the cost, which comes last
+	// maxRetry bounds the RetryAfter any state this rate writes can give:
+	// a whole period and the time to earn a whole burst back (a sliding
+	// window's previous window fades over a second period). A longer one
+	// comes from a state someone else wrote (a timestamp far ahead), and
+	// Wait would sleep on it for ever.
+	maxRetry time.Duration
 }
 
 // New builds a Limiter for rate on client. It checks the rate, burst and
@@ -146,6 +152,8 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		burst = rate.Limit
 	}
 	l := &limiter{client: client, prefix: opts.prefix(), burst: burst}
+	// Slack for rounding and the clock's step between calls.
+	l.maxRetry = rate.Period + time.Duration(float64(rate.Period)*float64(burst)/float64(rate.Limit)) + time.Second
 	periodUS := int64(rate.Period / time.Microsecond)
 	tooFine := fmt.Errorf("%w: rate %s with burst %d is too fine for exact arithmetic: use a smaller N, burst or period", ErrInvalid, rate, burst)
 	switch algo {
@@ -214,14 +222,18 @@ func (l *limiter) Allow(ctx context.Context, key string, cost int64) (Result, er
 	if len(vals) != 5 {
 		return Result{}, fmt.Errorf("limit: %s: unexpected script reply %v", k, vals)
 	}
-	return Result{
+	r := Result{
 		Key:        k,
 		Allowed:    vals[0] == 1,
 		Limit:      vals[1],
 		Remaining:  vals[2],
 		RetryAfter: ceilMS(vals[3]),
 		ResetAfter: ceilMS(vals[4]),
-	}, nil
+	}
+	if r.RetryAfter > l.maxRetry || r.RetryAfter < 0 {
+		return Result{}, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it asks to retry after %s, longer than any call of this rate waits (%s): someone else wrote it", r.RetryAfter, l.maxRetry)}
+	}
+	return r, nil
 }
 
 // Wait calls l.Allow until the call is admitted, sleeping RetryAfter between

@@ -392,3 +392,32 @@ func TestWait(t *testing.T) {
 		t.Fatalf("wait for cost over burst: %v", err)
 	}
 }
+
+func TestFarFutureStateIsForeignData(t *testing.T) {
+	// A GCRA state whose arrival time lies centuries ahead: no call of this
+	// rate ever writes it, and a Wait on it would sleep for ever.
+	l := newLimiter(t, limit.GCRA, "5/1s", 0)
+	key := redistest.UniqueKey(t)
+	if _, err := srv.Do("SET", l.Key(key), "99999999999999999:0"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(redistest.Context(t), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := limit.Wait(ctx, l, key, 1)
+	if !errors.Is(err, limit.ErrWrongType) {
+		t.Fatalf("Wait on a far-future state: %v after %s; want ErrWrongType at once", err, time.Since(start))
+	}
+	// The honest longest wait passes: a full burst of a slow rate.
+	slow := newLimiter(t, limit.SlidingWindow, "3/2s", 0)
+	k2 := redistest.UniqueKey(t)
+	for i := 0; i < 3; i++ {
+		if _, err := slow.Allow(redistest.Context(t), k2, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := slow.Allow(redistest.Context(t), k2, 1)
+	if err != nil || r.Allowed || r.RetryAfter <= 0 {
+		t.Fatalf("fourth call of 3/2s: %+v, %v; want a refusal with a retry", r, err)
+	}
+}
