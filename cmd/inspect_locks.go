@@ -26,7 +26,7 @@ func newInspectLocksCmd(f *Factory, use string, aliases []string) *cobra.Command
 		Short:   "List every held lock under the prefix",
 		Long: `List every held lock under the prefix (or whose name matches the glob
 PATTERN): lockctl's own locks, locks taken --shared (one row per shared
-holder, NOTE starting "(holders n)"), --limit semaphores (one row per
+holder, NOTE starting "(shared, holders n)"), --limit semaphores (one row per
 holder, NOTE starting "(holders n/N)"), plain SET NX locks of other clients
 (owner = the raw value, age unknown) and Redisson hash locks (owner
 uuid:threadId).
@@ -192,7 +192,7 @@ func lockRow(l inspect.Lock, wide bool) []string {
 	case "semaphore":
 		note = strings.TrimSpace(holdersText(l.Holders, l.Limit) + " " + note)
 	case "shared":
-		note = strings.TrimSpace(fmt.Sprintf("(holders %d) %s", l.Holders, note))
+		note = strings.TrimSpace(fmt.Sprintf("(shared, holders %d) %s", l.Holders, note))
 	}
 	row := []string{ui.Escape(l.Name), ui.Escape(owner), ui.Escape(host), pid, ageText(l.Age), ttlCell(l.TTL), fence,
 		strconv.FormatInt(l.Waiters(), 10), note}
