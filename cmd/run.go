@@ -238,6 +238,12 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		code := res.Status.Code
 		rep.ChildExit = &code
 	}
+	var bug *lock.PanicError
+	if res.Lost && errors.As(res.LostErr, &bug) {
+		// The watchdog (or its renewal) panicked: CMD was stopped as for a
+		// loss, and the status says it was lockctl's fault.
+		return &internalError{What: bug.Error(), Stack: bug.Stack}
+	}
 	if res.Exit != 0 {
 		return &ExitError{Code: res.Exit, Silent: true}
 	}

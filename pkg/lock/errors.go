@@ -146,6 +146,21 @@ func (e *StaleFenceError) Error() string {
 
 func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
 
+// PanicError: code the lock package runs in the background (a Watchdog's
+// loop, or the Renewer it calls) panicked. The Watchdog then reports the
+// lease as lost with it, so that the caller stops the protected work
+// instead of the process dying with it still running: a bug, in lockctl or
+// in a caller's Renewer.
+type PanicError struct {
+	Where string // "watchdog" or "renewal"
+	Value any    // what was passed to panic
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("lock: panic in the %s: %v (a bug)", e.Where, e.Value)
+}
+
 // ErrNotReplicated: Options.WaitReplicas was set and fewer replicas than
 // asked acknowledged a lock write in time (*ReplicationError).
 var ErrNotReplicated = errors.New("lock: not replicated")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -300,12 +301,30 @@ func fatal(err error) bool {
 	if errors.Is(err, ErrLate) {
 		return false
 	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		return true
+	}
 	return errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotOwner) ||
 		errors.Is(err, ErrWrongType) || errors.Is(err, ErrInvalid)
 }
 
 func (w *Watchdog) run(ctx context.Context, since time.Time) {
 	defer close(w.done)
+	defer func() {
+		if r := recover(); r != nil {
+			// Nobody renews any more: the holder must stop now, not die
+			// with its work still running.
+			err := &LostError{Name: w.name, Err: &PanicError{Where: "watchdog", Value: r, Stack: debug.Stack()}}
+			w.mu.Lock()
+			w.err = err
+			w.mu.Unlock()
+			select {
+			case w.lost <- err:
+			default: // a loss was delivered already
+			}
+		}
+	}()
 	results := make(chan renewal, 1)
 	var cancel context.CancelFunc // non-nil while a renewal is in flight
 	defer func() {
@@ -337,6 +356,11 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 			var rctx context.Context
 			rctx, cancel = context.WithCancel(ctx)
 			go func(sent time.Time) {
+				defer func() {
+					if r := recover(); r != nil {
+						results <- renewal{sent: sent, err: &PanicError{Where: "renewal", Value: r, Stack: debug.Stack()}}
+					}
+				}()
 				ttl, err := w.r.Renew(rctx, w.name, w.token, w.ttl)
 				results <- renewal{sent: sent, ttl: ttl, err: err}
 			}(now)

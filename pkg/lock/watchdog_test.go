@@ -542,3 +542,55 @@ func TestWatchdogRetriesAtOnceOnClosedConnection(t *testing.T) {
 		}
 	})
 }
+
+// A Renewer that panics (a bug) must not take the process down with the
+// protected work still running: the lease is reported lost at once, with
+// the panic, so the holder stops.
+func TestWatchdogRenewalPanicIsALoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := renewFunc(func(context.Context, string, string, time.Duration) (time.Duration, error) {
+			var m map[string]int
+			m["boom"]++ // a nil map write: a runtime panic
+			return ttl, nil
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		time.Sleep(time.Second) // the first renewal
+		synctest.Wait()
+		err = lostNow(t, w)
+		var pe *lock.PanicError
+		if !errors.As(err, &pe) || pe.Where != "renewal" || len(pe.Stack) == 0 {
+			t.Fatalf("want a loss carrying the renewal's panic, got %v", err)
+		}
+		if !errors.Is(err, lock.ErrLost) {
+			t.Fatalf("%v is not a loss", err)
+		}
+	})
+}
+
+// The same for a panic in the watchdog's own loop (here: the caller's
+// OnRenewError callback, which the loop calls).
+func TestWatchdogLoopPanicIsALoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := renewFunc(func(context.Context, string, string, time.Duration) (time.Duration, error) {
+			return 0, errors.New("connection reset")
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl,
+			&lock.WatchdogOptions{OnRenewError: func(error) { panic("callback bug") }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		err = lostNow(t, w)
+		var pe *lock.PanicError
+		if !errors.As(err, &pe) || pe.Where != "watchdog" || pe.Value != "callback bug" {
+			t.Fatalf("want a loss carrying the loop's panic, got %v", err)
+		}
+		w.Stop() // returns only once the loop has ended
+	})
+}
