@@ -530,13 +530,8 @@ func (f *Factory) target() server {
 }
 
 // OnMasterSwitch calls fn each time a --sentinel announces a new master for
-// --sentinel-master (+switch-master), until the returned stop is called.
-// Without --sentinel it does nothing. run uses it to renew at once: the
-// Sentinel client follows the switch on its own, but only for the next
-// call, and the promoted replica's copy of the lease runs out a TTL after
-// the last renewal it replicated, which can come before the next periodic
-// renewal (Sentinel confirms a promotion by polling, about a second, while
-// the old master takes and loses the renewals sent meanwhile).
+// --sentinel-master (lock.WatchMasterSwitch), until the returned stop is
+// called. Without --sentinel it does nothing.
 func (f *Factory) OnMasterSwitch(fn func()) (stop func()) {
 	g := &f.G
 	if len(g.Sentinel) == 0 || g.SentinelMaster == "" {
@@ -546,34 +541,5 @@ func (f *Factory) OnMasterSwitch(fn func()) (stop func()) {
 	if err != nil {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var closers []func() error
-	for _, addr := range g.Sentinel {
-		c := redis.NewSentinelClient(&redis.Options{
-			Addr: strings.TrimSpace(addr), TLSConfig: tlsCfg,
-			DialTimeout: g.Timeout, ReadTimeout: g.Timeout, WriteTimeout: g.Timeout,
-			DisableIdentity: true, Protocol: 2, MaxRetries: -1,
-			DialerRetries: 1, DialerRetryTimeout: 50 * time.Millisecond,
-		})
-		ps := c.Subscribe(ctx, "+switch-master")
-		closers = append(closers, ps.Close, c.Close)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for msg := range ps.Channel() {
-				// "<name> <old ip> <old port> <new ip> <new port>"
-				if name, _, _ := strings.Cut(msg.Payload, " "); name == g.SentinelMaster {
-					fn()
-				}
-			}
-		}()
-	}
-	return func() {
-		cancel()
-		for _, c := range closers {
-			_ = c()
-		}
-		wg.Wait()
-	}
+	return lock.WatchMasterSwitch(g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout, fn)
 }
