@@ -163,7 +163,7 @@ func keepLast(ds []time.Duration, n int) []time.Duration {
 func topLocks(ctx context.Context, insp *inspect.Inspector, h *topHistoryT) ([]ui.TopLock, error) {
 	var rows []ui.TopLock
 	err := insp.Locks(ctx, "", nil, func(l inspect.Lock) error {
-		rows = append(rows, ui.TopLock{Name: l.Name, Holder: l.Owner, Age: l.Age, TTL: l.TTL, LeaseTTL: l.LeaseTTL,
+		rows = append(rows, ui.TopLock{Name: l.Name, Holder: l.Owner, Mode: l.Mode(), Age: l.Age, TTL: l.TTL, LeaseTTL: l.LeaseTTL,
 			Waiters: l.Subscribers, Queued: l.Queued, Waits: h.waits[l.Name], Holds: h.holds[l.Name]})
 		return nil
 	})

@@ -11,6 +11,7 @@ import (
 // TopLock is one row of `lockctl top`.
 type TopLock struct {
 	Name, Holder string
+	Mode         string        // exclusive, shared or semaphore: one row per holder
 	Age          time.Duration // -1 unknown
 	TTL          time.Duration // -1 none
 	LeaseTTL     time.Duration // the TTL it was taken with; 0 unknown
@@ -108,6 +109,7 @@ func (s *IOStreams) RenderTop(v TopView, width, height int) string {
 		{"NAME", 20, func(l TopLock) string { return Escape(l.Name) }},
 		{"HOLDER", 22, func(l TopLock) string { return Escape(l.Holder) }},
 		{"AGE", 8, func(l TopLock) string { return shortDur(l.Age) }},
+		{"MODE", 9, func(l TopLock) string { return l.Mode }},
 		{"TTL", 12, nil},
 		{"WAIT", 4, func(l TopLock) string { return fmt.Sprint(l.Waiters) }},
 		{"QUEUE", 5, func(l TopLock) string { return fmt.Sprint(l.Queued) }},
@@ -122,7 +124,7 @@ func (s *IOStreams) RenderTop(v TopView, width, height int) string {
 		return n
 	}
 	for len(cols) > 3 && need(cols) > width {
-		// Drop from the right: sparklines, queue, waiters, TTL bar.
+		// Drop from the right: sparklines, queue, waiters, TTL bar, mode.
 		cols = cols[:len(cols)-1]
 	}
 	if need(cols) > width {
