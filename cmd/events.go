@@ -112,11 +112,11 @@ func (f *Factory) holdStart(ctx context.Context, l *lock.Locker, name, token str
 	if f.Events() == nil {
 		return time.Time{}
 	}
-	h, err := l.Get(ctx, name)
-	if err != nil || h.Token != token {
+	at, ok, err := l.HeldSince(ctx, name, token)
+	if err != nil || !ok {
 		return time.Time{}
 	}
-	return h.AcquiredAt
+	return at
 }
 
 // recordRenewFailed records a refused `lockctl renew` (pkg/lock records

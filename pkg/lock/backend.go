@@ -47,6 +47,9 @@ type backend interface {
 	semRelease(ctx context.Context, key, token string) (reply, error)
 	fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error)
 	fifoLeave(ctx context.Context, key, token string) error
+	// slotValue is the stored value of token's semaphore or shared slot,
+	// "" when it holds none.
+	slotValue(ctx context.Context, key, token string) (string, error)
 	// sharedAcquire takes a shared slot (shared.go); queueTTL > 0 for a
 	// FIFO waiter.
 	sharedAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error)

@@ -714,6 +714,9 @@ var (
 	errShRedlock   = fmt.Errorf("%w: shared mode is not supported with Redlock", ErrInvalid)
 )
 
+// slotValue: Redlock has no slots.
+func (r *redlock) slotValue(context.Context, string, string) (string, error) { return "", nil }
+
 func (r *redlock) sharedAcquire(context.Context, string, acquireArgs, time.Duration) (reply, error) {
 	return reply{}, errShRedlock
 }

@@ -3,9 +3,12 @@ package lock
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Semaphores: AcquireOptions.Limit = N turns a lock into a counting
@@ -95,6 +98,42 @@ func decodeSem(v any) (reply, bool) {
 		return reply{}, false
 	}
 	return reply{code: code, typ: typ, value: val, pttl: pttlDuration(pttl), holders: n, acked: -1}, true
+}
+
+func (s *single) slotValue(ctx context.Context, key, token string) (string, error) {
+	v, err := s.c.HGet(ctx, AuxKey(KindSemVal, key), token).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
+}
+
+// HeldSince is when the lease token holds on the lock called name was
+// acquired, whether it holds the lock, a semaphore slot or a shared slot;
+// ok is false when token holds nothing there (or the value does not say).
+// It reads, and does not check the lease's validity: for reports, such as
+// the hold time of a release.
+func (l *Locker) HeldSince(ctx context.Context, name, token string) (at time.Time, ok bool, err error) {
+	h, err := l.Get(ctx, name)
+	if errors.Is(err, ErrNotHeld) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if h.Token == token {
+		return h.AcquiredAt, !h.AcquiredAt.IsZero(), nil
+	}
+	if h.Kind != "semaphore" && h.Kind != "shared" {
+		return time.Time{}, false, nil
+	}
+	// Get describes the slot that frees first; token's own is in the hash.
+	v, err := l.b.slotValue(ctx, h.Key, token)
+	if err != nil || v == "" {
+		return time.Time{}, false, err
+	}
+	at = ParseValue(h.Key, v, -1).AcquiredAt
+	return at, !at.IsZero(), nil
 }
 
 // semRenewer renews semaphore slots for a Watchdog.

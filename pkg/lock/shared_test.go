@@ -409,3 +409,33 @@ func TestLocalSharedWaitersAllEnterWhenTheWriterLeaves(t *testing.T) {
 		}
 	}
 }
+
+func TestHeldSinceFindsEachHoldersOwnAcquisition(t *testing.T) {
+	l, _ := newLocker(t, nil)
+	name := uniqueName(t)
+	a, err := l.Acquire(ctx, name, 10*time.Second, shared(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	b, err := l.Acquire(ctx, name, 20*time.Second, shared(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*lock.Lease{a, b} {
+		at, ok, err := l.HeldSince(ctx, name, x.Token)
+		if err != nil || !ok || !at.Equal(x.AcquiredAt) {
+			t.Errorf("HeldSince(%s): %v %v %v; want %v", x.Token[:8], at, ok, err, x.AcquiredAt)
+		}
+	}
+	if _, ok, err := l.HeldSince(ctx, name, "stranger"); ok || err != nil {
+		t.Errorf("a stranger's token: ok %v, %v", ok, err)
+	}
+	_ = l.ReleaseLease(ctx, a)
+	_ = l.ReleaseLease(ctx, b)
+	x, _ := l.Acquire(ctx, name, 10*time.Second, nil)
+	if at, ok, _ := l.HeldSince(ctx, name, x.Token); !ok || !at.Equal(x.AcquiredAt) {
+		t.Errorf("exclusive: %v %v; want %v", at, ok, x.AcquiredAt)
+	}
+	_ = l.ReleaseLease(ctx, x)
+}
