@@ -7,9 +7,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -102,5 +104,59 @@ func TestWriteAfterConnectionErrorSendsScriptSource(t *testing.T) {
 	}
 	if got := h.since(n); len(got) != 1 || !strings.EqualFold(got[0][0], "evalsha") {
 		t.Fatalf("pipelines after the script ran: %v; want one [evalsha wait]", got)
+	}
+}
+
+// A waiter whose grant too few replicas acknowledged (the replica stalled,
+// as one resyncing after a failover is) gets the grant back and tries again
+// within RetryFor, instead of ending its wait at the first shortfall.
+func TestWaiterRetriesAReplicationShortfall(t *testing.T) {
+	m, err := redistest.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	r, err := redistest.StartReplica(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr})
+	t.Cleanup(func() { c.Close() })
+	l := lock.New(c, &lock.Options{WaitReplicas: 1, WaitReplicasTimeout: 100 * time.Millisecond})
+	name := uniqueName(t)
+
+	// The replica stops acknowledging.
+	if err := r.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			r.Signal(syscall.SIGCONT)
+		}
+	})
+	// Without a wait the shortfall ends the acquire at once.
+	if _, err := l.Acquire(ctx, name, 5*time.Second, nil); !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatalf("-n with a stalled replica: %v, want ErrNotReplicated", err)
+	}
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		r.Signal(syscall.SIGCONT)
+	}()
+	resumed = true
+	lease, err := l.Acquire(ctx, name, 5*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second, RetryFor: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("a waiter through a replica stall of 0.7s: %v", err)
+	}
+	_ = l.ReleaseLease(ctx, lease)
+	// A stall longer than RetryFor still ends the wait with the shortfall.
+	if err := r.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Signal(syscall.SIGCONT)
+	_, err = l.Acquire(ctx, name, 5*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second, RetryFor: 500 * time.Millisecond})
+	if !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatalf("a stall past RetryFor: %v, want ErrNotReplicated", err)
 	}
 }

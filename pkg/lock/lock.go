@@ -143,7 +143,9 @@ type AcquireOptions struct {
 	Wait time.Duration
 	// RetryFor: while waiting (Wait != 0), an attempt that fails on the
 	// way to Redis (a connection refused, reset or closed, a timeout: a
-	// failover or restart under way) is tried again, about every 200ms,
+	// failover or restart under way), or whose grant too few replicas
+	// acknowledged (*ReplicationError, the grant given back), is tried
+	// again, about every 200ms,
 	// until RetryFor has passed since the first failure of an unbroken
 	// run of them; then, or at the wait's deadline, the wait ends with
 	// that error. 0 ends it at the first such failure. Error replies of

@@ -37,6 +37,13 @@ const transientDelay = 200 * time.Millisecond
 // restart ends (AcquireOptions.RetryFor), from error replies and from
 // lockctl's own refusals, which retrying cannot change.
 func transient(err error) bool {
+	var repl *ReplicationError
+	if errors.As(err, &repl) {
+		// The master granted, too few replicas acknowledged it in time,
+		// and the grant was given back: replicas resyncing after a
+		// failover catch up within seconds, so a waiter tries again.
+		return true
+	}
 	var rerr redis.Error
 	if err == nil || errors.As(err, &rerr) || errors.Is(err, redis.ErrClosed) ||
 		errors.Is(err, context.Canceled) || isLate(err) {
