@@ -152,7 +152,18 @@ func migrateSlot(c *redistest.Cluster, slot, src, dst int, step time.Duration) (
 	}
 	// Keys on the target, slot still MIGRATING: clients get ASK.
 	time.Sleep(step)
+	// The owner is announced to the target first, then the source, then
+	// the rest, as CLUSTER SETSLOT's documentation asks: the target bumps
+	// its config epoch so that its claim wins, and at no moment do the
+	// source and the target each point at the other (clients would bounce
+	// between them with MOVED until their redirects run out).
+	order := []int{dst, src}
 	for i := range c.Nodes {
+		if i != dst && i != src {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
 		n := node(i)
 		err := n.Do(ctx, "CLUSTER", "SETSLOT", sl, "NODE", dstID).Err()
 		n.Close()
