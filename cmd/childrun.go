@@ -72,7 +72,11 @@ func superviseCommand(ctx context.Context, f *Factory, spec child.Spec, cfg runn
 		if errors.As(err, &se) {
 			return runner.Result{}, &ExitError{Code: se.ExitCode(), Err: se}
 		}
-		return runner.Result{}, err
+		// The system refused a pipe or a fork (for the command or its
+		// guard): out of processes or descriptors, an environment fault
+		// and no bug of lockctl's. The command did not run: 126, as a
+		// shell says of a command it could not execute.
+		return runner.Result{}, &ExitError{Code: ExitNoExec, Err: fmt.Errorf("the command could not be started: %w", err)}
 	}
 	name := spec.Script
 	if len(spec.Argv) > 0 {

@@ -103,6 +103,34 @@ func TestHolderPaused(t *testing.T) {
 	}
 }
 
+// kill9 sends SIGKILL to holder a's lockctl, and to the process groups of
+// its command too unless alone. It returns when the kill happened, the
+// command's groups (lockctl's guard left out), and how many of them have a
+// live member half a TTL later, while the lease the command ran under may
+// still be on the server: looked at before a.Wait, which also waits for
+// the command's copy of lockctl's stderr to close.
+func kill9(t *testing.T, e *chaos.Env, a *chaos.Proc, alone bool, ttl time.Duration) (killed time.Duration, kids []int, survived int) {
+	t.Helper()
+	kids = a.Commands()
+	if len(kids) == 0 {
+		t.Fatalf("holder %s has no child: %s", a.Holder, a)
+	}
+	t.Cleanup(func() {
+		for _, k := range kids {
+			syscall.Kill(-k, syscall.SIGKILL)
+		}
+	})
+	killed = e.Rec.Now()
+	a.Signal(syscall.SIGKILL)
+	if !alone {
+		for _, k := range kids {
+			syscall.Kill(-k, syscall.SIGKILL)
+		}
+	}
+	time.Sleep(ttl / 2)
+	return killed, kids, chaos.Alive(kids)
+}
+
 // TestHolderKilled: kill -9 of a holder (lockctl and its child). The next
 // waiter must get the lock within the TTL plus one retry. Killing lockctl
 // alone must not leave its child running outside any lease: lockctl's guard
@@ -134,28 +162,7 @@ func TestHolderKilled(t *testing.T) {
 			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: lname, TTL: ttl,
 				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl, Writes: 2})
 			time.Sleep(ttl / 2)
-			kids := a.Commands()
-			if len(kids) == 0 {
-				t.Fatalf("holder a has no child: %s", a)
-			}
-			t.Cleanup(func() {
-				for _, k := range kids {
-					syscall.Kill(-k, syscall.SIGKILL)
-				}
-			})
-			killed := e.Rec.Now()
-			a.Signal(syscall.SIGKILL)
-			if !v.alone {
-				for _, k := range kids {
-					syscall.Kill(-k, syscall.SIGKILL)
-				}
-			}
-			// Whether the child outlived lockctl: looked at after half a
-			// TTL, while the lease it ran under may still be on the server
-			// (and before a.Wait, which also waits for the child's copy of
-			// lockctl's stderr to close).
-			time.Sleep(ttl / 2)
-			survived := chaos.Alive(kids)
+			killed, kids, survived := kill9(t, e, a, v.alone, ttl)
 			a.Wait()
 			b.Wait()
 			f := e.Collect(v.label, ttl, 2)

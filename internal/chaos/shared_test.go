@@ -366,24 +366,7 @@ func sharedKilledReader(t *testing.T, srv *redistest.Server) {
 			waitUntil(t, "the writer listed among the waiting writers", func() bool {
 				return rc.ZCard(context.Background(), lock.AuxKey(lock.KindWriters, key)).Val() == 1
 			})
-			kids := a.Commands()
-			t.Cleanup(func() {
-				for _, k := range kids {
-					syscall.Kill(-k, syscall.SIGKILL)
-				}
-			})
-			killed := e.Rec.Now()
-			a.Signal(syscall.SIGKILL)
-			if !alone {
-				for _, k := range kids {
-					syscall.Kill(-k, syscall.SIGKILL)
-				}
-			}
-			// Half a TTL later (before a.Wait, which waits for the child's
-			// copy of lockctl's stderr): has the reader's child died with
-			// lockctl?
-			time.Sleep(ttl / 2)
-			survived := chaos.Alive(kids)
+			killed, kids, survived := kill9(t, e, a, alone, ttl)
 			a.Wait()
 			b.Wait()
 			f := e.Collect(label, ttl, 2)

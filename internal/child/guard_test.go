@@ -154,14 +154,20 @@ func guardCases(t *testing.T, withInit bool, run func(in string)) {
 	for i, in := range ins {
 		kill := i == len(ins)-1
 		run(in)
+		// A kill must show within the generous bound; an input that must
+		// not kill gets a short look (the guard has returned by then).
+		wait := 200 * time.Millisecond
+		if kill {
+			wait = bound
+		}
 		select {
 		case <-c.Done():
 			if !kill {
 				t.Fatalf("input %q killed the group", in)
 			}
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(wait):
 			if kill {
-				t.Fatalf("input %q did not kill the group", in)
+				t.Fatalf("input %q did not kill the group within %s", in, wait)
 			}
 		}
 	}

@@ -543,6 +543,25 @@ func TestWatchdogRetriesAtOnceOnClosedConnection(t *testing.T) {
 	})
 }
 
+// panicLoss runs a Watchdog with r and opt up to its first renewal and
+// returns the *PanicError its loss carries (failing when there is none).
+func panicLoss(t *testing.T, r lock.Renewer, opt *lock.WatchdogOptions) *lock.PanicError {
+	t.Helper()
+	w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()          // returns only once the loop has ended
+	time.Sleep(time.Second) // the first renewal
+	synctest.Wait()
+	err = lostNow(t, w)
+	var pe *lock.PanicError
+	if !errors.As(err, &pe) || !errors.Is(err, lock.ErrLost) || len(pe.Stack) == 0 {
+		t.Fatalf("want a loss carrying a panic, got %v", err)
+	}
+	return pe
+}
+
 // A Renewer that panics (a bug) must not take the process down with the
 // protected work still running: the lease is reported lost at once, with
 // the panic, so the holder stops.
@@ -553,20 +572,8 @@ func TestWatchdogRenewalPanicIsALoss(t *testing.T) {
 			m["boom"]++ // a nil map write: a runtime panic
 			return ttl, nil
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		time.Sleep(time.Second) // the first renewal
-		synctest.Wait()
-		err = lostNow(t, w)
-		var pe *lock.PanicError
-		if !errors.As(err, &pe) || pe.Where != "renewal" || len(pe.Stack) == 0 {
-			t.Fatalf("want a loss carrying the renewal's panic, got %v", err)
-		}
-		if !errors.Is(err, lock.ErrLost) {
-			t.Fatalf("%v is not a loss", err)
+		if pe := panicLoss(t, r, nil); pe.Where != "renewal" {
+			t.Fatalf("panic in the %s, want the renewal", pe.Where)
 		}
 	})
 }
@@ -578,19 +585,9 @@ func TestWatchdogLoopPanicIsALoss(t *testing.T) {
 		r := renewFunc(func(context.Context, string, string, time.Duration) (time.Duration, error) {
 			return 0, errors.New("connection reset")
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl,
-			&lock.WatchdogOptions{OnRenewError: func(error) { panic("callback bug") }})
-		if err != nil {
-			t.Fatal(err)
+		pe := panicLoss(t, r, &lock.WatchdogOptions{OnRenewError: func(error) { panic("callback bug") }})
+		if pe.Where != "watchdog" || pe.Value != "callback bug" {
+			t.Fatalf("panic %+v, want the loop's", pe)
 		}
-		defer w.Stop()
-		time.Sleep(time.Second)
-		synctest.Wait()
-		err = lostNow(t, w)
-		var pe *lock.PanicError
-		if !errors.As(err, &pe) || pe.Where != "watchdog" || pe.Value != "callback bug" {
-			t.Fatalf("want a loss carrying the loop's panic, got %v", err)
-		}
-		w.Stop() // returns only once the loop has ended
 	})
 }
