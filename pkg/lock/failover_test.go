@@ -160,3 +160,86 @@ func TestWaiterRetriesAReplicationShortfall(t *testing.T) {
 		t.Fatalf("a stall past RetryFor: %v, want ErrNotReplicated", err)
 	}
 }
+
+// serverReply is an error reply as the server sends it (go-redis's own type
+// is internal).
+type serverReply string
+
+func (e serverReply) Error() string { return string(e) }
+func (serverReply) RedisError()     {}
+
+// replyFault answers the next n script calls with reply instead of sending
+// them, as a cluster answers during a slot migration (TRYAGAIN) or a
+// restarted server while it loads its dataset (LOADING).
+type replyFault struct {
+	n     atomic.Int32
+	reply string
+}
+
+func (h *replyFault) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *replyFault) fail(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if n := strings.ToLower(c.Name()); n == "evalsha" || n == "eval" {
+			if h.n.Add(-1) >= 0 {
+				for _, c := range cmds {
+					c.SetErr(serverReply(h.reply))
+				}
+				return true
+			}
+			return false
+		}
+	}
+	return false
+}
+func (h *replyFault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.fail([]redis.Cmder{cmd}) {
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *replyFault) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.fail(cmds) {
+			return cmds[0].Err()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A waiter rides through the replies a server or cluster gives in passing
+// (a slot in migration, a dataset loading) within RetryFor, as through a
+// failover; without a wait, or past RetryFor, the reply ends the acquire.
+func TestWaiterRetriesTransientReplies(t *testing.T) {
+	for _, reply := range []string{
+		"TRYAGAIN Multiple keys request during rehashing of slot",
+		"LOADING Redis is loading the dataset in memory",
+		"CLUSTERDOWN The cluster is down",
+		"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+	} {
+		word := strings.Fields(reply)[0]
+		t.Run(word, func(t *testing.T) {
+			c := newClient(t)
+			h := &replyFault{reply: reply}
+			c.AddHook(h)
+			l := lock.New(c, nil)
+			name := uniqueName(t)
+			h.n.Store(1)
+			if _, err := l.Acquire(ctx, name, 5*time.Second, nil); err == nil || !strings.Contains(err.Error(), word) {
+				t.Fatalf("-n on %s: %v, want the reply", word, err)
+			}
+			h.n.Store(3)
+			lease, err := l.Acquire(ctx, name, 5*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second, RetryFor: 5 * time.Second})
+			if err != nil {
+				t.Fatalf("a waiter through three %s replies: %v", word, err)
+			}
+			_ = l.ReleaseLease(ctx, lease)
+			h.n.Store(1 << 20)
+			_, err = l.Acquire(ctx, name, 5*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second, RetryFor: 500 * time.Millisecond})
+			if err == nil || !strings.Contains(err.Error(), word) {
+				t.Fatalf("%s past RetryFor: %v, want the reply", word, err)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,13 +46,34 @@ func transient(err error) bool {
 		return true
 	}
 	var rerr redis.Error
-	if err == nil || errors.As(err, &rerr) || errors.Is(err, redis.ErrClosed) ||
+	if errors.As(err, &rerr) {
+		// Replies a cluster or a server gives while it moves a slot
+		// (TRYAGAIN), loads its dataset after a restart (LOADING) or has
+		// no master for a slot yet (CLUSTERDOWN, MASTERDOWN) pass, as a
+		// failover does.
+		return transientReply(rerr.Error())
+	}
+	if err == nil || errors.Is(err, redis.ErrClosed) ||
 		errors.Is(err, context.Canceled) || isLate(err) {
 		return false
 	}
 	var netErr net.Error
 	return errors.As(err, &netErr) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// transientReplies are the error replies of a server or cluster in
+// passing: a slot in migration, a dataset still loading, a slot without a
+// master for the moment.
+var transientReplies = []string{"TRYAGAIN ", "LOADING ", "CLUSTERDOWN ", "MASTERDOWN "}
+
+func transientReply(msg string) bool {
+	for _, p := range transientReplies {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitFrom is wait; down is the error of the attempt before, when it
