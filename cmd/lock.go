@@ -380,7 +380,7 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 			}
 			since := f.holdStart(c.Context(), l, name, token)
 			left, err := l.ReleaseHold(c.Context(), &lock.Lease{Name: name, Key: l.Key(name), Token: token, AcquiredAt: since})
-			if err != nil {
+			if err != nil && !notWoken(f, "released "+name, err) {
 				return explainRefusal(name, err)
 			}
 			if left > 0 {
