@@ -352,11 +352,19 @@ type Fix struct {
 // take the lock. The wake-up is best effort: when the server refused it
 // (an ACL without PUBLISH or the channel) the key is fixed all the same,
 // and the error returned with the full result is a *lock.WakeError
-// (errors.Is lock.ErrNotWoken) naming the first such key.
-// The scripts of a batch are pipelined.
+// (errors.Is lock.ErrNotWoken) naming the first such key. A key under
+// lock.AuxPrefix refuses the whole call (ErrOwnKey) before anything is
+// changed. The scripts of a batch are pipelined.
 func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]bool, error) {
 	if !fix.Delete && fix.Expire < time.Millisecond {
 		return nil, fmt.Errorf("%w: expire %s is under 1ms", lock.ErrInvalid, fix.Expire)
+	}
+	// Checked for every key before any is changed: fence counters never
+	// expire, by design, and must never be "fixed".
+	for _, k := range keys {
+		if strings.HasPrefix(k, lock.AuxPrefix) {
+			return nil, fmt.Errorf("inspect: fix %s: %w", k, ErrOwnKey)
+		}
 	}
 	action := "expire"
 	if fix.Delete {
