@@ -58,7 +58,11 @@ warning says so.`,
 			if err == nil {
 				f.record(c.Context(), events.ForceRelease, name, 0)
 			}
-			var held *lock.HeldError
+			var (
+				held      *lock.HeldError
+				wrongType *lock.WrongTypeError
+				rwlock    *inspect.RWLockError
+			)
 			switch {
 			case errors.As(err, &held) && held.Holder.Kind == "semaphore":
 				return withHint(reword(err, "no slot of %s is held by %s; nothing changed (%d holder(s); the first to expire is %s, token %s, ttl %s)",
@@ -77,7 +81,7 @@ warning says so.`,
 			case errors.Is(err, inspect.ErrOwnKey):
 				return &UsageError{Err: reword(err, "refusing to force-release %s: keys under %s are lockctl's own (fence counters and checks, queues, semaphores, the audit and event streams), never a lock; nothing changed",
 					in.Key(name), lock.AuxPrefix), Hints: []string{"a lock NAME is what `lockctl inspect locks` shows"}}
-			case errors.Is(err, lock.ErrWrongType):
+			case errors.As(err, &wrongType), errors.As(err, &rwlock):
 				return reword(err, "%s; nothing changed", err)
 			case err != nil:
 				return err
