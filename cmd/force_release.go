@@ -79,8 +79,7 @@ warning says so.`,
 			case errors.Is(err, lock.ErrNotHeld):
 				return reword(err, "%s is not held (expired or already released); nothing changed", name)
 			case errors.Is(err, inspect.ErrOwnKey):
-				return &UsageError{Err: reword(err, "refusing to force-release %s: keys under %s are lockctl's own (fence counters and checks, queues, semaphores, the audit and event streams), never a lock; nothing changed",
-					in.Key(name), lock.AuxPrefix), Hints: []string{"a lock NAME is what `lockctl inspect locks` shows"}}
+				return ownKeyRefusal("force-release", in.Key(name), err)
 			case errors.As(err, &wrongType), errors.As(err, &rwlock):
 				return reword(err, "%s; nothing changed", err)
 			case err != nil:

@@ -330,6 +330,9 @@ func tokenTarget(f *Factory, c *cobra.Command, args []string, flagToken string) 
 	if err != nil {
 		return "", nil, "", err
 	}
+	if err := ownKeyRefusal(c.Name(), l.Key(name), nil); err != nil {
+		return "", nil, "", err
+	}
 	token, err := tokenFor(f, c, flagToken, l.Key(name))
 	return name, l, token, err
 }
