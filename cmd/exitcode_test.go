@@ -66,6 +66,12 @@ func TestClassifyReply(t *testing.T) {
 		{"LOADING Redis is loading the dataset in memory", faultLoading, ExitUnavailable},
 		{"NOAUTH Authentication required.", faultAuth, ExitUnavailable},
 		{"NOPERM this user has no permissions to run the 'evalsha' command", faultNoPerm, ExitUnavailable},
+		// The ACL refusing a command inside a script: Redis 7.0, 6.x, 7.2+.
+		{"ERR The user executing the script can't publish to the channel mentioned in the command script: 5a7b5f5325ee2a32e95a10439d3324457a01e960, on @user_script:1.", faultNoPerm, ExitUnavailable},
+		{"ERR The user executing the script can't run this command or subcommand script: b46e1e09098444d5e4112fed87908b415ed3a2cf, on @user_script:1.", faultNoPerm, ExitUnavailable},
+		{"ERR Error running script (call to f_b46e1e09098444d5e4112fed87908b415ed3a2cf): @user_script:1: @user_script: 1: The user executing the script can't run this command or subcommand", faultNoPerm, ExitUnavailable},
+		{"NOPERM User u has no permissions to run the 'xadd' command script: b46e1e09098444d5e4112fed87908b415ed3a2cf, on @user_script:1.", faultNoPerm, ExitUnavailable},
+		{"ERR Error running script (call to f_b46e1e): @user_script:1: No permissions to access a channel", faultNoPerm, ExitUnavailable},
 		{"BUSY Redis is busy running a script.", faultBusy, ExitUnavailable},
 		{"WRONGTYPE Operation against a key holding the wrong kind of value", faultWrongType, ExitNotOwner},
 		{"ERR some reply no version of lockctl has seen", faultRefused, ExitUnavailable},

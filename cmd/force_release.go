@@ -31,7 +31,15 @@ token holds, for a lock held --shared the one shared holder's slot; the
 other holders keep theirs, and waiters (exclusive ones too) are woken to
 try again. The comparison, the delete,
 waking the waiters and the audit record (who, when, which holder, why; see
-'inspect audit') happen in one atomic script.`,
+'inspect audit') happen in one atomic script.
+
+Nothing is changed unless the key is a lock the token holds and the audit
+record can be written: a hash that is not a Redisson lock (an application's
+record, a Redisson read-write lock) is refused (exit 65), as is a Redis user
+that may not write the audit stream (exit 69). Keys under lockctl's own
+"lockctl:" namespace are never locks (exit 64). Only waking the waiters is
+best effort: when the server refuses the publish, the release stands and a
+warning says so.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name, err := validName(args, "lock NAME")
@@ -50,7 +58,11 @@ waking the waiters and the audit record (who, when, which holder, why; see
 			if err == nil {
 				f.record(c.Context(), events.ForceRelease, name, 0)
 			}
-			var held *lock.HeldError
+			var (
+				held      *lock.HeldError
+				wrongType *lock.WrongTypeError
+				rwlock    *inspect.RWLockError
+			)
 			switch {
 			case errors.As(err, &held) && held.Holder.Kind == "semaphore":
 				return withHint(reword(err, "no slot of %s is held by %s; nothing changed (%d holder(s); the first to expire is %s, token %s, ttl %s)",
@@ -66,8 +78,15 @@ waking the waiters and the audit record (who, when, which holder, why; see
 					"the holder changed since you looked: run `lockctl inspect lock "+name+"` again")
 			case errors.Is(err, lock.ErrNotHeld):
 				return reword(err, "%s is not held (expired or already released); nothing changed", name)
+			case errors.Is(err, inspect.ErrOwnKey):
+				return ownKeyRefusal("force-release", in.Key(name), err)
+			case errors.As(err, &wrongType), errors.As(err, &rwlock):
+				return reword(err, "%s; nothing changed", err)
 			case err != nil:
 				return err
+			}
+			if r.Wake != nil {
+				notWoken(f, "released "+name, r.Wake)
 			}
 			if f.G.Output == "json" {
 				m := map[string]any{"name": name, "key": r.Holder.Key, "released": true,

@@ -156,9 +156,11 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 		return err
 	}
 	pattern := in.Pattern(glob)
+	var fixErr error
 	if o.fix != "" && count > 0 {
-		if err := applyFix(c, f, in, fix, o, glob, found); err != nil {
-			return err
+		// A failed fix still shows, key by key, what it changed.
+		if fixErr = applyFix(c, f, in, fix, o, glob, found); fixErr != nil && len(found) > 0 && found[0].Action == "" {
+			return fixErr
 		}
 	}
 	if tty {
@@ -195,6 +197,9 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 		if err := arr.Close(); err != nil {
 			return err
 		}
+	}
+	if fixErr != nil {
+		return fixErr
 	}
 	if o.check && count > 0 {
 		return &ExitError{Code: ExitFound, Err: fmt.Errorf("%d key(s) under %s have no TTL and will never free themselves", count, pattern)}
@@ -249,9 +254,15 @@ func applyFix(c *cobra.Command, f *Factory, in *inspect.Inspector, fix inspect.F
 		keys[i] = r.Key
 	}
 	done, err := in.FixOrphans(c.Context(), keys, fix)
+	if notWoken(f, "the fix was applied", err) {
+		err = nil
+	}
 	changed := 0
 	for i := range found {
 		switch {
+		case (i >= len(done) || !done[i]) && err != nil:
+			// Not changed, but perhaps not tried either.
+			found[i].Action = "unchanged"
 		case i >= len(done) || !done[i]:
 			found[i].Action = "skipped"
 		case fix.Delete:

@@ -330,6 +330,9 @@ func tokenTarget(f *Factory, c *cobra.Command, args []string, flagToken string) 
 	if err != nil {
 		return "", nil, "", err
 	}
+	if err := ownKeyRefusal(c.Name(), l.Key(name), nil); err != nil {
+		return "", nil, "", err
+	}
 	token, err := tokenFor(f, c, flagToken, l.Key(name))
 	return name, l, token, err
 }
@@ -380,7 +383,7 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 			}
 			since := f.holdStart(c.Context(), l, name, token)
 			left, err := l.ReleaseHold(c.Context(), &lock.Lease{Name: name, Key: l.Key(name), Token: token, AcquiredAt: since})
-			if err != nil {
+			if err != nil && !notWoken(f, "released "+name, err) {
 				return explainRefusal(name, err)
 			}
 			if left > 0 {

@@ -135,7 +135,7 @@ func classifyReply(msg string) fault {
 	// (a lock script) gets a protocol error, not NOAUTH.
 	case has("NOAUTH", "WRONGPASS", "ERR AUTH", "ERR invalid password", "ERR Client sent AUTH", "ERR invalid username-password", "ERR Protocol error: unauthenticated"):
 		return faultAuth
-	case has("NOPERM"):
+	case has("NOPERM"), refusedInScript(msg):
 		return faultNoPerm
 	case has("READONLY"):
 		return faultReadOnly
@@ -163,6 +163,19 @@ func classifyReply(msg string) fault {
 		return faultWrongType
 	}
 	return faultRefused
+}
+
+// refusedInScript: the ACL refused a command a script called. Redis 7.0
+// says so in words of its own, not with NOPERM ("ERR The user executing
+// the script can't run this command or subcommand script: ..."); Redis 6
+// wraps them ("ERR Error running script (call to f_...): ... The user
+// executing the script can't ..."); later versions wrap a NOPERM reply.
+func refusedInScript(msg string) bool {
+	if strings.Contains(msg, "user executing the script can't") {
+		return true
+	}
+	return strings.HasPrefix(msg, "ERR Error running script") &&
+		(strings.Contains(msg, "NOPERM") || strings.Contains(msg, "No permissions") || strings.Contains(msg, "no permissions"))
 }
 
 func isTLSError(err error) bool {
@@ -238,7 +251,7 @@ func (f fault) hints(s server) []string {
 	case faultAuth:
 		return []string{"set the password with LOCKCTL_PASSWORD or --password-file, or the user in --url redis://user@host"}
 	case faultNoPerm:
-		return []string{"the Redis user lacks a command or key lockctl needs; `lockctl doctor` lists them"}
+		return []string{"the Redis user lacks a command or key lockctl needs, or the channel &lockctl:*; `lockctl doctor` lists them"}
 	case faultReadOnly:
 		return []string{"this server is a replica; point --url at the master or use --sentinel"}
 	case faultClusterDown:

@@ -276,6 +276,7 @@ func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
 		// nested holder still running).
 		f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name, left)
 	case err == nil, lost:
+	case notWoken(f, "released "+lease.Name, err):
 	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, lock.ErrNotOwner):
 		f.IO.Errorf("warning: %s was no longer held at release: %v", lease.Name, err)
 	default:

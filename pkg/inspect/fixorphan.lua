@@ -3,7 +3,9 @@
 -- Redisson's channel for the key; ARGV[5] Redisson's unlock message.
 -- Acts only if the key still has no TTL: between the scan and the fix its
 -- holder may have set one, or the key may be a new lock taken since.
--- Replies 1 when it acted, 0 when the key changed meanwhile.
+-- Replies 1 when it acted, 0 when the key changed meanwhile, {1, error,
+-- channel} when it acted but the server refused a wake-up (an ACL without
+-- PUBLISH or the channel): the fix stands, and is reported as done.
 if redis.call('PTTL', KEYS[1]) ~= -1 then
   return 0
 end
@@ -15,12 +17,21 @@ else
 end
 -- Waiters that saw no TTL wait for a message (Redisson's forever): after a
 -- delete they take the lock, after an expire they learn when it frees.
-redis.call('PUBLISH', ARGV[3], 'released')
+-- Best effort (pcall): a script stops at a refused call, after its writes,
+-- and a fix that was made must not be reported as failed.
+local refused
+local function wake(channel, msg)
+  local r = redis.pcall('PUBLISH', channel, msg)
+  if type(r) == 'table' and r.err and not refused then
+    refused = {1, r.err, channel}
+  end
+end
+wake(ARGV[3], 'released')
 if hash then
   -- A Redisson lock: its channel and message, as its own unlock publishes
   -- them; SPUBLISH for Redisson's sharded subscriptions on a Redis 7
   -- Cluster (pcall: older servers lack it).
-  redis.call('PUBLISH', ARGV[4], ARGV[5])
+  wake(ARGV[4], ARGV[5])
   redis.pcall('SPUBLISH', ARGV[4], ARGV[5])
 end
-return 1
+return refused or 1

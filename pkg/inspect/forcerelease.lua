@@ -5,14 +5,23 @@
 -- ARGV[1] token, or a hex prefix (8-40 digits) of SHA-1(token); ARGV[2] the
 -- release channel; ARGV[3] who; ARGV[4] reason; ARGV[5] lock name;
 -- ARGV[6] audit MAXLEN; ARGV[7] token hash length; ARGV[8] Redisson's
--- channel for the key; ARGV[9] Redisson's unlock message.
+-- channel for the key; ARGV[9] Redisson's unlock message; ARGV[10] "check"
+-- to find the holder and write nothing (on a Cluster the caller writes the
+-- audit record between a check and the release).
 -- Replies: {0} no lock and no semaphore slot; {1, type, value|fields,
--- pttl, kind, owner, token, fence, audit id|false, holders left} released
+-- pttl, kind, owner, token, fence, audit id|false, holders left, wake-up
+-- refusal|false, its channel|false} released, or for a check would be
 -- (type 'zset' for a slot: kind 'semaphore' for a --limit holder's,
--- 'shared' for a shared holder's); {2, type, value|fields, pttl, holders}
--- held, but not by the token (for slots, the value of the one that frees
--- first); {3, type} not a lock.
+-- 'shared' for a shared holder's; the refusal is the server's error when
+-- it refused to publish a wake-up, the release standing); {2, type,
+-- value|fields, pttl, holders} held, but not by the token (for slots, the
+-- value of the one that frees first); {3, type, what|false} not a lock ('rwlock': a Redisson
+-- read-write lock).
+-- Order: everything is checked before anything is written, and the audit
+-- record is the first write, so a key that is not a lock, a holder that is
+-- not the token's and an ACL that refuses XADD all leave nothing changed.
 local key, sem, vals = KEYS[1], KEYS[2], KEYS[3]
+local check = ARGV[10] == 'check'
 
 local want = ARGV[1]
 local function matches(tok)
@@ -37,6 +46,25 @@ local function describe(body)
   return 'lockctl', token, owner, string.match(body, '"fence":(%d+)')
 end
 
+-- A Redisson lock (RSLock, fair lock) as lock.ParseRedisson reads one: at
+-- least one field, every field "uuid:threadId" holding a count of at least
+-- 1 (no stricter than Go, so nothing passes here that Go then refuses).
+-- An application's hash, or a Redisson read-write lock (a "mode" field
+-- beside its holders), is no lock this script may delete.
+local function redisson(fields)
+  if #fields == 0 then
+    return false
+  end
+  for i = 1, #fields, 2 do
+    local thread = string.match(fields[i], '^.+:[+-]?(%d+)$')
+    local n = fields[i + 1]
+    if not thread or #thread > 18 or not string.match(n, '^%d+$') or #n > 18 or tonumber(n) < 1 then
+      return false
+    end
+  end
+  return true
+end
+
 local function audit(kind, owner, token, fence, pttl)
   if not KEYS[4] then
     return false
@@ -46,6 +74,31 @@ local function audit(kind, owner, token, fence, pttl)
     'who', ARGV[3], 'name', ARGV[5], 'key', key, 'kind', kind,
     'owner', owner or '', 'token_hash', hash, 'fence', fence or '0',
     'ttl_ms', tostring(pttl), 'reason', ARGV[4])
+end
+
+-- The release proper, after the audit record: a command the ACL refuses
+-- there withdraws the record and fails the script, so no record tells of
+-- a release that did not happen.
+local function write(id, ...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then
+    if id then
+      redis.pcall('XDEL', KEYS[4], id)
+    end
+    error(r)
+  end
+  return r
+end
+
+-- Wake-ups are best effort: a user whose ACL refuses PUBLISH or the
+-- channel still releases, and the waiters find the lock free at their
+-- next poll. The first refusal goes back to the caller, who warns.
+local refused, refusedOn = false, false
+local function wake(channel, msg)
+  local r = redis.pcall('PUBLISH', channel, msg)
+  if type(r) == 'table' and r.err and not refused then
+    refused, refusedOn = r.err, channel
+  end
 end
 
 -- The lock key: a lockctl lock, another client's SET NX lock, a Redisson
@@ -62,29 +115,42 @@ if t == 'string' or (t == 'hash' and redis.call('HLEN', key) <= 64) then
     -- Redisson: one field "uuid:threadId" per holder.
     body = redis.call('HGETALL', key)
     kind = 'redisson'
-    for i = 1, #body, 2 do
-      if matches(body[i]) then
-        token = body[i]
+    if redisson(body) then
+      for i = 1, #body, 2 do
+        if matches(body[i]) then
+          token = body[i]
+        end
       end
+      owner = token
+    else
+      local what = false
+      for i = 1, #body, 2 do
+        if body[i] == 'mode' then
+          what = 'rwlock'
+        end
+      end
+      other = {3, t, what}
     end
-    owner = token
   end
   if token and matches(token) then
-    redis.call('DEL', key)
-    redis.call('PUBLISH', ARGV[2], 'released')
+    if check then
+      return {1, t, body, pttl, kind, owner or '', token, fence or '0', false, 0, false, false}
+    end
+    local id = audit(kind, owner, token, fence, pttl)
+    write(id, 'DEL', key)
+    wake(ARGV[2], 'released')
     if kind == 'redisson' then
       -- Wake Redisson's waiters as its own unlock does. On a Redis 7
       -- Cluster Redisson subscribes with SSUBSCRIBE; before Redis 7 there
       -- is no SPUBLISH, and pcall leaves that error alone.
-      redis.call('PUBLISH', ARGV[8], ARGV[9])
+      wake(ARGV[8], ARGV[9])
       redis.pcall('SPUBLISH', ARGV[8], ARGV[9])
     end
-    local id = audit(kind, owner, token, fence, pttl)
-    return {1, t, body, pttl, kind, owner or '', token, fence or '0', id, 0}
+    return {1, t, body, pttl, kind, owner or '', token, fence or '0', id, 0, refused, refusedOn}
   end
-  other = {2, t, body, pttl, 1}
+  other = other or {2, t, body, pttl, 1}
 elseif t ~= 'none' then
-  other = {3, t}
+  other = {3, t, false}
 end
 
 -- Semaphore slots (--limit), where shared holders live too, their values
@@ -111,21 +177,27 @@ for i = 1, #live, 2 do
     if string.find(marked, ',"mode":"shared"', 1, true) then
       kind = 'shared'
     end
-    redis.call('ZREM', sem, token)
-    redis.call('HDEL', vals, token)
+    if check then
+      return {1, 'zset', body, pttl, kind, owner or '', token, fence or '0', false, #live / 2 - 1, false, false}
+    end
+    local id = audit(kind, owner, token, fence, pttl)
+    write(id, 'ZREM', sem, token)
+    -- The slot is free. Tidying up after it (pcall) cannot undo that, so
+    -- a refusal here must not fail the script: a stale value is trimmed by
+    -- lockctl's next acquire or release.
+    redis.pcall('HDEL', vals, token)
     -- Both keys keep the TTL of the latest remaining slot, as lockctl's
     -- own release leaves them, or go with the last one.
     local last = redis.call('ZRANGE', sem, -1, -1, 'WITHSCORES')
     if #last == 0 then
-      redis.call('DEL', sem, vals)
+      redis.pcall('DEL', sem, vals)
     else
       local ttl = string.format('%d', math.max(1, tonumber(last[2]) - ms))
-      redis.call('PEXPIRE', sem, ttl)
-      redis.call('PEXPIRE', vals, ttl)
+      redis.pcall('PEXPIRE', sem, ttl)
+      redis.pcall('PEXPIRE', vals, ttl)
     end
-    redis.call('PUBLISH', ARGV[2], 'released')
-    local id = audit(kind, owner, token, fence, pttl)
-    return {1, 'zset', body, pttl, kind, owner or '', token, fence or '0', id, #live / 2 - 1}
+    wake(ARGV[2], 'released')
+    return {1, 'zset', body, pttl, kind, owner or '', token, fence or '0', id, #live / 2 - 1, refused, refusedOn}
   end
 end
 if other then

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -43,7 +44,27 @@ type Released struct {
 	// HoldersLeft is, for a semaphore or shared slot, how many slots are
 	// still held.
 	HoldersLeft int64
+	// Wake is nil when the waiters were woken, else a *lock.WakeError
+	// (errors.Is lock.ErrNotWoken): the server refused to publish the
+	// wake-up (an ACL without PUBLISH or the channel). The release stands.
+	Wake error
 }
+
+// ErrOwnKey: force-release was asked to free a key in lockctl's own
+// namespace (lock.AuxPrefix: fence counters, fence-check records, queues,
+// the audit and event streams), which no lock lives in.
+var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
+
+// RWLockError: the key is a Redisson read-write lock, whose holders
+// force-release does not free (deleting the hash would free them all).
+type RWLockError struct{ Key string }
+
+func (e *RWLockError) Error() string {
+	return e.Key + " is a Redisson read-write lock; force-release frees only whole locks and semaphore or shared slots"
+}
+
+// Is makes an *RWLockError match lock.ErrWrongType: it is no lock force-release knows.
+func (e *RWLockError) Is(target error) bool { return target == lock.ErrWrongType }
 
 // Operator is the OS user@host of this process, for audit records.
 func Operator() string {
@@ -64,10 +85,9 @@ func Operator() string {
 
 // ForceRelease deletes the lock called name if token still holds it, wakes
 // its waiters and records who, when, which holder and why in the audit
-// stream, all in one script on a single server (on a Cluster, the audit
-// record follows in a second call). token is the holder's token (for a
-// foreign string lock, its whole value; for a Redisson lock, its
-// "uuid:threadId" field), or a prefix of 8 to 40 hex digits of
+// stream, all in one script on a single server. token is the holder's
+// token (for a foreign string lock, its whole value; for a Redisson lock,
+// its "uuid:threadId" field), or a prefix of 8 to 40 hex digits of
 // SHA-1(token), as TokenHash shows: the script hashes the stored token
 // itself, so the comparison and the delete are one atomic step and a holder
 // that took over a moment ago is never touched. For a semaphore (--limit)
@@ -75,10 +95,24 @@ func Operator() string {
 // other holders keep theirs; waiters, exclusive ones included, are woken
 // to try again.
 //
-// Errors: lock.ErrNotHeld when there is no lock; *lock.HeldError (errors.Is
-// lock.ErrNotOwner) naming the current holder when token does not match
-// (for slots, Kind "semaphore" or "shared", the holder whose slot frees
-// first and Holders); *lock.WrongTypeError; lock.ErrInvalid; Redis errors.
+// Nothing is written unless all of it can be: the script checks that the
+// key is a lock (a hash must be a Redisson lock, every field
+// "uuid:threadId" with a count) and that token holds it before it writes,
+// and writes the audit record first, so a refusal of any of these, the
+// server's refusal of XADD included, leaves everything as it was. On a
+// Cluster, where the audit stream lives in another slot, the record is
+// written between a check and the release, and withdrawn if the release
+// then finds the holder gone. Only the wake-up is best effort (see
+// Released.Wake).
+//
+// Errors: ErrOwnKey (errors.Is lock.ErrInvalid) for a key under
+// lock.AuxPrefix; lock.ErrNotHeld when there is no lock;
+// *lock.HeldError (errors.Is lock.ErrNotOwner) naming the current holder
+// when token does not match (for slots, Kind "semaphore" or "shared", the
+// holder whose slot frees first and Holders); *lock.WrongTypeError, or
+// *RWLockError for a Redisson read-write lock (both errors.Is
+// lock.ErrWrongType); lock.ErrInvalid; Redis errors (an error reply:
+// nothing changed).
 func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *ReleaseOptions) (*Released, error) {
 	if o == nil {
 		o = &ReleaseOptions{}
@@ -91,22 +125,79 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 		who = Operator()
 	}
 	key := in.Key(name)
+	if strings.HasPrefix(key, lock.AuxPrefix) {
+		return nil, fmt.Errorf("inspect: force-release %s: %w", key, ErrOwnKey)
+	}
 	keys := []string{key, lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key)}
 	_, cluster := in.c.(*redis.ClusterClient)
 	if !cluster {
 		keys = append(keys, AuditKey)
 	}
-	v, err := forceReleaseScript.Run(ctx, in.c, keys, token, lock.Channel(key), who, o.Reason, name,
-		AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage).Slice()
-	if err != nil {
-		return nil, fmt.Errorf("inspect: force-release %s: %w", key, lock.DataErrorOf(ctx, in.c, err, keys...))
+	run := func(token, mode string) ([]any, error) {
+		v, err := forceReleaseScript.Run(ctx, in.c, keys, token, lock.Channel(key), who, o.Reason, name,
+			AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage, mode).Slice()
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			// An error reply: the script stopped before its first write,
+			// or withdrew its audit record (see forcerelease.lua).
+			return nil, fmt.Errorf("inspect: force-release %s: nothing changed: %w", key, lock.DataErrorOf(ctx, in.c, err, keys...))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("inspect: force-release %s: %w", key, err)
+		}
+		return v, nil
 	}
+	mode := ""
+	if cluster {
+		mode = "check"
+	}
+	v, err := run(token, mode)
+	if err != nil {
+		return nil, err
+	}
+	r, err := released(key, name, v)
+	if err != nil || !cluster {
+		return r, err
+	}
+	// Cluster: the audit record first, then the release of exactly the
+	// holder it names (by the token the check matched, not a hash prefix
+	// that a new holder's token might share).
+	exact, _ := v[6].(string)
+	id, err := in.c.XAdd(ctx, &redis.XAddArgs{Stream: AuditKey, MaxLen: AuditMaxLen, Approx: true, Values: []any{
+		"who", who, "name", name, "key", key, "kind", r.Holder.Kind, "owner", r.Holder.Owner, "token_hash", r.TokenHash,
+		"fence", strconv.FormatInt(r.Holder.Fence, 10), "ttl_ms", strconv.FormatInt(int64(r.Holder.TTL/time.Millisecond), 10),
+		"reason", o.Reason,
+	}}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("inspect: force-release %s: nothing changed: the audit record could not be written: %w",
+			key, lock.DataErrorOf(ctx, in.c, err, AuditKey))
+	}
+	v, err = run(exact, "")
+	if err == nil {
+		r, err = released(key, name, v)
+	}
+	if err != nil {
+		if xerr := in.c.XDel(context.WithoutCancel(ctx), AuditKey, id).Err(); xerr != nil {
+			err = fmt.Errorf("%w (and its audit record %s could not be withdrawn: %v)", err, id, xerr)
+		}
+		return nil, err
+	}
+	r.AuditID = id
+	return r, nil
+}
+
+// released decodes forcerelease.lua's reply into what was (or, for a
+// check, would be) released, or the error that refused it.
+func released(key, name string, v []any) (*Released, error) {
 	code, _ := v[0].(int64)
 	switch code {
 	case 0:
 		return nil, fmt.Errorf("%w: %s", lock.ErrNotHeld, key)
 	case 3:
 		t, _ := v[1].(string)
+		if len(v) > 2 && v[2] == "rwlock" {
+			return nil, &RWLockError{Key: key}
+		}
 		return nil, &lock.WrongTypeError{Key: key, Type: t}
 	case 2:
 		h, err := holderOf(key, v)
@@ -129,16 +220,11 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 		}
 		r.HoldersLeft, _ = v[9].(int64)
 	}
-	if cluster {
-		fence := strconv.FormatInt(h.Fence, 10)
-		id, err := in.c.XAdd(ctx, &redis.XAddArgs{Stream: AuditKey, MaxLen: AuditMaxLen, Approx: true, Values: []any{
-			"who", who, "name", name, "key", key, "kind", h.Kind, "owner", h.Owner, "token_hash", r.TokenHash,
-			"fence", fence, "ttl_ms", strconv.FormatInt(int64(h.TTL/time.Millisecond), 10), "reason", o.Reason,
-		}}).Result()
-		if err != nil {
-			return r, fmt.Errorf("inspect: %s released, but the audit record failed: %w", key, err)
+	if len(v) > 11 {
+		if why, ok := v[10].(string); ok {
+			ch, _ := v[11].(string)
+			r.Wake = &lock.WakeError{Key: key, Channel: ch, Reason: why}
 		}
-		r.AuditID = id
 	}
 	return r, nil
 }
@@ -263,11 +349,22 @@ type Fix struct {
 // lockctl's and, for a hash, Redisson's (on its channel, with its unlock
 // message): a Redisson waiter that saw no TTL sleeps until a message comes,
 // so after an expire it must wake to learn the TTL, and after a delete to
-// take the lock.
-// The scripts of a batch are pipelined.
+// take the lock. The wake-up is best effort: when the server refused it
+// (an ACL without PUBLISH or the channel) the key is fixed all the same,
+// and the error returned with the full result is a *lock.WakeError
+// (errors.Is lock.ErrNotWoken) naming the first such key. A key under
+// lock.AuxPrefix refuses the whole call (ErrOwnKey) before anything is
+// changed. The scripts of a batch are pipelined.
 func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]bool, error) {
 	if !fix.Delete && fix.Expire < time.Millisecond {
 		return nil, fmt.Errorf("%w: expire %s is under 1ms", lock.ErrInvalid, fix.Expire)
+	}
+	// Checked for every key before any is changed: fence counters never
+	// expire, by design, and must never be "fixed".
+	for _, k := range keys {
+		if strings.HasPrefix(k, lock.AuxPrefix) {
+			return nil, fmt.Errorf("inspect: fix %s: %w", k, ErrOwnKey)
+		}
 	}
 	action := "expire"
 	if fix.Delete {
@@ -281,6 +378,7 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 			return nil, fmt.Errorf("inspect: fix orphans: %w", err)
 		}
 	}
+	var wake error
 	for start := 0; start < len(keys); start += int(in.count) {
 		end := min(start+int(in.count), len(keys))
 		pipe := in.c.Pipeline()
@@ -292,13 +390,35 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 			return done, fmt.Errorf("inspect: fix orphans: %w", err)
 		}
+		// Every script of the batch ran: each key's outcome is recorded
+		// before the first failure is returned, so that no key that was
+		// changed is reported as left alone.
+		var failed error
 		for i, c := range cmds {
-			n, err := c.Int64()
-			if err != nil {
-				return done, fmt.Errorf("inspect: fix %s: %w", keys[start+i], err)
+			v, err := c.Result()
+			switch v := v.(type) {
+			case int64:
+				done[start+i] = v == 1
+			case []any:
+				// {1, error, channel}: fixed, the wake-up refused.
+				done[start+i] = true
+				if wake == nil && len(v) == 3 {
+					why, _ := v[1].(string)
+					ch, _ := v[2].(string)
+					wake = &lock.WakeError{Key: keys[start+i], Channel: ch, Reason: why}
+				}
+			default:
+				if err == nil {
+					err = fmt.Errorf("unexpected reply %v", v)
+				}
+				if failed == nil {
+					failed = fmt.Errorf("inspect: fix %s: %w", keys[start+i], err)
+				}
 			}
-			done[start+i] = n == 1
+		}
+		if failed != nil {
+			return done, failed
 		}
 	}
-	return done, nil
+	return done, wake
 }

@@ -179,3 +179,25 @@ func (e *ReplicationError) Error() string {
 }
 
 func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplicated }
+
+// ErrNotWoken: a release freed the lock, but the server refused the message
+// that wakes its waiters (an ACL without PUBLISH, or without the channel:
+// Redis 7 gives new users no channels unless granted, e.g. &lockctl:*).
+// The release stands: waiters find the lock free at their next poll or
+// when the holder's TTL would have run out. Errors are *WakeError values;
+// a caller reports them as a warning, never as a failed release.
+var ErrNotWoken = errors.New("lock: released, but waiters were not woken")
+
+// WakeError: Key was released, but publishing its wake-up on Channel was
+// refused with Reason (the server's words).
+type WakeError struct {
+	Key     string
+	Channel string
+	Reason  string
+}
+
+func (e *WakeError) Error() string {
+	return fmt.Sprintf("%s released, but the server refused the wake-up on %s: %s", e.Key, e.Channel, e.Reason)
+}
+
+func (e *WakeError) Is(target error) bool { return target == ErrNotWoken }

@@ -13,6 +13,7 @@ if redis.call('ZREM', KEYS[3], ARGV[1]) > 0 then
   n = n + 1
 end
 if n > 0 then
-  redis.call('PUBLISH', ARGV[2], 'released')
+  -- Best effort, as a release's (release.lua): the waiter has left.
+  redis.pcall('PUBLISH', ARGV[2], 'released')
 end
 return n

@@ -522,6 +522,9 @@ func noLeaseTTL(key string) error {
 // Release deletes the lock called name if token holds it, and wakes its
 // waiters.
 //
+// A *WakeError (errors.Is ErrNotWoken) means the lock was released but the
+// server refused to publish the wake-up: a warning, not a failure.
+//
 // Errors: ErrNotHeld when there is no lock; *HeldError (errors.Is
 // ErrNotOwner) carrying the holder's owner and TTL when another token holds
 // it (nothing is deleted); *WrongTypeError; ErrInvalid; Redis errors.
@@ -567,10 +570,18 @@ func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error)
 		return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 	case 1:
 		return 0, nil
+	case 5:
+		return 0, notWoken(key, r)
 	case 4:
 		return int(r.num), nil
 	}
 	return 0, refused(key, r)
+}
+
+// notWoken is a release script's {5, error}: released, but the server
+// refused to publish the wake-up.
+func notWoken(key string, r reply) error {
+	return &WakeError{Key: key, Channel: Channel(key), Reason: r.typ}
 }
 
 func refused(key string, r reply) error {

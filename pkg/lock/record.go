@@ -43,7 +43,7 @@ func (l *Locker) recordAcquire(ctx context.Context, name string, wait time.Durat
 // (Redis unreachable) record nothing.
 func (l *Locker) recordRelease(ctx context.Context, name string, held time.Duration, left int, err error) {
 	switch {
-	case err == nil && left == 0:
+	case (err == nil || errors.Is(err, ErrNotWoken)) && left == 0:
 		l.events.Record(ctx, events.Event{Kind: events.Released, Name: name, Duration: held})
 	case errors.Is(err, ErrNotOwner):
 		l.events.Record(ctx, events.Event{Kind: events.NotOwner, Name: name})

@@ -460,13 +460,20 @@ func (r *redlock) release(ctx context.Context, key, token string) (reply, error)
 	res := each(ctx, r, nil, r.callTimeout(), func(ctx context.Context, s *single) (reply, error) {
 		return s.release(ctx, key, token)
 	}, nil)
-	deleted, left := 0, int64(-1)
+	deleted, woken, left := 0, false, int64(-1)
+	var refusal reply
 	var others []reply
 	for _, x := range res {
 		switch {
 		case x.err != nil:
 		case x.v.code == 1:
 			deleted++
+			woken = true
+		case x.v.code == 5:
+			// Deleted, but that node refused the wake-up; a waiter
+			// subscribes on every node, so one that published suffices.
+			deleted++
+			refusal = x.v
 		case x.v.code == 4:
 			// One hold of a re-entered lease given back.
 			left = max(left, x.v.num)
@@ -482,6 +489,8 @@ func (r *redlock) release(ctx context.Context, key, token string) (reply, error)
 		return mostCommon(key, others), nil
 	case left >= 0:
 		return reply{code: 4, num: left, acked: -1}, nil
+	case deleted > 0 && !woken:
+		return reply{code: 5, typ: refusal.typ, acked: -1}, nil
 	case deleted > 0:
 		return reply{code: 1, acked: -1}, nil
 	case n < r.quorum:

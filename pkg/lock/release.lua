@@ -1,6 +1,7 @@
 -- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem). ARGV[1]
 -- token; ARGV[2] the wake-up channel waiters subscribe to. Replies: {0} no
--- lock and no semaphore; {3} no lock, but a semaphore; {1} deleted; {4,
+-- lock and no semaphore; {3} no lock, but a semaphore; {1} deleted; {5,
+-- error} deleted, but the server refused the wake-up (see below); {4,
 -- holds left} the token had re-entered: one hold released, the lock stays
 -- with its TTL; {2, ...} another holder, as held() describes.
 local key = KEYS[1]
@@ -24,8 +25,14 @@ if type(v) == 'string' then
     end
     redis.call('DEL', key)
     -- Waiters sleep until this message (or their holder's TTL), so the
-    -- hand-off costs one round trip instead of a polling interval.
-    redis.call('PUBLISH', ARGV[2], 'released')
+    -- hand-off costs one round trip instead of a polling interval. Best
+    -- effort: an ACL without PUBLISH or the channel must not turn a done
+    -- release into an error (a script stops at a refused call, after its
+    -- writes), so the refusal is returned for the caller to warn about.
+    local r = redis.pcall('PUBLISH', ARGV[2], 'released')
+    if type(r) == 'table' and r.err then
+      return {5, r.err}
+    end
     return {1}
   end
   return held(2, key, 'string', v)

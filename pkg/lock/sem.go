@@ -179,6 +179,8 @@ func (l *Locker) releaseSem(ctx context.Context, key, token string) (int, error)
 	switch r.code {
 	case 1:
 		return 0, nil
+	case 5:
+		return 0, notWoken(key, r)
 	case 4:
 		return int(r.num), nil
 	}

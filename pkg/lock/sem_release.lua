@@ -1,6 +1,8 @@
 -- KEYS[1] semaphore zset; KEYS[2] holders' values. ARGV[1] token; ARGV[2]
 -- the wake-up channel. Replies: {0} the token holds no slot; {1} released;
--- {4, holds left} the token had re-entered its slot: one hold released.
+-- {5, error} released, but the server refused the wake-up (see
+-- release.lua); {4, holds left} the token had re-entered its slot: one
+-- hold released.
 local z, vals = KEYS[1], KEYS[2]
 local ms = now()
 trim(z, ms, {vals})
@@ -16,5 +18,8 @@ end
 redis.call('ZREM', z, ARGV[1])
 redis.call('HDEL', vals, ARGV[1])
 expire(z, ms, {z, vals})
-redis.call('PUBLISH', ARGV[2], 'released')
+local r = redis.pcall('PUBLISH', ARGV[2], 'released')
+if type(r) == 'table' and r.err then
+  return {5, r.err}
+end
 return {1}

@@ -1,0 +1,30 @@
+package cmd
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+)
+
+// notWoken says, as a warning, that a release (or a fix) was made but the
+// server refused to publish its wake-up, and what to grant; it reports
+// whether err was such a refusal, which the caller then treats as success.
+func notWoken(f *Factory, what string, err error) bool {
+	var we *lock.WakeError
+	if !errors.As(err, &we) {
+		return false
+	}
+	f.IO.Errorf("warning: %s, but the server refused to publish the wake-up on %s (%s); waiters find it free at their next poll instead of at once",
+		what, we.Channel, strings.TrimSpace(we.Reason))
+	f.IO.Errorf("hint: grant the Redis user the channel and the command: ACL SETUSER <user> %s +publish (`lockctl doctor` checks)", channelRule(we.Channel))
+	return true
+}
+
+// channelRule is the ACL channel pattern that covers channel.
+func channelRule(channel string) string {
+	if i := strings.IndexByte(channel, ':'); i > 0 {
+		return "&" + channel[:i+1] + "*"
+	}
+	return "&" + channel
+}
