@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -123,14 +124,13 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	sem := liveHolders(ctx, p, key, clk.now())
 	semVals := p.HGetAll(ctx, d.SemValKey)
 	writers := liveMembers(ctx, p, d.WritersKey, clk.now())
-	fairQueue := p.LRange(ctx, d.RedissonQueueKey, 0, -1)
-	fairTimeouts := p.ZRangeWithScores(ctx, RedissonTimeouts(key), 0, -1)
+	fair := fairWaiters(ctx, p, key, clk)
 	numsub := p.PubSubNumSub(ctx, lock.Channel(key), RedissonChannel(key), RedissonRWChannel(key))
 	shardsub := p.PubSubShardNumSub(ctx, RedissonChannel(key), RedissonRWChannel(key))
 	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
-	for _, c := range []redis.Cmder{typ, pttl, get, fence, queue, hb, sem, semVals, writers, fairQueue, fairTimeouts, numsub} {
+	for _, c := range []redis.Cmder{typ, pttl, get, fence, queue, hb, sem, semVals, writers, fair, numsub} {
 		if err := cmdErr(c); err != nil {
 			return nil, fmt.Errorf("inspect: %s: %w", key, err)
 		}
@@ -139,7 +139,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	d.Subscribers = numsub.Val()[lock.Channel(key)]
 	d.Queue = waiters(queue.Val(), hb.Val(), clk)
 	d.Writers = writersOf(writers.Val(), clk)
-	d.RedissonQueued = fairWaiters(fairQueue.Val(), fairTimeouts.Val(), clk)
+	d.RedissonQueued = fair.Val()
 	queued := int64(len(d.Queue)) + d.RedissonQueued
 	ttl := ttlOf(pttl.Val())
 	switch t := typ.Val(); t {
@@ -180,27 +180,13 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	return d, nil
 }
 
-// fairWaiters counts the waiters of a Redisson fair lock's queue whose
-// place has not timed out (Redisson drops those at its next attempt). The
-// timeouts are Redisson's clients' clocks in ms; the server's stands in.
-func fairWaiters(queue []string, timeouts []redis.Z, clk clock) int64 {
-	if len(queue) == 0 {
-		return 0
-	}
-	until := make(map[string]float64, len(timeouts))
-	for _, z := range timeouts {
-		if s, ok := z.Member.(string); ok {
-			until[s] = z.Score
-		}
-	}
-	now := float64(clk.now().UnixMilli())
-	var n int64
-	for _, w := range queue {
-		if t, ok := until[w]; !ok || t > now {
-			n++
-		}
-	}
-	return n
+// fairWaiters queues a count of the waiters of a Redisson fair lock at key
+// whose place has not timed out (Redisson drops those at its next
+// attempt): its timeouts hold one member per waiter of its queue, scored
+// by the time it gives up (Redisson's clients' clocks in ms; the server's
+// stands in).
+func fairWaiters(ctx context.Context, p redis.Pipeliner, key string, clk clock) *redis.IntCmd {
+	return p.ZCount(ctx, RedissonTimeouts(key), "("+strconv.FormatInt(clk.now().UnixMilli(), 10), "+inf")
 }
 
 // waiters turns the queue (token -> arrival in server µs) and heartbeats

@@ -1,7 +1,8 @@
 -- KEYS[1] lock key; KEYS[2] its semaphore slots (zset token -> expiry in
 -- server ms); KEYS[3] the slots' values (hash token -> lockctl JSON);
--- KEYS[4] the audit stream (absent on Redis Cluster, where it lives in
--- another slot and the caller appends the record itself).
+-- KEYS[4], KEYS[5] a Redisson fair lock's queue and timeouts (see
+-- wakeFairHead); KEYS[6] the audit stream (absent on Redis Cluster, where
+-- it lives in another slot and the caller appends the record itself).
 -- ARGV[1] token, or a hex prefix (8-40 digits) of SHA-1(token); ARGV[2] the
 -- release channel; ARGV[3] who; ARGV[4] reason; ARGV[5] lock name;
 -- ARGV[6] audit MAXLEN; ARGV[7] token hash length; ARGV[8] Redisson's
@@ -38,14 +39,47 @@ local function describe(body)
 end
 
 local function audit(kind, owner, token, fence, pttl)
-  if not KEYS[4] then
+  if not KEYS[6] then
     return false
   end
   local hash = string.sub(redis.sha1hex(token), 1, tonumber(ARGV[7]))
-  return redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*',
+  return redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[6], '*',
     'who', ARGV[3], 'name', ARGV[5], 'key', key, 'kind', kind,
     'owner', owner or '', 'token_hash', hash, 'fence', fence or '0',
     'ttl_ms', tostring(pttl), 'reason', ARGV[4])
+end
+
+-- Redisson's fair lock (RFairLock) keeps its waiters in a list (KEYS[4],
+-- their thread names in arrival order) and the time each gives up its place
+-- in a sorted set (KEYS[5], Redisson's client ms), and wakes only the head,
+-- with its unlock message on a channel of the head's own: Redisson's
+-- channel, ':', the head's name. After a delete, do as its forceUnlock
+-- does: drop the heads whose place timed out, wake the one that is left.
+-- Otherwise the head sleeps until its own timer, up to the lease. Keys of
+-- another type are someone else's: left alone, nobody woken.
+local function wakeFairHead()
+  local queue, timeouts = KEYS[4], KEYS[5]
+  local tt = redis.call('TYPE', timeouts)['ok']
+  if redis.call('TYPE', queue)['ok'] ~= 'list' or (tt ~= 'zset' and tt ~= 'none') then
+    return
+  end
+  local tm = redis.call('TIME')
+  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  while true do
+    local head = redis.call('LINDEX', queue, 0)
+    if not head then
+      return
+    end
+    local timeout = tonumber(redis.call('ZSCORE', timeouts, head))
+    if not timeout or timeout > now then
+      local ch = ARGV[8] .. ':' .. head
+      redis.call('PUBLISH', ch, ARGV[9])
+      redis.pcall('SPUBLISH', ch, ARGV[9])
+      return
+    end
+    redis.call('ZREM', timeouts, head)
+    redis.call('LPOP', queue)
+  end
 end
 
 -- The lock key: a lockctl lock, another client's SET NX lock, a Redisson
@@ -78,6 +112,7 @@ if t == 'string' or (t == 'hash' and redis.call('HLEN', key) <= 64) then
       -- is no SPUBLISH, and pcall leaves that error alone.
       redis.call('PUBLISH', ARGV[8], ARGV[9])
       redis.pcall('SPUBLISH', ARGV[8], ARGV[9])
+      wakeFairHead()
     end
     local id = audit(kind, owner, token, fence, pttl)
     return {1, t, body, pttl, kind, owner or '', token, fence or '0', id, 0}

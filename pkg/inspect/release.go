@@ -70,10 +70,11 @@ func Operator() string {
 // "uuid:threadId" field), or a prefix of 8 to 40 hex digits of
 // SHA-1(token), as TokenHash shows: the script hashes the stored token
 // itself, so the comparison and the delete are one atomic step and a holder
-// that took over a moment ago is never touched. For a semaphore (--limit)
-// lock, or one held in shared mode, the slot token holds is freed and the
-// other holders keep theirs; waiters, exclusive ones included, are woken
-// to try again.
+// that took over a moment ago is never touched. Releasing a Redisson fair
+// lock wakes the head of its queue as Redisson's forceUnlock does. For a
+// semaphore (--limit) lock, or one held in shared mode, the slot token
+// holds is freed and the other holders keep theirs; waiters, exclusive ones
+// included, are woken to try again.
 //
 // Errors: lock.ErrNotHeld when there is no lock; *lock.HeldError (errors.Is
 // lock.ErrNotOwner) naming the current holder when token does not match
@@ -91,7 +92,16 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 		who = Operator()
 	}
 	key := in.Key(name)
-	keys := []string{key, lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key)}
+	// Redisson's fair-lock keys share key's slot, as Redisson names them,
+	// unless key has a '{' that is no hash tag: then they are another
+	// slot's and no Redisson fair lock can be there (each of its scripts
+	// would be refused on a Cluster); the lock key stands in, which is no
+	// list once released, so wakeFairHead leaves it alone.
+	fairQueue, fairTimeouts := RedissonQueue(key), RedissonTimeouts(key)
+	if lock.Slot(fairQueue) != lock.Slot(key) || lock.Slot(fairTimeouts) != lock.Slot(key) {
+		fairQueue, fairTimeouts = key, key
+	}
+	keys := []string{key, lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key), fairQueue, fairTimeouts}
 	_, cluster := in.c.(*redis.ClusterClient)
 	if !cluster {
 		keys = append(keys, AuditKey)

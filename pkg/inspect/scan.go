@@ -333,7 +333,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		rwchans := make([]string, len(hashes))
 		for j, i := range hashes {
 			scans[j] = redisson(ctx, hp, keys[i])
-			fair[j] = hp.LLen(ctx, RedissonQueue(keys[i]))
+			fair[j] = fairWaiters(ctx, hp, keys[i], clk)
 			rwchans[j] = RedissonRWChannel(keys[i])
 		}
 		rwsubs := hp.PubSubNumSub(ctx, rwchans...)
@@ -352,7 +352,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 			ttl := ttlOf(pttls[i].Val())
 			waiting := subs[chans[i]] + subs[rchans[i]] + shards[rchans[i]]
 			// A fair lock's waiters each listen on a channel of their own:
-			// its queue counts them.
+			// its queue counts them (those whose place has not timed out).
 			queued := zcards[i].Val() + fair[j].Val()
 			if h, ok := lock.ParseRedisson(keys[i], fields, ttl); ok {
 				out = append(out, in.record(h, clk, waiting, queued))
