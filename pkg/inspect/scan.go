@@ -333,7 +333,11 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		rwchans := make([]string, len(hashes))
 		for j, i := range hashes {
 			scans[j] = redisson(ctx, hp, keys[i])
-			fair[j] = fairWaiters(ctx, hp, keys[i], clk)
+			// (Only where Redisson could keep a queue: in the key's slot,
+			// so on this node of a Cluster.)
+			if lock.Slot(RedissonTimeouts(keys[i])) == lock.Slot(keys[i]) {
+				fair[j] = fairWaiters(ctx, hp, keys[i], clk)
+			}
 			rwchans[j] = RedissonRWChannel(keys[i])
 		}
 		rwsubs := hp.PubSubNumSub(ctx, rwchans...)
@@ -342,8 +346,12 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 			return nil, err
 		}
 		for j, i := range hashes {
-			if err := cmdErr(fair[j]); err != nil {
-				return nil, err
+			var queued int64
+			if fair[j] != nil {
+				if err := cmdErr(fair[j]); err != nil {
+					return nil, err
+				}
+				queued = fair[j].Val()
 			}
 			fields, ok := redissonFields(scans[j])
 			if !ok {
@@ -353,7 +361,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 			waiting := subs[chans[i]] + subs[rchans[i]] + shards[rchans[i]]
 			// A fair lock's waiters each listen on a channel of their own:
 			// its queue counts them (those whose place has not timed out).
-			queued := zcards[i].Val() + fair[j].Val()
+			queued += zcards[i].Val()
 			if h, ok := lock.ParseRedisson(keys[i], fields, ttl); ok {
 				out = append(out, in.record(h, clk, waiting, queued))
 				continue
