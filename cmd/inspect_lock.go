@@ -121,7 +121,7 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 	}
 	rows = append(rows, []string{"fence counter", fmt.Sprintf("%d (%s)", d.Fence, esc(d.FenceKey))})
 	rows = append(rows, []string{"waiters", fmt.Sprintf("%d subscribed, %d queued", d.Subscribers, len(d.Queue))})
-	if d.RedissonQueued > 0 || (d.Lock != nil && d.Lock.Kind == "redisson") {
+	if d.RedissonQueued > 0 || (d.Lock != nil && d.Lock.Kind == "redisson" && d.Lock.RWMode == "") {
 		rows = append(rows, []string{"fair queue", fmt.Sprintf("%d waiting in Redisson's fair queue (%s)", d.RedissonQueued, esc(d.RedissonQueueKey))})
 	}
 	for i, w := range d.Queue {
