@@ -22,7 +22,9 @@ token hash) and its mode (exclusive, shared or semaphore), the fence
 counter, the FIFO queue, every holder of a --limit lock or of one held
 --shared, and the exclusive acquirers waiting ("writer" rows: while any is
 listed, no new --shared holder gets in; each drops off the list at its
-expiry unless it tries again).
+expiry unless it tries again). A Redisson lock shows its fields, and its
+holds ("hold" rows, mode read or write) for a read-write lock, and the
+waiters in its fair queue ("fair queue") for a fair lock.
 
 A holder's token is shown as its hash (the first 12 hex digits of
 SHA-1(token), as 'inspect locks --wide' shows and 'inspect force-release'
@@ -102,6 +104,9 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 		for _, k := range sortedKeys(d.Fields) {
 			rows = append(rows, []string{"field", esc(k) + " = " + esc(d.Fields[k])})
 		}
+		for i, h := range d.RWHolds {
+			rows = append(rows, []string{fmt.Sprintf("hold %d", i+1), rwHoldText(h, showToken)})
+		}
 	}
 	if len(d.Holders) > 0 {
 		if mode := d.Holders[0].Mode(); mode == inspect.ModeShared {
@@ -116,6 +121,9 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 	}
 	rows = append(rows, []string{"fence counter", fmt.Sprintf("%d (%s)", d.Fence, esc(d.FenceKey))})
 	rows = append(rows, []string{"waiters", fmt.Sprintf("%d subscribed, %d queued", d.Subscribers, len(d.Queue))})
+	if d.RedissonQueued > 0 || (d.Lock != nil && d.Lock.Kind == "redisson" && d.Lock.RWMode == "") {
+		rows = append(rows, []string{"fair queue", fmt.Sprintf("%d waiting in Redisson's fair queue (%s)", d.RedissonQueued, esc(d.RedissonQueueKey))})
+	}
 	for i, w := range d.Queue {
 		rows = append(rows, []string{fmt.Sprintf("queue %d", i+1), waiterText(w)})
 	}
@@ -163,6 +171,15 @@ func holderText(h inspect.Lock, showToken bool) string {
 		s += " ci: " + ui.Escape(h.CI)
 	}
 	return s
+}
+
+// rwHoldText is one hold of a Redisson read-write lock on one line.
+func rwHoldText(h inspect.Lock, showToken bool) string {
+	tok := h.TokenHash
+	if showToken {
+		tok = ui.Escape(h.Token)
+	}
+	return ui.Escape(h.Owner) + " (" + h.Mode() + ", reentry " + strconv.FormatInt(h.Reentry, 10) + ", token " + tok + ")"
 }
 
 // waiterText is one FIFO waiter: the queue keeps only its token.
@@ -217,6 +234,13 @@ func detailJSON(d *inspect.Detail, showToken bool) map[string]any {
 		}
 		holders = append(holders, r)
 	}
+	for _, h := range d.RWHolds {
+		r := lockJSON(h)
+		if showToken {
+			r.Token = h.Token
+		}
+		holders = append(holders, r)
+	}
 	m := map[string]any{
 		"name": d.Name, "key": d.Key, "held": d.Held(), "mode": nil,
 		"fence_counter": d.Fence, "fence_key": d.FenceKey,
@@ -225,6 +249,7 @@ func detailJSON(d *inspect.Detail, showToken bool) map[string]any {
 		"semaphore_key": d.SemKey, "semaphore_values_key": d.SemValKey,
 		"limit": d.Limit, "holders": holders,
 		"writers_key": d.WritersKey, "writers": writers,
+		"redisson_queue_key": d.RedissonQueueKey, "redisson_queued": d.RedissonQueued,
 		"lock": nil,
 	}
 	if mode := d.Mode(); mode != "" {

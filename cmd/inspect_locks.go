@@ -28,16 +28,20 @@ func newInspectLocksCmd(f *Factory, use string, aliases []string) *cobra.Command
 PATTERN): lockctl's own locks, locks taken --shared (one row per shared
 holder, NOTE starting "(shared, holders n)"), --limit semaphores (one row per
 holder, NOTE starting "(holders n/N)"), plain SET NX locks of other clients
-(owner = the raw value, age unknown) and Redisson hash locks (owner
-uuid:threadId).
+(owner = the raw value, age unknown), Redisson hash locks (owner
+uuid:threadId, fair locks included) and Redisson read-write locks (one
+read-only row per hold, NOTE "(redisson read lock, ...)" or "(redisson
+write lock, ...)"; the keys Redisson keeps beside them are not listed).
 
 Columns: NAME OWNER HOST PID AGE TTL FENCE WAITERS NOTE; --wide adds KEY,
 TOKEN (the first 12 hex digits of SHA-1(token), which force-release
 accepts), CI (the CI job's URL, when the holder ran in CI) and MODE:
 "exclusive" (the one holder of the lock), "shared" (one of its shared
-holders) or "semaphore" (one slot of a --limit lock). TTL "none" means the
-key never expires (see 'inspect orphans'). WAITERS counts the processes
-waiting on the release channel plus the FIFO queue.
+holders), "semaphore" (one slot of a --limit lock), or "read" and "write"
+(a hold of a Redisson read-write lock). TTL "none" means the key never
+expires (see 'inspect orphans'). WAITERS counts the processes waiting on
+the release channel plus the FIFO queue (for a Redisson fair lock, its
+queue).
 
 Keys are read with SCAN and pipelined batches, never KEYS. On a terminal the
 table is sorted by name. Elsewhere (TSV, -o json) rows stream in SCAN order
@@ -189,6 +193,10 @@ func lockRow(l inspect.Lock, wide bool) []string {
 		note = "(plain SET lock)"
 	case "redisson":
 		note = fmt.Sprintf("(redisson, reentry %d)", l.Reentry)
+		if l.RWMode != "" {
+			// A read-write lock's hold: shown, never taken or released here.
+			note = fmt.Sprintf("(redisson %s lock, reentry %d, holds %d)", l.RWMode, l.Reentry, l.Holders)
+		}
 	case "semaphore":
 		note = strings.TrimSpace(holdersText(l.Holders, l.Limit) + " " + note)
 	case "shared":

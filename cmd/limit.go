@@ -18,6 +18,7 @@ type limitOptions struct {
 	burst        int64
 	cost         int64
 	wait         bool
+	reset        bool
 	conflictExit int
 }
 
@@ -41,7 +42,16 @@ Algorithms (--algo):
   gcra            default; one key per KEY; a burst of B, then one call every PERIOD/N
   sliding-log     exact: never more than N in any PERIOD; memory grows with N
   sliding-window  two counters, previous window weighted; approximate, O(1)
-  token-bucket    a bucket of B tokens refilled at N per PERIOD`,
+  token-bucket    a bucket of B tokens refilled at N per PERIOD
+
+KEY keeps the configuration it was first written under (--algo, --rate
+and, for gcra and token-bucket, --burst), stored with its state: a call
+with another one exits 64 naming the stored one and changes nothing, so one
+misconfigured caller can neither raise nor lower everyone's limit. To change
+it on purpose, pass --reset once with the new flags: KEY's state is
+forgotten and this call is decided, and admitted, under the new
+configuration (a fresh start: a full burst). A key left idle until its
+state expires (reset_after) takes the configuration of the next call.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			key, argv, err := commandArgs(c, args, "rate-limit KEY")
@@ -61,6 +71,7 @@ Algorithms (--algo):
 	fs.Int64Var(&o.burst, "burst", 0, "calls an idle key admits at once (gcra, token-bucket; default N)")
 	fs.Int64Var(&o.cost, "cost", 1, "how much of the limit this call uses")
 	fs.BoolVar(&o.wait, "wait", false, "sleep until the call is allowed instead of exiting 75")
+	fs.BoolVar(&o.reset, "reset", false, "forget KEY's state and stored configuration, then decide (and admit) this call under the given --rate, --algo and --burst")
 	fs.VarP(newExitCode(&o.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when the call is rate limited")
 	return c
 }
@@ -105,7 +116,16 @@ func runLimit(c *cobra.Command, f *Factory, o *limitOptions, key string, argv []
 			Hints: []string{"--burst applies to gcra and token-bucket; the window algorithms admit exactly N per PERIOD"}}
 	}
 	ctx := c.Context()
-	r, err := l.Allow(ctx, key, o.cost)
+	decide := l.Allow
+	if o.reset {
+		decide = l.Reset
+	}
+	r, err := decide(ctx, key, o.cost)
+	var ce *limit.ConfigError
+	if errors.As(err, &ce) {
+		return &UsageError{Err: fmt.Errorf("%s is limited as %s, not %s", ce.Key, ce.Stored, ce.Want),
+			Hints: []string{fmt.Sprintf("every caller of %s must use the same --rate, --algo and --burst; to change them on purpose, run once with the new ones and --reset", key)}}
+	}
 	if err == nil && !r.Allowed && o.wait {
 		if r.RetryAfter >= statusFirstAfter {
 			f.IO.Errorf("limited: waiting %s for %s (%s)", r.RetryAfter, r.Key, rate)

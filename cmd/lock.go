@@ -202,6 +202,7 @@ func printLease(f *Factory, lease *lock.Lease) error {
 			"owner":      lease.Owner,
 			"waited_ms":  lease.Waited.Milliseconds(),
 			"mode":       leaseMode(lease.Shared),
+			"reentry":    max(lease.Holds, 1),
 		})
 	case "env":
 		return f.IO.PrintEnv(map[string]string{
@@ -233,6 +234,11 @@ func holderJSON(name string, h *lock.Holder, held bool) map[string]any {
 		"fence":  h.Fence,
 		"ttl_ms": h.TTL.Milliseconds(),
 		"note":   h.Note,
+		// The hold count, as inspect's JSON has it.
+		"reentry": h.Reentry,
+	}
+	if h.RWMode != "" {
+		m["mode"] = h.RWMode
 	}
 	if h.TTL < 0 {
 		m["ttl_ms"] = -1

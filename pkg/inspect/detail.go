@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -44,6 +45,15 @@ type Detail struct {
 	// waits though only shared holders, or nobody, hold the lock.
 	WritersKey string
 	Writers    []Writer
+	// RedissonQueueKey is where a Redisson fair lock (RFairLock) keeps its
+	// waiters; RedissonQueued counts those still waiting (whose place has
+	// not timed out).
+	RedissonQueueKey string
+	RedissonQueued   int64
+	// RWHolds are the holds of a Redisson read-write lock, one per holding
+	// thread and mode (Mode ModeRead or ModeWrite), in field order; Lock
+	// then sums them up (Owner every holding thread, Mode the lock's).
+	RWHolds []Lock
 }
 
 // Held reports whether anyone holds the lock.
@@ -96,7 +106,8 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	key := in.Key(name)
 	d := &Detail{Name: name, Key: key, FenceKey: lock.AuxKey(lock.KindFence, key),
 		QueueKey: lock.AuxKey(lock.KindQueue, key), SemKey: lock.AuxKey(lock.KindSem, key),
-		SemValKey: lock.AuxKey(lock.KindSemVal, key), WritersKey: lock.AuxKey(lock.KindWriters, key)}
+		SemValKey: lock.AuxKey(lock.KindSemVal, key), WritersKey: lock.AuxKey(lock.KindWriters, key),
+		RedissonQueueKey: RedissonQueue(key)}
 	clk, err := serverClock(ctx, in.c)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
@@ -113,12 +124,13 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	sem := liveHolders(ctx, p, key, clk.now())
 	semVals := p.HGetAll(ctx, d.SemValKey)
 	writers := liveMembers(ctx, p, d.WritersKey, clk.now())
-	numsub := p.PubSubNumSub(ctx, lock.Channel(key), RedissonChannel(key))
-	shardsub := p.PubSubShardNumSub(ctx, RedissonChannel(key))
+	fair := fairWaiters(ctx, p, key, clk)
+	numsub := p.PubSubNumSub(ctx, lock.Channel(key), RedissonChannel(key), RedissonRWChannel(key))
+	shardsub := p.PubSubShardNumSub(ctx, RedissonChannel(key), RedissonRWChannel(key))
 	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
-	for _, c := range []redis.Cmder{typ, pttl, get, fence, queue, hb, sem, semVals, writers, numsub} {
+	for _, c := range []redis.Cmder{typ, pttl, get, fence, queue, hb, sem, semVals, writers, fair, numsub} {
 		if err := cmdErr(c); err != nil {
 			return nil, fmt.Errorf("inspect: %s: %w", key, err)
 		}
@@ -127,7 +139,8 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	d.Subscribers = numsub.Val()[lock.Channel(key)]
 	d.Queue = waiters(queue.Val(), hb.Val(), clk)
 	d.Writers = writersOf(writers.Val(), clk)
-	queued := int64(len(d.Queue))
+	d.RedissonQueued = fair.Val()
+	queued := int64(len(d.Queue)) + d.RedissonQueued
 	ttl := ttlOf(pttl.Val())
 	switch t := typ.Val(); t {
 	case "none":
@@ -137,16 +150,26 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 		d.Lock = &l
 	case "hash":
 		fields, ok := redissonFields(hs)
-		h, ok2 := lock.ParseRedisson(key, fields, ttl)
+		h, ok2 := lock.ParseRedissonAny(key, fields, ttl)
 		if !ok || !ok2 {
 			return nil, &lock.WrongTypeError{Key: key, Type: t}
 		}
 		d.Fields = fields
 		// Redisson's own waiters, on its channel (sharded on a Redis 7
-		// Cluster; SHARDNUMSUB fails before Redis 7, counting none).
-		d.Subscribers += numsub.Val()[RedissonChannel(key)] + shardsub.Val()[RedissonChannel(key)]
+		// Cluster; SHARDNUMSUB fails before Redis 7, counting none); a
+		// read-write lock's on a channel of its own.
+		ch := RedissonChannel(key)
+		if h.RWMode != "" {
+			ch = RedissonRWChannel(key)
+		}
+		d.Subscribers += numsub.Val()[ch] + shardsub.Val()[ch]
 		l := in.record(h, clk, d.Subscribers, queued)
 		d.Lock = &l
+		if hs, ok := lock.ParseRedissonRW(key, fields, ttl); ok {
+			for _, h := range hs {
+				d.RWHolds = append(d.RWHolds, in.record(h, clk, d.Subscribers, queued))
+			}
+		}
 	default:
 		return nil, &lock.WrongTypeError{Key: key, Type: t}
 	}
@@ -155,6 +178,15 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 		d.Limit = max(d.Limit, h.Limit)
 	}
 	return d, nil
+}
+
+// fairWaiters queues a count of the waiters of a Redisson fair lock at key
+// whose place has not timed out (Redisson drops those at its next
+// attempt): its timeouts hold one member per waiter of its queue, scored
+// by the time it gives up (Redisson's clients' clocks in ms; the server's
+// stands in).
+func fairWaiters(ctx context.Context, p redis.Pipeliner, key string, clk clock) *redis.IntCmd {
+	return p.ZCount(ctx, RedissonTimeouts(key), "("+strconv.FormatInt(clk.now().UnixMilli(), 10), "+inf")
 }
 
 // waiters turns the queue (token -> arrival in server µs) and heartbeats

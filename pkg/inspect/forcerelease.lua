@@ -1,7 +1,7 @@
 -- KEYS[1] lock key; KEYS[2] its semaphore slots (zset token -> expiry in
 -- server ms); KEYS[3] the slots' values (hash token -> lockctl JSON);
--- KEYS[4] the audit stream (absent on Redis Cluster, where it lives in
--- another slot and the caller appends the record itself).
+-- KEYS[4] the audit stream (absent on Redis Cluster, where
+-- it lives in another slot and the caller appends the record itself).
 -- ARGV[1] token, or a hex prefix (8-40 digits) of SHA-1(token); ARGV[2] the
 -- release channel; ARGV[3] who; ARGV[4] reason; ARGV[5] lock name;
 -- ARGV[6] audit MAXLEN; ARGV[7] token hash length; ARGV[8] Redisson's

@@ -19,6 +19,9 @@ var (
 	//go:embed forcerelease.lua
 	forceReleaseLua    string
 	forceReleaseScript = redis.NewScript(forceReleaseLua)
+	//go:embed fairwake.lua
+	fairWakeLua    string
+	fairWakeScript = redis.NewScript(fairWakeLua)
 	//go:embed fixorphan.lua
 	fixOrphanLua    string
 	fixOrphanScript = redis.NewScript(fixOrphanLua)
@@ -90,10 +93,11 @@ func Operator() string {
 // its "uuid:threadId" field), or a prefix of 8 to 40 hex digits of
 // SHA-1(token), as TokenHash shows: the script hashes the stored token
 // itself, so the comparison and the delete are one atomic step and a holder
-// that took over a moment ago is never touched. For a semaphore (--limit)
-// lock, or one held in shared mode, the slot token holds is freed and the
-// other holders keep theirs; waiters, exclusive ones included, are woken
-// to try again.
+// that took over a moment ago is never touched. Releasing a Redisson fair
+// lock wakes the head of its queue as Redisson's forceUnlock does. For a
+// semaphore (--limit) lock, or one held in shared mode, the slot token
+// holds is freed and the other holders keep theirs; waiters, exclusive ones
+// included, are woken to try again.
 //
 // Nothing is written unless all of it can be: the script checks that the
 // key is a lock (a hash must be a Redisson lock, every field
@@ -114,6 +118,32 @@ func Operator() string {
 // lock.ErrWrongType); lock.ErrInvalid; Redis errors (an error reply:
 // nothing changed).
 func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *ReleaseOptions) (*Released, error) {
+	r, err := in.forceRelease(ctx, name, token, o)
+	if err == nil && r.Holder.Kind == "redisson" {
+		in.wakeFairHead(ctx, r)
+	}
+	return r, err
+}
+
+// wakeFairHead wakes the head of a Redisson fair lock's queue after its
+// lock was force-released, as Redisson's forceUnlock does (fairwake.lua).
+// Best effort, as every wake-up: a refusal (an ACL without Redisson's keys
+// or channels) is reported in r.Wake, and the release stands. On a Cluster
+// a key with a '{' that is no hash tag puts the queue in another slot than
+// the lock, where no Redisson fair lock can be: nothing to wake.
+func (in *Inspector) wakeFairHead(ctx context.Context, r *Released) {
+	key := r.Holder.Key
+	queue, timeouts := RedissonQueue(key), RedissonTimeouts(key)
+	if lock.Slot(queue) != lock.Slot(key) || lock.Slot(timeouts) != lock.Slot(key) {
+		return
+	}
+	err := fairWakeScript.Run(context.WithoutCancel(ctx), in.c, []string{queue, timeouts}, RedissonChannel(key), RedissonUnlockMessage).Err()
+	if err != nil && !errors.Is(err, redis.Nil) && r.Wake == nil {
+		r.Wake = &lock.WakeError{Key: key, Channel: RedissonChannel(key) + ":<waiter>", Reason: err.Error()}
+	}
+}
+
+func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *ReleaseOptions) (*Released, error) {
 	if o == nil {
 		o = &ReleaseOptions{}
 	}

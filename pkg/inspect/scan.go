@@ -41,12 +41,21 @@ const (
 	ModeShared = "shared"
 	// ModeSemaphore: one slot of a counting (--limit) lock.
 	ModeSemaphore = "semaphore"
+	// ModeRead and ModeWrite: a read or a write hold of a Redisson
+	// read-write lock (lock.ParseRedissonRW), which lockctl shows but
+	// neither takes nor releases.
+	ModeRead  = lock.RedissonRead
+	ModeWrite = lock.RedissonWrite
 )
 
 // Mode is how l holds its lock: ModeShared for a shared holder (Kind
-// "shared"), ModeSemaphore for a --limit slot (Kind "semaphore"),
-// ModeExclusive for everything else.
+// "shared"), ModeSemaphore for a --limit slot (Kind "semaphore"), ModeRead
+// or ModeWrite for a hold of a Redisson read-write lock, ModeExclusive for
+// everything else.
 func (l Lock) Mode() string {
+	if l.RWMode != "" {
+		return l.RWMode
+	}
 	switch l.Kind {
 	case "shared":
 		return ModeShared
@@ -117,7 +126,7 @@ func (in *Inspector) Locks(ctx context.Context, glob string, o *ScanOptions, fn 
 			}
 			return key, true
 		}
-		isLock := func(k string) bool { return !isAux(k) && globMatch(match, k) }
+		isLock := func(k string) bool { return in.notAux(k) && globMatch(match, k) }
 		// Both kinds in one pass over the keyspace when one pattern covers
 		// them without taking in much else (see onePass): SCAN walks every
 		// key of the database whatever MATCH says, so a second pass costs
@@ -216,7 +225,9 @@ func (in *Inspector) semPattern() string {
 	return EscapeGlob(lock.AuxPrefix+lock.KindSem+":") + "*" + EscapeGlob(in.prefix) + "*"
 }
 
-func (in *Inspector) notAux(key string) bool { return !isAux(key) }
+// notAux keeps the keys that may be locks: not lockctl's auxiliary keys,
+// nor the ones Redisson keeps beside its locks (lock.IsRedissonAux).
+func (in *Inspector) notAux(key string) bool { return !isAux(key) && !lock.IsRedissonAux(key) }
 
 // scan walks the keys matching match that keep accepts. batch gets the
 // kept keys of one SCAN reply and a function that queues the next SCAN on
@@ -318,23 +329,53 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 	if len(hashes) > 0 {
 		hp := node.Pipeline()
 		scans := make([]*redis.ScanCmd, len(hashes))
+		fair := make([]*redis.IntCmd, len(hashes))
+		rwchans := make([]string, len(hashes))
 		for j, i := range hashes {
 			scans[j] = redisson(ctx, hp, keys[i])
+			// (Only where Redisson could keep a queue: in the key's slot,
+			// so on this node of a Cluster.)
+			if lock.Slot(RedissonTimeouts(keys[i])) == lock.Slot(keys[i]) {
+				fair[j] = fairWaiters(ctx, hp, keys[i], clk)
+			}
+			rwchans[j] = RedissonRWChannel(keys[i])
 		}
+		rwsubs := hp.PubSubNumSub(ctx, rwchans...)
+		rwshards := hp.PubSubShardNumSub(ctx, rwchans...)
 		if _, err := hp.Exec(ctx); pipeErr(err) != nil {
 			return nil, err
 		}
 		for j, i := range hashes {
+			var queued int64
+			if fair[j] != nil {
+				if err := cmdErr(fair[j]); err != nil {
+					return nil, err
+				}
+				queued = fair[j].Val()
+			}
 			fields, ok := redissonFields(scans[j])
 			if !ok {
 				continue
 			}
-			h, ok := lock.ParseRedisson(keys[i], fields, ttlOf(pttls[i].Val()))
+			ttl := ttlOf(pttls[i].Val())
+			waiting := subs[chans[i]] + subs[rchans[i]] + shards[rchans[i]]
+			// A fair lock's waiters each listen on a channel of their own:
+			// its queue counts them (those whose place has not timed out).
+			queued += zcards[i].Val()
+			if h, ok := lock.ParseRedisson(keys[i], fields, ttl); ok {
+				out = append(out, in.record(h, clk, waiting, queued))
+				continue
+			}
+			// A read-write lock: one row per hold. Its waiters listen on
+			// Redisson's read-write channel.
+			hs, ok := lock.ParseRedissonRW(keys[i], fields, ttl)
 			if !ok {
 				continue
 			}
-			waiting := subs[chans[i]] + subs[rchans[i]] + shards[rchans[i]]
-			out = append(out, in.record(h, clk, waiting, zcards[i].Val()))
+			waiting = subs[chans[i]] + rwsubs.Val()[rwchans[j]] + rwshards.Val()[rwchans[j]]
+			for _, h := range hs {
+				out = append(out, in.record(h, clk, waiting, queued))
+			}
 		}
 	}
 	return out, nil
@@ -422,7 +463,7 @@ func (in *Inspector) semHolders(key string, slots []redis.Z, vals map[string]str
 			h = lock.ParseValue(key, v, ttl)
 		} else {
 			// A slot whose value is missing: only the token is known.
-			h = lock.Holder{Key: key, TTL: ttl}
+			h = lock.Holder{Key: key, TTL: ttl, Reentry: 1}
 			bare = append(bare, len(out))
 		}
 		h.Token, h.Kind, h.Holders = token, "semaphore", int64(len(slots))
@@ -577,7 +618,7 @@ func (in *Inspector) readOrphans(ctx context.Context, node redis.UniversalClient
 			o.Holder = &h
 		case "hash":
 			if fields, ok := redissonFields(scans[i]); ok {
-				if h, ok := lock.ParseRedisson(k, fields, -1); ok {
+				if h, ok := lock.ParseRedissonAny(k, fields, -1); ok {
 					o.Holder = &h
 				}
 			}

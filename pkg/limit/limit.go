@@ -110,8 +110,19 @@ func (r Result) Err() error {
 
 // Limiter decides whether a call of a given cost on a key is admitted,
 // consuming the cost when it is. One script, one round trip.
+//
+// The key's state records the Config it was written under: a call under
+// another one fails with a *ConfigError (ErrConfigMismatch) and changes
+// nothing.
 type Limiter interface {
 	Allow(ctx context.Context, key string, cost int64) (Result, error)
+	// Reset forgets key's state and the configuration stored with it,
+	// then decides a call of cost under the Limiter's configuration, in
+	// one step: the deliberate way to change a key's rate, algorithm or
+	// burst. The key starts afresh, so the call is admitted.
+	Reset(ctx context.Context, key string, cost int64) (Result, error)
+	// Config is the configuration the Limiter writes under.
+	Config() Config
 	// Key is the Redis key used for key (the prefix applied).
 	Key(key string) string
 }
@@ -125,7 +136,8 @@ type limiter struct {
 	script *redis.Script
 	prefix string
 	burst  int64 // the most cost a single call may have
-	args   []any // every argument but the cost, which comes last
+	args   []any // the algorithm's arguments; the cost, the configuration and the reset flag follow
+	config Config
 	// maxRetry bounds the RetryAfter any state this rate writes can give:
 	// a whole period and the time to earn a whole burst back (a sliding
 	// window's previous window fades over a second period). A longer one
@@ -151,7 +163,7 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 	if burst == 0 {
 		burst = rate.Limit
 	}
-	l := &limiter{client: client, prefix: opts.prefix(), burst: burst}
+	l := &limiter{client: client, prefix: opts.prefix(), burst: burst, config: Config{Algorithm: algo, Rate: rate, Burst: burst}}
 	// Slack for rounding and the clock's step between calls.
 	l.maxRetry = rate.Period + time.Duration(float64(rate.Period)*float64(burst)/float64(rate.Limit)) + time.Second
 	periodUS := int64(rate.Period / time.Microsecond)
@@ -198,7 +210,17 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 
 func (l *limiter) Key(key string) string { return l.prefix + key }
 
+func (l *limiter) Config() Config { return l.config }
+
 func (l *limiter) Allow(ctx context.Context, key string, cost int64) (Result, error) {
+	return l.decide(ctx, key, cost, false)
+}
+
+func (l *limiter) Reset(ctx context.Context, key string, cost int64) (Result, error) {
+	return l.decide(ctx, key, cost, true)
+}
+
+func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool) (Result, error) {
 	if key == "" {
 		return Result{}, fmt.Errorf("%w: empty key", ErrInvalid)
 	}
@@ -209,15 +231,34 @@ func (l *limiter) Allow(ctx context.Context, key string, cost int64) (Result, er
 		return Result{}, &CostError{Cost: cost, Burst: l.burst}
 	}
 	k := l.prefix + key
-	args := make([]any, len(l.args)+1)
-	copy(args, l.args)
-	args[len(l.args)] = cost
-	vals, err := l.script.Run(ctx, l.client, []string{k}, args...).Int64Slice()
+	flag := "0"
+	if reset {
+		flag = "1"
+	}
+	args := append(append(make([]any, 0, len(l.args)+3), l.args...), cost, l.config.String(), flag)
+	reply, err := l.script.Run(ctx, l.client, []string{k}, args...).Slice()
 	if err != nil {
 		if redisreply.IsData(err) {
 			return Result{}, &WrongTypeError{Key: k, Msg: err.Error()}
 		}
 		return Result{}, fmt.Errorf("limit: %s: %w", k, err)
+	}
+	if len(reply) == 2 {
+		// {2, stored configuration}: written under another one.
+		stored, _ := reply[1].(string)
+		c, ok := parseConfig(stored)
+		if !ok {
+			return Result{}, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it records a configuration lockctl does not write: %q", stored)}
+		}
+		return Result{}, &ConfigError{Key: k, Stored: c, Want: l.config}
+	}
+	vals := make([]int64, len(reply))
+	for i, v := range reply {
+		n, ok := v.(int64)
+		if !ok {
+			return Result{}, fmt.Errorf("limit: %s: unexpected script reply %v", k, reply)
+		}
+		vals[i] = n
 	}
 	if len(vals) != 5 {
 		return Result{}, fmt.Errorf("limit: %s: unexpected script reply %v", k, vals)

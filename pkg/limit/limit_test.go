@@ -200,7 +200,8 @@ func TestWrongType(t *testing.T) {
 			t.Fatalf("list key: %v; want ErrWrongType", err)
 		}
 	})
-	// One algorithm never misreads another's state.
+	// One algorithm never misreads another's state: it names the
+	// configuration the state was written under.
 	for _, a := range limit.Algorithms {
 		for _, b := range limit.Algorithms {
 			if a == b {
@@ -210,8 +211,10 @@ func TestWrongType(t *testing.T) {
 			if _, err := newLimiter(t, a, "5/1h", 0).Allow(redistest.Context(t), key, 1); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := newLimiter(t, b, "5/1h", 0).Allow(redistest.Context(t), key, 1); !errors.Is(err, limit.ErrWrongType) {
-				t.Errorf("%s state read by %s: %v; want ErrWrongType", a, b, err)
+			_, err := newLimiter(t, b, "5/1h", 0).Allow(redistest.Context(t), key, 1)
+			var ce *limit.ConfigError
+			if !errors.As(err, &ce) || ce.Stored.Algorithm != a || ce.Want.Algorithm != b {
+				t.Errorf("%s state read by %s: %v; want a ConfigError naming %s", a, b, err, a)
 			}
 		}
 	}
@@ -378,7 +381,9 @@ func TestWait(t *testing.T) {
 			t.Fatalf("wait %d: %+v %v", i, r, err)
 		}
 	}
+	// Another rate is another key's: a key keeps the one it was written under.
 	slow := newLimiter(t, limit.GCRA, "1/1h", 0)
+	key = redistest.UniqueKey(t)
 	if _, err := limit.Wait(ctx, slow, key, 1); err != nil {
 		t.Fatal(err)
 	}

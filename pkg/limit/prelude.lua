@@ -19,3 +19,38 @@ end
 local function wrongtype()
   return redis.error_reply('WRONGTYPE key holds a value this limit algorithm did not write')
 end
+
+-- The configuration (algorithm, rate, burst: Config.String in Go) is the
+-- last ARGV but one and is stored with the state, so that a call with
+-- another one is refused, {2, stored}, instead of raising or lowering
+-- everyone's limit. State written before configurations were stored has
+-- none, and takes this call's at its next write. The last ARGV is '1' to
+-- forget the state and its configuration first (Limiter.Reset).
+local cfg = ARGV[#ARGV - 1]
+if ARGV[#ARGV] == '1' then
+  redis.call('DEL', KEYS[1])
+end
+
+-- configOf is the configuration stored at key by any algorithm (a string's
+-- after ';', a hash's cfg field, a sorted set's member scored +inf), or nil.
+local function configOf(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'string' then
+    return string.match(redis.call('GET', key), ';(.+)$')
+  elseif t == 'hash' then
+    return redis.call('HGET', key, 'cfg') or nil
+  elseif t == 'zset' then
+    return redis.call('ZRANGEBYSCORE', key, '+inf', '+inf', 'LIMIT', 0, 1)[1]
+  end
+  return nil
+end
+
+-- foreign answers for a state this algorithm cannot read: another
+-- configuration's (another algorithm's), or no limit's at all.
+local function foreign(key)
+  local c = configOf(key)
+  if c and c ~= cfg then
+    return {2, c}
+  end
+  return wrongtype()
+end

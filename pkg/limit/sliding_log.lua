@@ -3,17 +3,28 @@
 -- same microsecond as the newest entry, or after the clock stepped back,
 -- takes newest+1), and the member is the score itself, so members never
 -- collide and no randomness is needed. The window is (now-window, now].
+-- One more member, scored +inf, is the configuration the entries were
+-- written under (see the prelude; absent in older state).
 -- KEYS[1] key; ARGV: window (us), limit, cost.
 local key = KEYS[1]
 local window = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 
+local t = redis.call('TYPE', key)['ok']
+if t ~= 'zset' and t ~= 'none' then return foreign(key) end
+local stored = redis.call('ZRANGEBYSCORE', key, '+inf', '+inf', 'LIMIT', 0, 1)[1]
+if stored and stored ~= cfg then return {2, stored} end
+
 redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
 local count = redis.call('ZCARD', key)
+if stored then count = count - 1 end
 
+-- The newest entry: the last member, or the one before the configuration.
 local function newest()
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local i = -1
+  if stored then i = -2 end
+  local last = redis.call('ZRANGE', key, i, i, 'WITHSCORES')
   if last[2] then return tonumber(last[2]) end
   return nil
 end
@@ -42,6 +53,7 @@ while i < cost do -- batches keep unpack below Lua's stack limit
   redis.call('ZADD', key, unpack(args))
   i = i + n
 end
+if not stored then redis.call('ZADD', key, '+inf', cfg) end
 local reset = ts + cost - 1 + window - now
 redis.call('PEXPIRE', key, cdiv(reset, 1000))
 return {1, limit, limit - count - cost, 0, reset}

@@ -1,5 +1,6 @@
--- Sliding window: one string "W:CUR:PREV", the counts of fixed window W and
--- of the one before it. The estimate weights PREV by the part of the
+-- Sliding window: one string "W:CUR:PREV;CONFIG", the counts of fixed
+-- window W and of the one before it, and the configuration they were
+-- written under (see the prelude; absent in older state). The estimate weights PREV by the part of the
 -- previous window still inside the sliding one; it is kept multiplied by
 -- the window length so that it stays an integer.
 -- KEYS[1] key; ARGV: window (in units), unit (us per unit), limit, cost.
@@ -13,10 +14,13 @@ local nowu = idiv(now, unit)
 local w = idiv(nowu, window)
 local e = nowu - w * window -- elapsed in window w
 local cur, prev = 0, 0
-local v = redis.call('GET', key)
+local v = redis.pcall('GET', key)
+if type(v) == 'table' then return foreign(key) end -- WRONGTYPE
 if v then
-  local sw, sc, sp = string.match(v, '^(%d+):(%d+):(%d+)$')
-  if not sw then return wrongtype() end
+  local sw, sc, sp, c = string.match(v, '^(%d+):(%d+):(%d+);(.+)$')
+  if not sw then sw, sc, sp = string.match(v, '^(%d+):(%d+):(%d+)$') end
+  if not sw then return foreign(key) end
+  if c and c ~= cfg then return {2, c} end
   sw, sc, sp = tonumber(sw), tonumber(sc), tonumber(sp)
   if sw == w then
     cur, prev = sc, sp
@@ -49,5 +53,5 @@ cur = cur + cost
 used = used + cost * window
 -- CUR still counts as PREV through the next window.
 local reset = 2 * window - e
-redis.call('SET', key, string.format('%d:%d:%d', w, cur, prev), 'PX', cdiv(reset * unit, 1000))
+redis.call('SET', key, string.format('%d:%d:%d;', w, cur, prev) .. cfg, 'PX', cdiv(reset * unit, 1000))
 return {1, limit, idiv(capacity - used, window), 0, reset * unit}

@@ -1,4 +1,6 @@
--- Token bucket: one hash {tk = tokens, ts = server microseconds of tk}.
+-- Token bucket: one hash {tk = tokens, ts = server microseconds of tk, cfg =
+-- the configuration they were written under (see the prelude; absent in
+-- older state)}.
 -- N tokens per PERIOD is d tokens per p microseconds (reduced fraction), so
 -- tokens are counted in units of 1/p token and refill d units per
 -- microsecond: whole numbers only.
@@ -11,7 +13,9 @@ local cost = tonumber(ARGV[4])
 
 local full = capacity * p
 local tokens, ts = full, now
-local h = redis.call('HMGET', key, 'tk', 'ts')
+local h = redis.pcall('HMGET', key, 'tk', 'ts', 'cfg')
+if h.err then return foreign(key) end -- WRONGTYPE
+if h[3] and h[3] ~= cfg then return {2, h[3]} end
 if h[1] then
   tokens, ts = tonumber(h[1]), tonumber(h[2])
   if not tokens or not ts then return wrongtype() end
@@ -28,7 +32,7 @@ if tokens < need then
   return {0, capacity, idiv(tokens, p), cdiv(need - tokens, d) + lag, cdiv(full - tokens, d) + lag}
 end
 tokens = tokens - need
-redis.call('HSET', key, 'tk', string.format('%d', tokens), 'ts', string.format('%d', ts))
+redis.call('HSET', key, 'tk', string.format('%d', tokens), 'ts', string.format('%d', ts), 'cfg', cfg)
 -- A full bucket equals no key: expire when the refill would complete.
 redis.call('PEXPIRE', key, math.max(1, cdiv(full - tokens + lag * d, d * 1000)))
 return {1, capacity, idiv(tokens, p), 0, cdiv(full - tokens, d) + lag}

@@ -105,7 +105,7 @@ func (r reply) holder(key string) (Holder, error) {
 		h.Queue, h.arrival = r.queue, r.arrival
 		return h, nil
 	case "hash":
-		if h, ok := ParseRedisson(key, r.fields, r.pttl); ok {
+		if h, ok := ParseRedissonAny(key, r.fields, r.pttl); ok {
 			h.Queue, h.arrival = r.queue, r.arrival
 			return h, nil
 		}

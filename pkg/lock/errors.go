@@ -62,7 +62,8 @@ type Holder struct {
 	AcquiredAt time.Time     // zero when unknown
 	TTL        time.Duration // remaining; -1 when the key has no TTL
 	Kind       string        // "lockctl", "string" (foreign SET NX), "redisson" (hash lock)
-	Reentry    int64         // re-entry count: Redisson's, or a re-entered lockctl lease's holds (0 when not re-entered)
+	Reentry    int64         // hold count: 1 for a lock held once, n for a lease re-entered to n holds (lockctl's or Redisson's); 0 when no holder is described
+	RWMode     string        // a Redisson read-write lock's hold: RedissonRead or RedissonWrite; "" otherwise
 	LeaseTTL   time.Duration // the TTL a lockctl lease was taken with; 0 when unknown
 	CI         string        // the CI job's URL recorded by the acquirer, if any
 
@@ -104,6 +105,9 @@ func (e *HeldError) Error() string {
 		return fmt.Sprintf("%s is free, but %d exclusive waiter(s) go first", e.Holder.Key, e.Holder.Queue)
 	}
 	msg := fmt.Sprintf("%s held by %s", e.Holder.Key, e.Holder.Owner)
+	if e.Holder.RWMode != "" {
+		msg = fmt.Sprintf("%s held as a Redisson %s lock by %s", e.Holder.Key, e.Holder.RWMode, e.Holder.Owner)
+	}
 	if e.Holder.Kind == "shared" {
 		msg = fmt.Sprintf("%s held shared by %d holder(s), first to expire %s", e.Holder.Key, e.Holder.Holders, e.Holder.Owner)
 	}

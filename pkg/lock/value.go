@@ -69,16 +69,14 @@ func ParseValue(key, value string, ttl time.Duration) Holder {
 		h.Token, h.Fence, h.Owner, h.Note, h.CI, h.Limit = v.Token, v.Fence, v.Owner, v.Note, v.CI, v.Limit
 		h.LeaseTTL = time.Duration(v.TTLMS) * time.Millisecond
 		h.Shared = v.Mode == modeShared
-		if v.Holds > 1 {
-			h.Reentry = v.Holds
-		}
+		h.Reentry = max(v.Holds, 1)
 		if v.AcquiredMS > 0 {
 			h.AcquiredAt = time.UnixMilli(v.AcquiredMS).UTC()
 		}
 		return h
 	}
 	h.Kind = "string"
-	h.Token, h.Owner = value, value
+	h.Token, h.Owner, h.Reentry = value, value, 1
 	return h
 }
 
@@ -195,29 +193,132 @@ func scriptToken(value string) (string, bool) {
 	return rest[:i], true
 }
 
-// ParseRedisson decodes a Redisson-style hash lock: one field per holder
-// ("<uuid>:<threadId>") whose value is the reentry count. ok is false when
-// the hash does not look like one.
+// ParseRedisson decodes a Redisson-style hash lock (RLock, and RFairLock,
+// whose hash is the same): one field per holder ("<uuid>:<threadId>") whose
+// value is its hold count. ok is false when the hash does not look like one;
+// a read-write lock's hash, with its "mode" field, is ParseRedissonRW's.
 func ParseRedisson(key string, fields map[string]string, ttl time.Duration) (h Holder, ok bool) {
 	if len(fields) == 0 {
 		return Holder{}, false
 	}
 	names := make([]string, 0, len(fields))
 	for f, v := range fields {
-		n, err := strconv.ParseInt(v, 10, 64)
-		i := strings.LastIndexByte(f, ':')
-		if err != nil || n < 1 || i <= 0 || i == len(f)-1 {
-			return Holder{}, false
-		}
-		if _, err := strconv.ParseInt(f[i+1:], 10, 64); err != nil {
+		if _, ok := holdCount(v); !ok || !redissonThread(f) {
 			return Holder{}, false
 		}
 		names = append(names, f)
 	}
 	sort.Strings(names)
 	h = Holder{Key: key, TTL: ttl, Kind: "redisson", Owner: strings.Join(names, ","), Token: names[0]}
-	h.Reentry, _ = strconv.ParseInt(fields[names[0]], 10, 64)
+	h.Reentry, _ = holdCount(fields[names[0]])
 	return h, true
+}
+
+// Modes of a Redisson read-write lock (RReadWriteLock), as its hash's "mode"
+// field and Holder.RWMode name them.
+const (
+	RedissonRead  = "read"
+	RedissonWrite = "write"
+)
+
+// redissonWriteSuffix ends the field of a write hold: Redisson's write lock
+// names its thread "<uuid>:<threadId>:write", its read lock "<uuid>:<threadId>".
+const redissonWriteSuffix = ":" + RedissonWrite
+
+// ParseRedissonRW decodes a Redisson read-write lock (RReadWriteLock): a
+// hash whose "mode" field is "read" or "write" and whose other fields are
+// its holds, "<uuid>:<threadId>" for a read hold and
+// "<uuid>:<threadId>:write" for a write hold, each valued with its hold
+// count. (Each read hold also has a key of its own,
+// "{name}:<uuid>:<threadId>:rwlock_timeout:<n>", that keeps the hash alive
+// while it lasts: see IsRedissonAux.) It returns one Holder per hold in
+// field order: Kind "redisson", RWMode "read" or "write", Token the field
+// (what a force-release would name), Owner the thread "<uuid>:<threadId>",
+// Reentry its hold count and Holders how many holds there are. ok is false
+// when the hash is not one.
+func ParseRedissonRW(key string, fields map[string]string, ttl time.Duration) (hs []Holder, ok bool) {
+	if m := fields["mode"]; (m != RedissonRead && m != RedissonWrite) || len(fields) < 2 {
+		return nil, false
+	}
+	names := make([]string, 0, len(fields)-1)
+	for f, v := range fields {
+		if f == "mode" {
+			continue
+		}
+		if _, ok := holdCount(v); !ok || !redissonThread(strings.TrimSuffix(f, redissonWriteSuffix)) {
+			return nil, false
+		}
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	hs = make([]Holder, len(names))
+	for i, f := range names {
+		h := Holder{Key: key, TTL: ttl, Kind: "redisson", Token: f, Owner: f, RWMode: RedissonRead, Holders: int64(len(names))}
+		if t, ok := strings.CutSuffix(f, redissonWriteSuffix); ok {
+			h.Owner, h.RWMode = t, RedissonWrite
+		}
+		h.Reentry, _ = holdCount(fields[f])
+		hs[i] = h
+	}
+	return hs, true
+}
+
+// ParseRedissonAny decodes a Redisson lock of either shape (ParseRedisson,
+// ParseRedissonRW) into the one Holder a refusal names: for a read-write
+// lock, its first hold, with Owner every holding thread (comma-separated)
+// and RWMode the lock's mode.
+func ParseRedissonAny(key string, fields map[string]string, ttl time.Duration) (Holder, bool) {
+	if h, ok := ParseRedisson(key, fields, ttl); ok {
+		return h, true
+	}
+	hs, ok := ParseRedissonRW(key, fields, ttl)
+	if !ok {
+		return Holder{}, false
+	}
+	h := hs[0]
+	h.RWMode = fields["mode"]
+	owners := make([]string, len(hs))
+	for i, x := range hs {
+		owners[i] = x.Owner
+	}
+	h.Owner = strings.Join(owners, ",")
+	return h, true
+}
+
+// redissonThread reports whether f names a Redisson thread, "<id>:<threadId>".
+func redissonThread(f string) bool {
+	i := strings.LastIndexByte(f, ':')
+	if i <= 0 || i == len(f)-1 {
+		return false
+	}
+	_, err := strconv.ParseInt(f[i+1:], 10, 64)
+	return err == nil
+}
+
+// holdCount reads a Redisson hold count: a positive integer.
+func holdCount(v string) (int64, bool) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && n >= 1
+}
+
+// IsRedissonAux reports whether key is one of the keys Redisson keeps beside
+// a lock, which are not locks of their own and expire (or not) as Redisson
+// decides: a read hold's "…:<uuid>:<threadId>:rwlock_timeout:<n>" (a string
+// "1" with the hold's lease), and a fair lock's queue
+// "redisson_lock_queue:{name}" and timeouts "redisson_lock_timeout:{name}",
+// which never expire.
+func IsRedissonAux(key string) bool {
+	if strings.HasPrefix(key, "redisson_lock_queue:") || strings.HasPrefix(key, "redisson_lock_timeout:") {
+		return true
+	}
+	i := strings.LastIndex(key, ":rwlock_timeout:")
+	if i < 0 {
+		return false
+	}
+	if _, err := strconv.ParseUint(key[i+len(":rwlock_timeout:"):], 10, 63); err != nil {
+		return false
+	}
+	return redissonThread(key[:i])
 }
 
 // encodeJSONString returns s as a JSON string literal, for scripts that
