@@ -62,6 +62,7 @@ Algorithms (--algo):
 	fs.Int64Var(&o.cost, "cost", 1, "how much of the limit this call uses")
 	fs.BoolVar(&o.wait, "wait", false, "sleep until the call is allowed instead of exiting 75")
 	fs.VarP(newExitCode(&o.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when the call is rate limited")
+	addQuietFlags(c, &f.G)
 	return c
 }
 
@@ -108,7 +109,7 @@ func runLimit(c *cobra.Command, f *Factory, o *limitOptions, key string, argv []
 	r, err := l.Allow(ctx, key, o.cost)
 	if err == nil && !r.Allowed && o.wait {
 		if r.RetryAfter >= statusFirstAfter {
-			f.IO.Errorf("limited: waiting %s for %s (%s)", r.RetryAfter, r.Key, rate)
+			f.Progressf("limited: waiting %s for %s (%s)", r.RetryAfter, r.Key, rate)
 		}
 		r, err = limit.Wait(ctx, l, key, o.cost)
 	}
@@ -166,6 +167,6 @@ func printDecision(f *Factory, r limit.Result) error {
 			"reset_after_ms": r.ResetAfter.Milliseconds(),
 		})
 	}
-	f.IO.Errorf("%s", decisionText(r))
+	f.Progressf("%s", decisionText(r))
 	return nil
 }
