@@ -47,7 +47,10 @@ explicit --sort buffers every row to sort them.
 Names, owners, notes and CI URLs are whatever was written to Redis: control
 characters show escaped (\x1b, \n, \t, \xNN), so no value can drive the
 terminal or break a row; on a terminal, cells past 100 columns are cut with
-"…". -o json has every value exact.
+"…", and the table fits the terminal's width: NOTE gives way first, then the
+widest column, cut with "…"; FENCE shows its last 6 digits. -o wide keeps
+every value whole, as do the tab-separated rows; -o json has every value
+exact.
 
 --watch D prints a fresh listing every D until interrupted: on a terminal
 the screen is cleared first (like watch(1)); elsewhere listings follow one
