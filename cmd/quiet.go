@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
@@ -100,7 +101,9 @@ func (f *Factory) annotate(err error, code int) {
 		}
 	}
 	title := "lockctl " + f.G.command
-	fmt.Fprintf(f.IO.ErrOut, "::%s title=%s::%s\n", level, ghProperty(title), ghData(msg))
+	// Escaped as the stderr line is (no control character reaches the
+	// log), then as the runner expects.
+	fmt.Fprintf(f.IO.ErrOut, "::%s title=%s::%s\n", level, ghProperty(title), ghData(ui.Escape(msg)))
 }
 
 // ghData escapes a workflow command's message as the runner unescapes it,
