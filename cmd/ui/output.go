@@ -283,7 +283,12 @@ func (s *IOStreams) PrintEnv(vars map[string]string) error {
 // stops the shell evaluating them with status code: exit leaves a script (or
 // the subshell it runs in) even inside a function and without set -e, where
 // a bare `false` would let the next line run without the lock.
-func (s *IOStreams) PrintEnvRefusal(code int) {
+// quiet (-q, -E 0) leaves out the message: the shell stops silently.
+func (s *IOStreams) PrintEnvRefusal(code int, quiet bool) {
+	if quiet {
+		fmt.Fprintf(s.Out, "exit %d\n", code)
+		return
+	}
 	msg := ShellQuote(fmt.Sprintf("lockctl: lock not acquired; stopping this shell (exit %d)", code))
 	fmt.Fprintf(s.Out, "echo %s >&2; exit %d\n", msg, code)
 }
