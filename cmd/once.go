@@ -248,7 +248,9 @@ expired) the state is "none".`,
 			if f.G.Output == "json" {
 				return f.IO.PrintJSON(onceRecordJSON(key, rec))
 			}
-			return f.IO.PrintTable(onceRecordTable(key, rec))
+			t := onceRecordTable(key, rec)
+			// One record: fields wrap on a terminal, as in inspect lock.
+			return f.IO.PrintDetail(t.Header, t.Rows)
 		},
 	}
 }
