@@ -55,7 +55,7 @@ func newAuditCmd(f *Factory) *cobra.Command {
 					rows[i] = []string{entries[i].At.Local().Format("01-02 15:04:05"), r[1], r[2], r[3], shortFence(r[5]), r[6], r[7]}
 				}
 			}
-			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Wide: wide})
+			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide})
 		},
 	}
 	c.Flags().Int64VarP(&n, "count", "n", 0, "show only the N newest entries (0: all)")

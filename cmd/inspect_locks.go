@@ -144,7 +144,7 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 					r[6] = shortFence(r[6])
 				}
 			}
-			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Wide: wide})
+			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide})
 		}
 		for _, l := range all {
 			if err := emit(l); err != nil {

@@ -173,7 +173,7 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 			for i, r := range found {
 				rows[i] = r.row()
 			}
-			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth}); err != nil {
+			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide"}); err != nil {
 				return err
 			}
 		}

@@ -23,11 +23,10 @@ type Table struct {
 	// an ellipsis (DataCellWidth for data from Redis). The tab-separated
 	// form always has every cell whole.
 	MaxCellWidth int
-	// Wide (-o wide) keeps every cell whole (up to MaxCellWidth) however
-	// wide the terminal; otherwise the terminal table is fitted to the
-	// terminal's width: the widest columns are cut with "…" first, and
-	// no column below its header. Lines never wrap.
-	Wide bool
+	// Fit cuts a listing's terminal table to the terminal's width (see
+	// fitColumns), so that no line wraps; -o wide leaves it off, to keep
+	// every cell whole (up to MaxCellWidth).
+	Fit bool
 }
 
 // PrintTable renders t: a styled table on a terminal (or with -o table),
@@ -75,7 +74,7 @@ func (s *IOStreams) PrintTable(t Table) error {
 		}
 		cells[j] = row
 	}
-	if !t.Wide && s.stdoutTTY && s.width > 0 {
+	if t.Fit && s.stdoutTTY && s.width > 0 {
 		fitColumns(t.Header, cells, s.width)
 	}
 	for _, r := range cells {
