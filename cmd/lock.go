@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -205,7 +206,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		// lock returns at once; the process that holds the token (and
 		// that a person looking at the lock wants to find) is the
 		// shell or script that called it.
-		owner = lock.OwnerWithPID(os.Getppid())
+		owner = lock.OwnerWithPID(callerPID())
 	}
 	status := newWaitStatus(f, name)
 	opts, err := o.acquireOptions(c, f, owner, status.busy)
@@ -476,4 +477,62 @@ func explainRefusal(name string, err error) error {
 			"if you were still working under this lock, your lease ran out: use a longer --ttl or renew more often")
 	}
 	return err
+}
+
+// callerPID is the process that called lock: its parent, or, when that
+// parent is a subshell forked only to run it (`$(lockctl lock ... || echo
+// ...)`: the same program with the same arguments as its own parent, gone
+// as soon as lockctl returns), the shell the subshell was forked from.
+// Where /proc cannot tell, the parent.
+func callerPID() int {
+	pid := os.Getppid()
+	for range 8 {
+		parent, ok := procParent(pid)
+		if !ok || parent <= 1 || !sameProgram(pid, parent) {
+			break
+		}
+		pid = parent
+	}
+	return pid
+}
+
+// procParent reads pid's parent from /proc/PID/stat.
+func procParent(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
+
+// sameProgram reports whether a and b run the same executable with the
+// same command line, as a forked subshell and its shell do.
+func sameProgram(a, b int) bool {
+	read := func(pid int, what string) (string, bool) {
+		if what == "exe" {
+			s, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+			return s, err == nil
+		}
+		bs, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + what)
+		return string(bs), err == nil
+	}
+	for _, what := range []string{"exe", "cmdline"} {
+		x, okx := read(a, what)
+		y, oky := read(b, what)
+		if !okx || !oky || x != y {
+			return false
+		}
+	}
+	return true
 }
