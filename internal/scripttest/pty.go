@@ -204,6 +204,33 @@ func cmdPtyExpect(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// pty-shows REGEXP: wait (up to 2 minutes) until the program's output so
+// far matches REGEXP: a prompt of a program that draws no refreshing screen.
+func cmdPtyShows(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: pty-shows REGEXP")
+	}
+	re := regexp.MustCompile(args[0])
+	p := ptyOf(ts)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		if re.MatchString(out) {
+			return
+		}
+		select {
+		case <-p.done:
+			ts.Fatalf("the program ended before its output matched %q:\n%s", args[0], out)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("pty-shows %q: not within 2 minutes; output:\n%s", args[0], out)
+		}
+	}
+}
+
 // pty-send TEXT: type TEXT (Go-quoted escapes allowed, e.g. "\x03" for ^C).
 func cmdPtySend(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
