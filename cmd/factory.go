@@ -46,6 +46,8 @@ type Globals struct {
 	NoEvents       bool // --no-events: see events.go
 	Headers        bool // --headers (listings)
 	NoHeaders      bool // --no-headers (listings)
+	Quiet          bool // -q (run, lock, once, limit): see quiet.go
+	NoCIOutput     bool // --no-ci-output (run, lock, once, limit): see quiet.go
 
 	urlOnArgv     bool   // the URL came from the command line (a password there leaks to ps)
 	redlockOnArgv bool   // likewise for --redlock
@@ -522,7 +524,7 @@ func (f *Factory) target() server {
 	case len(g.Sentinel) > 0:
 		return server{Mode: "sentinel", Addr: strings.Join(g.Sentinel, ",")}
 	}
-	s := server{Mode: "url", TLS: strings.HasPrefix(g.URL, "rediss://")}
+	s := server{Mode: "url", TLS: strings.HasPrefix(g.URL, "rediss://"), Origin: f.urlOrigin()}
 	if opt, err := redis.ParseURL(g.URL); err == nil {
 		s.Addr, s.DB = opt.Addr, opt.DB
 	}

@@ -45,7 +45,17 @@ func newAuditCmd(f *Factory) *cobra.Command {
 				f.IO.Errorf("no forced releases recorded")
 				return nil
 			}
-			return f.IO.PrintTable(ui.Table{Header: []string{"TIME", "WHO", "NAME", "OWNER", "TOKEN", "FENCE", "TTL LEFT", "REASON"}, Rows: rows, MaxCellWidth: ui.DataCellWidth})
+			header := []string{"TIME", "WHO", "NAME", "OWNER", "TOKEN", "FENCE", "TTL LEFT", "REASON"}
+			wide := f.G.Output == "wide"
+			if f.IO.IsStdoutTTY() && !wide {
+				// On a terminal: the date and time to the second, the
+				// fence's last digits, no token hash (-o wide has them).
+				header = []string{"TIME", "WHO", "NAME", "OWNER", "FENCE", "TTL LEFT", "REASON"}
+				for i, r := range rows {
+					rows[i] = []string{entries[i].At.Local().Format("01-02 15:04:05"), r[1], r[2], r[3], shortFence(r[5]), r[6], r[7]}
+				}
+			}
+			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide})
 		},
 	}
 	c.Flags().Int64VarP(&n, "count", "n", 0, "show only the N newest entries (0: all)")

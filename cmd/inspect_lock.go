@@ -48,7 +48,7 @@ token of each holder and the raw stored value.`,
 			if f.G.Output == "json" {
 				return f.IO.PrintJSON(detailJSON(d, showToken))
 			}
-			return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"}, Rows: detailRows(d, showToken), MaxCellWidth: ui.DataCellWidth})
+			return f.IO.PrintDetail([]string{"FIELD", "VALUE"}, detailRows(d, showToken))
 		},
 	}
 	c.Flags().BoolVar(&showToken, "show-token", false, "also show each holder's full token and the raw stored value (secrets: they let anyone release the lock)")

@@ -51,7 +51,10 @@ explicit --sort buffers every row to sort them.
 Names, owners, notes and CI URLs are whatever was written to Redis: control
 characters show escaped (\x1b, \n, \t, \xNN), so no value can drive the
 terminal or break a row; on a terminal, cells past 100 columns are cut with
-"…". -o json has every value exact.
+"…", and the table fits the terminal's width: NOTE gives way first, then the
+widest column, cut with "…"; FENCE shows its last 6 digits. -o wide keeps
+every value whole, as do the tab-separated rows; -o json has every value
+exact.
 
 --watch D prints a fresh listing every D until interrupted: on a terminal
 the screen is cleared first (like watch(1)); elsewhere listings follow one
@@ -140,7 +143,12 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 				f.IO.Errorf("no locks held under %s", in.Pattern(glob))
 				return nil
 			}
-			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth})
+			if !wide {
+				for _, r := range rows {
+					r[6] = shortFence(r[6])
+				}
+			}
+			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide})
 		}
 		for _, l := range all {
 			if err := emit(l); err != nil {
@@ -278,4 +286,16 @@ func watchLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) erro
 		case <-t.C:
 		}
 	}
+}
+
+// shortFence is a fence as the terminal table shows it: its last six
+// digits after "…". Fences of one name share their leading digits (the
+// clock floor they started from), so the tail is what tells them apart; a
+// 16-digit fence would take a fifth of an 80-column screen. -o wide, the
+// tab-separated rows and -o json keep it whole.
+func shortFence(s string) string {
+	if len(s) <= 8 {
+		return s
+	}
+	return "…" + s[len(s)-6:]
 }

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"sort"
@@ -176,7 +175,7 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 			for i, r := range found {
 				rows[i] = r.row()
 			}
-			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth}); err != nil {
+			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide"}); err != nil {
 				return err
 			}
 		}
@@ -244,8 +243,11 @@ func applyFix(c *cobra.Command, f *Factory, in *inspect.Inspector, fix inspect.F
 			f.IO.Errorf("  ... and %d more (inspect orphans without --fix lists them all)", more)
 		}
 		fmt.Fprintf(f.IO.ErrOut, "lockctl: %s these %d key(s)? [y/N] ", what, len(found))
-		line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		yes, err := confirm(c.Context(), f.IO.In, f.IO.ErrOut)
+		if err != nil {
+			return err
+		}
+		if !yes {
 			return &ExitError{Code: ExitFound, Err: errors.New("nothing changed")}
 		}
 	}

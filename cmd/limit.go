@@ -73,6 +73,7 @@ state expires (reset_after) takes the configuration of the next call.`,
 	fs.BoolVar(&o.wait, "wait", false, "sleep until the call is allowed instead of exiting 75")
 	fs.BoolVar(&o.reset, "reset", false, "forget KEY's state and stored configuration, then decide (and admit) this call under the given --rate, --algo and --burst")
 	fs.VarP(newExitCode(&o.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when the call is rate limited")
+	addQuietFlags(c, &f.G)
 	return c
 }
 
@@ -128,7 +129,7 @@ func runLimit(c *cobra.Command, f *Factory, o *limitOptions, key string, argv []
 	}
 	if err == nil && !r.Allowed && o.wait {
 		if r.RetryAfter >= statusFirstAfter {
-			f.IO.Errorf("limited: waiting %s for %s (%s)", r.RetryAfter, r.Key, rate)
+			f.Progressf("limited: waiting %s for %s (%s)", r.RetryAfter, r.Key, rate)
 		}
 		r, err = limit.Wait(ctx, l, key, o.cost)
 	}
@@ -186,6 +187,6 @@ func printDecision(f *Factory, r limit.Result) error {
 			"reset_after_ms": r.ResetAfter.Milliseconds(),
 		})
 	}
-	f.IO.Errorf("%s", decisionText(r))
+	f.Progressf("%s", decisionText(r))
 	return nil
 }

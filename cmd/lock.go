@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -87,6 +89,31 @@ func (w *waitFlags) waitDuration(c *cobra.Command) time.Duration {
 	return -1
 }
 
+// refused words a failed acquisition of name after waited: a -w wait
+// that ran out says so, and the holder's CI job is named. Then -E applies.
+func (w *waitFlags) refused(c *cobra.Command, name string, err error, waited time.Duration) error {
+	var held *lock.HeldError
+	plain := errors.As(err, &held) && w.limit == 0 && !w.shared &&
+		(held.Holder.Kind == "lockctl" || held.Holder.Kind == "string" || held.Holder.Kind == "redisson")
+	err = w.explainBusy(name, err)
+	if wait := w.waitDuration(c); wait > 0 && errors.Is(err, lock.ErrNotObtained) {
+		what := err.Error()
+		if plain {
+			what = fmt.Sprintf("held by %s%s%s", held.Holder.Owner, ttlText(held.Holder.TTL), ciText(held.Holder.CI))
+		}
+		err = &waitTimeoutError{msg: fmt.Sprintf("gave up after %s waiting for %s, %s", shortWait(waited, wait), name, what), err: err}
+	}
+	return w.notAcquired(err)
+}
+
+// shortWait is how long a -w wait lasted, as the user gave it when close.
+func shortWait(waited, wait time.Duration) string {
+	if waited < wait+time.Second {
+		return wait.String()
+	}
+	return waited.Round(100 * time.Millisecond).String()
+}
+
 // notAcquired applies -E to a "not obtained" error.
 func (w *waitFlags) notAcquired(err error) error {
 	if errors.Is(err, lock.ErrNotObtained) && w.conflictExit != ExitNotAcquired {
@@ -120,7 +147,11 @@ default; -n fails at once and -w bounds the wait.
 With -o env, a refusal prints a statement that stops the shell evaluating
 it (exit with lockctl's status), so the script never goes on without the
 lock. Inside 'lockctl run NAME' (LOCKCTL_KEY and LOCKCTL_TOKEN set), lock
-re-enters NAME and prints the same token; --no-reentry waits instead.`,
+re-enters NAME and prints the same token; --no-reentry waits instead.
+
+The owner recorded by default is user@host:PID of lock's caller (the shell
+or script that holds the token), since lock itself exits at once. -q and
+-E 0 keep refusals off stderr, as for run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name, err := validName(args, "lock NAME")
@@ -131,6 +162,7 @@ re-enters NAME and prints the same token; --no-reentry waits instead.`,
 		},
 	}
 	o.register(c)
+	addQuietFlags(c, &f.G)
 	c.Flags().BoolVar(&o.test, "test", false, "only report: exit 0 when free, 1 when held")
 	return c
 }
@@ -169,14 +201,22 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		}
 		return &ExitError{Code: ExitFound, Silent: true}
 	}
+	owner := o.owner
+	if owner == "" {
+		// lock returns at once; the process that holds the token (and
+		// that a person looking at the lock wants to find) is the
+		// shell or script that called it.
+		owner = lock.OwnerWithPID(callerPID())
+	}
 	status := newWaitStatus(f, name)
-	opts, err := o.acquireOptions(c, f, o.owner, status.busy)
+	opts, err := o.acquireOptions(c, f, owner, status.busy)
 	if err != nil {
 		return err
 	}
+	started := time.Now()
 	lease, err := o.take(ctx, f, l, name, opts)
 	if err != nil {
-		return o.notAcquired(o.explainBusy(name, err))
+		return o.refused(c, name, err, time.Since(started))
 	}
 	if !time.Now().Before(lease.Deadline()) {
 		// Held up between the grant and now (stopped, starved): a token
@@ -259,27 +299,54 @@ func ttlText(ttl time.Duration) string {
 	return fmt.Sprintf(" (ttl %s)", ttl.Round(time.Millisecond))
 }
 
-// waitStatus prints, while a command waits, at most one stderr line every
-// few seconds naming the holder. Quick hand-offs print nothing.
+// waitStatus prints, while a command waits, a stderr line naming the
+// holder: on a terminal after 2s and then every 5s; elsewhere (a CI log,
+// cron's mail) after 5s, then after gaps of 10s, 20s, 40s and then every
+// 60s, so a long wait leaves a few lines, not one every 5s. Quick
+// hand-offs print nothing, and -q nothing at all.
 type waitStatus struct {
 	f       *Factory
 	name    string
 	started time.Time
 	last    time.Time
+	gap     time.Duration // off a terminal: the gap before the next line
 }
 
 const (
 	statusFirstAfter = 2 * time.Second
 	statusEvery      = 5 * time.Second
+	// Off a terminal.
+	statusLogFirst = 5 * time.Second
+	statusLogGap   = 10 * time.Second
+	statusLogMax   = time.Minute
 )
 
 func newWaitStatus(f *Factory, name string) *waitStatus {
 	return &waitStatus{f: f, name: name, started: time.Now()}
 }
 
+// due reports whether a line is due at now, and moves the schedule on.
+func (s *waitStatus) due(now time.Time) bool {
+	if s.f.IO.IsStderrTTY() {
+		return now.Sub(s.started) >= statusFirstAfter && (s.last.IsZero() || now.Sub(s.last) >= statusEvery)
+	}
+	switch {
+	case s.last.IsZero():
+		if now.Sub(s.started) < statusLogFirst {
+			return false
+		}
+		s.gap = statusLogGap
+	case now.Sub(s.last) < s.gap:
+		return false
+	default:
+		s.gap = min(2*s.gap, statusLogMax)
+	}
+	return true
+}
+
 func (s *waitStatus) busy(h lock.Holder) {
 	now := time.Now()
-	if now.Sub(s.started) < statusFirstAfter || (!s.last.IsZero() && now.Sub(s.last) < statusEvery) {
+	if s.f.G.Quiet || !s.due(now) {
 		return
 	}
 	s.last = now
@@ -306,7 +373,7 @@ func (s *waitStatus) busy(h lock.Holder) {
 	if !h.AcquiredAt.IsZero() {
 		since = fmt.Sprintf(" since %s (%s ago)", h.AcquiredAt.Local().Format("15:04:05"), time.Since(h.AcquiredAt).Round(time.Second))
 	}
-	s.f.IO.Errorf("waiting for %s: held by %s%s%s%s; waited %s", s.name, h.Owner, since, ttlText(h.TTL), queue, waited)
+	s.f.IO.Errorf("waiting for %s: held by %s%s%s%s%s; waited %s", s.name, h.Owner, ciText(h.CI), since, ttlText(h.TTL), queue, waited)
 }
 
 // tokenFor resolves --token, falling back to LOCKCTL_TOKEN only when
@@ -419,4 +486,62 @@ func explainRefusal(name string, err error) error {
 			"if you were still working under this lock, your lease ran out: use a longer --ttl or renew more often")
 	}
 	return err
+}
+
+// callerPID is the process that called lock: its parent, or, when that
+// parent is a subshell forked only to run it (`$(lockctl lock ... || echo
+// ...)`: the same program with the same arguments as its own parent, gone
+// as soon as lockctl returns), the shell the subshell was forked from.
+// Where /proc cannot tell, the parent.
+func callerPID() int {
+	pid := os.Getppid()
+	for range 8 {
+		parent, ok := procParent(pid)
+		if !ok || parent <= 1 || !sameProgram(pid, parent) {
+			break
+		}
+		pid = parent
+	}
+	return pid
+}
+
+// procParent reads pid's parent from /proc/PID/stat.
+func procParent(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
+
+// sameProgram reports whether a and b run the same executable with the
+// same command line, as a forked subshell and its shell do.
+func sameProgram(a, b int) bool {
+	read := func(pid int, what string) (string, bool) {
+		if what == "exe" {
+			s, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+			return s, err == nil
+		}
+		bs, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + what)
+		return string(bs), err == nil
+	}
+	for _, what := range []string{"exe", "cmdline"} {
+		x, okx := read(a, what)
+		y, oky := read(b, what)
+		if !okx || !oky || x != y {
+			return false
+		}
+	}
+	return true
 }

@@ -66,6 +66,7 @@ more when rerunning a failure).`,
 	fs.StringVar(&o.fingerprint, "fingerprint", "", "identifies the request; a call with the same KEY and another fingerprint exits 65")
 	fs.BoolVar(&o.rerunFailed, "rerun-failed", false, "run CMD again when the recorded exit code was not 0")
 	fs.VarP(newExitCode(&o.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when KEY is in progress elsewhere")
+	addQuietFlags(c, &f.G)
 	fs.StringVar(&o.owner, "owner", "", "claimant recorded with KEY (default user@host:pid)")
 	return c
 }
@@ -156,10 +157,10 @@ func explainOnce(key string, err error, conflictExit int) error {
 		r := done.Record
 		msg := fmt.Sprintf("%s already ran: %s; not running it again", key, outcomeText(r))
 		if r.ExitCode != 0 {
-			return &ExitError{Code: r.ExitCode, Err: withHint(errors.New(msg),
+			return &ExitError{Code: r.ExitCode, Err: withHint(reword(err, "%s", msg),
 				"--rerun-failed runs it again after a failure")}
 		}
-		return &ExitError{Code: 0, Err: errors.New(msg)}
+		return &ExitError{Code: 0, Err: reword(err, "%s", msg)}
 	case errors.As(err, &fp):
 		return withHint(reword(err, "%s was claimed with fingerprint %q, not %q; refusing to run or replay another request's outcome", key, fp.Recorded, fp.Given),
 			"a different request needs a different KEY")
@@ -247,7 +248,9 @@ expired) the state is "none".`,
 			if f.G.Output == "json" {
 				return f.IO.PrintJSON(onceRecordJSON(key, rec))
 			}
-			return f.IO.PrintTable(onceRecordTable(key, rec))
+			t := onceRecordTable(key, rec)
+			// One record: fields wrap on a terminal, as in inspect lock.
+			return f.IO.PrintDetail(t.Header, t.Rows)
 		},
 	}
 }

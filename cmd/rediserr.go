@@ -202,6 +202,9 @@ type server struct {
 	DB   int    // the --url database index
 	TLS  bool   // rediss://
 	Mode string // "url", "cluster", "sentinel", "redlock"
+	// Origin is where the --url came from: "--url", "LOCKCTL_URL",
+	// "REDIS_URL", "config file PATH", or "" for the default.
+	Origin string
 }
 
 // name is how messages call s.
@@ -230,7 +233,10 @@ func (f fault) hints(s server) []string {
 		case "sentinel":
 			return []string{"is redis-sentinel running there? check the --sentinel addresses (LOCKCTL_SENTINEL; Sentinel's port is usually 26379)"}
 		}
-		return []string{"is redis-server running there? set --url or LOCKCTL_URL (default redis://127.0.0.1:6379/0)"}
+		if s.Origin == "" {
+			return []string{"is redis-server running there? no URL was given, so lockctl tried the default redis://127.0.0.1:6379/0: set --url or LOCKCTL_URL"}
+		}
+		return []string{"is redis-server running there? the URL came from " + s.Origin + ": check the host and port there"}
 	case faultClosed:
 		if s.Mode == "sentinel" || s.Mode == "cluster" {
 			return []string{"the client closed this connection as it followed a failover to a new master; the next call goes to the new master: try again"}

@@ -76,11 +76,15 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 	if bug := (*internalError)(nil); errors.As(err, &bug) && f.G.Verbose {
 		io.Errorf("%s", bug.Stack)
 	}
-	printError(io, err, code)
+	quiet := f.quietRefusal(err, code)
+	if !quiet {
+		printError(io, err, code)
+	}
+	f.annotate(err, code)
 	printRefusalJSON(f, err, code)
 	if err != nil && envRefusalWanted(root, args, f) {
 		// Even when -E 0 makes the code 0: the shell stops either way.
-		io.PrintEnvRefusal(code)
+		io.PrintEnvRefusal(code, quiet)
 	}
 	return code
 }

@@ -50,7 +50,14 @@ group.
 
 A 'lockctl run NAME' (or 'lock NAME') inside CMD re-enters the lock at once
 (same token and fence, a hold count) instead of waiting for itself; the key
-goes with the last release. --no-reentry waits instead.`,
+goes with the last release. --no-reentry waits instead.
+
+While waiting, a line on stderr names the holder (and its CI job URL): on a
+terminal after 2s and every 5s; elsewhere after 5s, then after 10s, 20s,
+40s and every 60s. A refusal that -E 0 turns into success prints nothing;
+-q prints no refusal and no waiting line at all (errors still print). Under
+GitHub Actions, refusals, timeouts and losses are also annotations, and a
+row goes to $GITHUB_STEP_SUMMARY (--no-ci-output: neither).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			name, argv, err := runArgs(c, o, args)
@@ -61,6 +68,7 @@ goes with the last release. --no-reentry waits instead.`,
 		},
 	}
 	o.register(c)
+	addQuietFlags(c, &f.G)
 	fs := c.Flags()
 	fs.Var(newDuration(&o.renewEvery, 0, false, false), "renew-every", "renewal period (default: ttl/3)")
 	fs.Var(newEnum(&o.onLost, "term", "term", "kill", "ignore"), "on-lost", "when the lock is lost: term (SIGTERM, then SIGKILL), kill, ignore")
@@ -152,30 +160,33 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		started := time.Now()
 		defer func() { writeRunMetrics(f, o.metricsFile, rep, started, runExit(ctx, err)) }()
 	}
-	if o.reportFile != "" {
-		defer func() {
-			code := err
-			if errors.Is(err, context.Canceled) && context.Cause(ctx) != nil {
-				code = context.Cause(ctx)
-			}
-			rep.Exit = ExitCode(code)
+	defer func() {
+		code := err
+		if errors.Is(err, context.Canceled) && context.Cause(ctx) != nil {
+			code = context.Cause(ctx)
+		}
+		rep.Exit = ExitCode(code)
+		if o.reportFile != "" {
 			if werr := writeReport(o.reportFile, rep); werr != nil {
 				f.IO.Errorf("warning: --report-file: %v", werr)
 			}
-		}()
-	}
+		}
+		f.stepSummary(rep)
+	}()
 
 	status := newWaitStatus(f, name)
 	opts, err := o.acquireOptions(c, f, owner, status.busy)
 	if err != nil {
 		return err
 	}
+	started := time.Now()
 	lease, err := o.take(ctx, f, l, name, opts)
 	if err != nil {
+		rep.WaitedMS = time.Since(started).Milliseconds()
 		if errors.Is(err, context.Canceled) {
 			return err
 		}
-		return o.notAcquired(o.explainBusy(name, err))
+		return o.refused(c, name, err, time.Since(started))
 	}
 	rep.Acquired, rep.Fence, rep.WaitedMS = true, lease.Fence, lease.Waited.Milliseconds()
 	heldSince := time.Now()
@@ -315,6 +326,8 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 		return reword(err, "%s is held as a plain lock by %s%s; semaphore slots wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
 	case errors.As(err, &held) && w.shared:
 		return reword(err, "%s is held exclusively by %s%s; shared holders wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
+	case errors.As(err, &held) && held.Holder.CI != "":
+		return reword(err, "%s%s", err.Error(), ciText(held.Holder.CI))
 	}
 	return err
 }

@@ -123,9 +123,33 @@ func (s *IOStreams) RenderTop(v TopView, width, height int) string {
 		}
 		return n
 	}
-	for len(cols) > 3 && need(cols) > width {
-		// Drop from the right: sparklines, queue, waiters, TTL bar, mode.
-		cols = cols[:len(cols)-1]
+	drop := func(title string) {
+		for i, c := range cols {
+			if c.title == title {
+				cols = append(cols[:i], cols[i+1:]...)
+				return
+			}
+		}
+	}
+	// The sparklines go first; then NAME and HOLDER give up columns (down
+	// to 12 and 14), so that an 80-column terminal keeps WAIT; then
+	// queue, TTL bar, mode and waiters go.
+	for _, t := range []string{"HOLDS", "WAITS"} {
+		if need(cols) > width {
+			drop(t)
+		}
+	}
+	for need(cols) > width && (cols[0].w > 12 || cols[1].w > 14) {
+		if cols[1].w-14 >= cols[0].w-12 {
+			cols[1].w--
+		} else {
+			cols[0].w--
+		}
+	}
+	for _, t := range []string{"QUEUE", "TTL", "MODE", "WAIT"} {
+		if need(cols) > width {
+			drop(t)
+		}
 	}
 	if need(cols) > width {
 		// Narrower than NAME HOLDER AGE: shrink NAME and HOLDER.

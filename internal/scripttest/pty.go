@@ -39,23 +39,28 @@ func sttyState(ts *testscript.TestScript, tty *os.File) string {
 	return strings.TrimSpace(string(out))
 }
 
-// pty-start [-cols N] PROG ARGS...: run PROG (from the script's PATH) on a
-// fresh 24-row pseudo-terminal (120 columns unless -cols), its stdin,
-// stdout and stderr, as the session leader; its screen is read by
-// pty-expect. The terminal's stty state is recorded for pty-wait.
+// pty-start [-cols N] [-rows N] PROG ARGS...: run PROG (from the script's
+// PATH) on a fresh pseudo-terminal (120 columns and 24 rows unless -cols and
+// -rows), its stdin, stdout and stderr, as the session leader; its screen is
+// read by pty-expect. The terminal's stty state is recorded for pty-wait.
 func cmdPtyStart(ts *testscript.TestScript, neg bool, args []string) {
-	cols := 120
-	if len(args) > 2 && args[0] == "-cols" {
+	cols, rows := 120, 24
+	for len(args) > 2 && (args[0] == "-cols" || args[0] == "-rows") {
 		n, err := strconv.Atoi(args[1])
 		ts.Check(err)
-		cols, args = n, args[2:]
+		if args[0] == "-cols" {
+			cols = n
+		} else {
+			rows = n
+		}
+		args = args[2:]
 	}
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: pty-start [-cols N] PROG ARGS...")
+		ts.Fatalf("usage: pty-start [-cols N] [-rows N] PROG ARGS...")
 	}
 	ptmx, tty, err := pty.Open()
 	ts.Check(err)
-	ts.Check(pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: uint16(cols)}))
+	ts.Check(pty.Setsize(ptmx, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}))
 	p := &ptyProc{ptmx: ptmx, tty: tty, done: make(chan struct{})}
 	p.sttyBefore = sttyState(ts, tty)
 	path, err := exec.LookPath(args[0])
@@ -199,6 +204,33 @@ func cmdPtyExpect(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// pty-shows REGEXP: wait (up to 2 minutes) until the program's output so
+// far matches REGEXP: a prompt of a program that draws no refreshing screen.
+func cmdPtyShows(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: pty-shows REGEXP")
+	}
+	re := regexp.MustCompile(args[0])
+	p := ptyOf(ts)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		if re.MatchString(out) {
+			return
+		}
+		select {
+		case <-p.done:
+			ts.Fatalf("the program ended before its output matched %q:\n%s", args[0], out)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("pty-shows %q: not within 2 minutes; output:\n%s", args[0], out)
+		}
+	}
+}
+
 // pty-send TEXT: type TEXT (Go-quoted escapes allowed, e.g. "\x03" for ^C).
 func cmdPtySend(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
@@ -213,13 +245,29 @@ func cmdPtySend(ts *testscript.TestScript, neg bool, args []string) {
 // pty-wait: wait for the program to exit 0, then check it left the
 // terminal as it found it: the same stty state, the alternate screen left
 // and the cursor shown. Its whole output becomes stdout.
+//
+// pty-wait -code N: wait for it to exit N (a signal S counts as 128+S).
 func cmdPtyWait(ts *testscript.TestScript, neg bool, args []string) {
 	p := ptyOf(ts)
+	want := -1
+	if len(args) == 2 && args[0] == "-code" {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		want = n
+	}
 	werr := make(chan error, 1)
 	go func() { werr <- p.cmd.Wait() }()
 	select {
 	case err := <-werr:
-		if neg != (err != nil) {
+		if want >= 0 {
+			got := p.cmd.ProcessState.ExitCode()
+			if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				got = 128 + int(ws.Signal())
+			}
+			if got != want {
+				ts.Fatalf("exit %d, want %d (%v)", got, want, err)
+			}
+		} else if neg != (err != nil) {
 			ts.Fatalf("exit: %v", err)
 		}
 	case <-time.After(time.Minute):

@@ -77,6 +77,7 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"pty-start":     cmdPtyStart,
 	"pty-expect":    cmdPtyExpect,
 	"pty-send":      cmdPtySend,
+	"pty-shows":     cmdPtyShows,
 	"pty-wait":      cmdPtyWait,
 }
 

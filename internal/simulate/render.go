@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -52,6 +53,33 @@ type TextPrinter struct {
 	style Style
 	last  *Event
 	err   error
+
+	fenceHead string // the first 8 digits of the first fence shown
+}
+
+// fenceRE matches a fence: lockctl's fences are 16-digit numbers (the
+// microsecond clock floor plus a count), alike in their first digits.
+var fenceRE = regexp.MustCompile(`\b[1-9][0-9]{15}\b`)
+
+// fenceTail is how many last digits of a fence the timeline shows.
+const fenceTail = 8
+
+// fences shortens every fence in s to "…" and its last 8 digits, which a
+// trainee compares at a glance (…00000000 before …11000000), when its
+// first digits are those of the first fence this printer showed; any other
+// is shown whole, so that no two shortened fences compare the wrong way.
+// -o json keeps every fence whole.
+func (p *TextPrinter) fences(s string) string {
+	return fenceRE.ReplaceAllStringFunc(s, func(f string) string {
+		head := f[:len(f)-fenceTail]
+		if p.fenceHead == "" {
+			p.fenceHead = head
+		}
+		if head != p.fenceHead {
+			return f
+		}
+		return "…" + f[len(f)-fenceTail:]
+	})
 }
 
 // NewTextPrinter returns a printer writing to w in style st.
@@ -79,6 +107,7 @@ func (p *TextPrinter) Begin(r *Result) {
 		p.printf("%s\n", apply(st.Dim, "embedded Redis, virtual time: the same output on every run"))
 	}
 	p.printf("%s\n", apply(st.Dim, "lanes: * acts  | holds an unexpired lease  ! believes it holds, but its lease ran out  . idle"))
+	p.printf("%s\n", apply(st.Dim, "fences: 16-digit numbers alike in their first 8 digits, shown by their last 8 (…11000000 > …00000000); -o json has them whole"))
 }
 
 // BeginVariant prints a variant heading and the lane header.
@@ -89,7 +118,11 @@ func (p *TextPrinter) BeginVariant(r *Result, v *VariantResult) {
 			n = i + 1
 		}
 	}
-	p.printf("\n%s\n", apply(p.style.Variant, fmt.Sprintf("%d. %s  (%s technique)", n, v.Name, v.Technique)))
+	label := v.Technique + " technique"
+	if v.Technique == "partial" {
+		label = "a partial fix, not enough on its own"
+	}
+	p.printf("\n%s\n", apply(p.style.Variant, fmt.Sprintf("%d. %s  (%s)", n, v.Name, label)))
 	p.printf("%s  %s\n", apply(p.style.Dim, fmt.Sprintf("%7s", "t")), apply(p.style.Dim, strings.Join(r.Lanes, " ")))
 	p.last = nil
 }
@@ -105,18 +138,18 @@ func (p *TextPrinter) Event(r *Result, v *VariantResult, e Event) error {
 				return s
 			}
 			return st.Actor(e.Actor, s)
-		}, fmt.Sprintf("%-8s", e.Actor))+" "+e.Action)
+		}, fmt.Sprintf("%-8s", e.Actor))+" "+p.fences(e.Action))
 	}
 	if e.Command != "" {
-		p.printf("%s%s %s\n", indent, apply(st.Dim, ">"), apply(st.Command, e.Command))
-		reply := apply(st.Reply, e.Reply)
+		p.printf("%s%s %s\n", indent, apply(st.Dim, ">"), apply(st.Command, p.fences(e.Command)))
+		reply := apply(st.Reply, p.fences(e.Reply))
 		if strings.HasPrefix(e.Reply, "(error)") {
-			reply = apply(st.Error, e.Reply)
+			reply = apply(st.Error, p.fences(e.Reply))
 		}
 		p.printf("%s%s %s\n", indent, apply(st.Dim, "<"), reply)
 	}
 	if e.Note != "" {
-		for _, line := range wrap(e.Note, noteWidth-len(indent)) {
+		for _, line := range wrap(p.fences(e.Note), noteWidth-len(indent)) {
 			p.printf("%s%s\n", indent, apply(st.Note, "  "+line))
 		}
 	}

@@ -53,7 +53,7 @@ type Verdict struct {
 // VariantResult is one technique's run of the scenario.
 type VariantResult struct {
 	Name      string  `json:"name"`
-	Technique string  `json:"technique"` // "broken" or "correct"
+	Technique string  `json:"technique"` // "broken", "partial" (fixes part of it) or "correct"
 	Events    []Event `json:"events"`
 	Verdict   Verdict `json:"verdict"`
 }

@@ -17,7 +17,7 @@ func init() {
 		lanes: []string{"A", "B", "C", "store"},
 		variants: []variant{
 			{name: "SET NX PX, release with DEL", technique: "broken", run: staleDelPlain},
-			{name: "lockctl compare-and-delete release", technique: "correct", run: staleDelCAD},
+			{name: "lockctl compare-and-delete release: it fixes the DEL, not the stale write", technique: "partial", run: staleDelCAD},
 			{name: "lockctl release plus fenced writes", technique: "correct", run: staleDelFenced},
 		},
 	})

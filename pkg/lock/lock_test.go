@@ -3,8 +3,10 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +67,19 @@ func TestDefaultOwner(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^.+@.+:[0-9]+$`).MatchString(lease.Owner) || lease.Owner != lock.DefaultOwner() {
 		t.Errorf("owner %q, DefaultOwner %q", lease.Owner, lock.DefaultOwner())
+	}
+}
+
+// OwnerWithPID names another process (lock's caller) as DefaultOwner names
+// this one.
+func TestOwnerWithPID(t *testing.T) {
+	own := lock.DefaultOwner()
+	userHost := own[:strings.LastIndex(own, ":")]
+	if got := lock.OwnerWithPID(4242); got != userHost+":4242" {
+		t.Errorf("OwnerWithPID(4242) = %q, want %q", got, userHost+":4242")
+	}
+	if got := lock.OwnerWithPID(os.Getpid()); got != own {
+		t.Errorf("OwnerWithPID(own pid) = %q, DefaultOwner %q", got, own)
 	}
 }
 

@@ -14,7 +14,15 @@ import (
 // find the process that holds a lock.
 func DefaultOwner() string { return defaultOwner() }
 
-var defaultOwner = sync.OnceValue(func() string {
+var defaultOwner = sync.OnceValue(func() string { return OwnerWithPID(os.Getpid()) })
+
+// OwnerWithPID is user@host:pid for another process than this one: the
+// shell that called a command which returns while its lock lives on.
+func OwnerWithPID(pid int) string {
+	return userHost() + ":" + strconv.Itoa(pid)
+}
+
+var userHost = sync.OnceValue(func() string {
 	name := os.Getenv("USER")
 	if name == "" {
 		name = os.Getenv("LOGNAME")
@@ -30,7 +38,7 @@ var defaultOwner = sync.OnceValue(func() string {
 	if err != nil || host == "" {
 		host = "localhost"
 	}
-	return fmt.Sprintf("%s@%s:%d", name, host, os.Getpid())
+	return name + "@" + host
 })
 
 // defaultOwnerJSON is DefaultOwner as a JSON string, encoded once: every
