@@ -29,7 +29,7 @@ func TestPanicIsABug(t *testing.T) {
 			args = append(args, "-v")
 		}
 		io, _, out, errOut := ui.Test()
-		code := mainArgs(args, io, withPanic)
+		code, _, _ := mainArgs(args, io, withPanic)
 		stderr := errOut.String()
 		if code != ExitInternal {
 			t.Fatalf("%v: exit %d, want %d; stderr %q", args, code, ExitInternal, stderr)

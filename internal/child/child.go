@@ -195,6 +195,11 @@ next:
 // Pid is the direct child's pid, which is also its process group id.
 func (c *Child) Pid() int { return c.pgid }
 
+// Foreground reports whether the group was started as the terminal's
+// foreground (lockctl itself was): a ^C then reaches the group and not
+// lockctl or the shell that started it.
+func (c *Child) Foreground() bool { return c.tty >= 0 }
+
 // Exited closes when the direct child has exited; members of its group
 // may still run.
 func (c *Child) Exited() <-chan struct{} { return c.exited }
