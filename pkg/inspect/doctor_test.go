@@ -2,6 +2,9 @@ package inspect_test
 
 import (
 	"context"
+	"github.com/lockctl/lockctl/pkg/limit"
+	"github.com/lockctl/lockctl/pkg/once"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,7 +99,7 @@ func TestDoctorACL(t *testing.T) {
 	wantStatus(t, m, "persistence", inspect.StatusWarn, "cannot read")
 	wantStatus(t, m, "acl", inspect.StatusFail, "this user may not run EVALSHA, EVAL, ")
 	wantStatus(t, m, "acl", inspect.StatusFail, "GET (its keys)")
-	if h := m["acl"].Hint; !strings.Contains(h, "+evalsha +eval ") || strings.Contains(h, "+get") || !strings.Contains(h, "~lock:* ~lockctl:* &lockctl:*") {
+	if h := m["acl"].Hint; !strings.Contains(h, "+evalsha +eval ") || strings.Contains(h, "+get") || !strings.Contains(h, "~lock:* ~lockctl:* ~limit:* ~once:* &lockctl:*") {
 		t.Errorf("hint %q", h)
 	}
 	// A wrong password: unreachable, an error.
@@ -113,7 +116,7 @@ func TestDoctorACL(t *testing.T) {
 func TestDoctorACLWithoutDryRun(t *testing.T) {
 	s := startServer(t, &redistest.Options{Password: "adminpw"})
 	admin := clientFor(t, s.URL)
-	app := []any{"on", ">pw", "~lock:*", "~lockctl:*", "&lockctl:*", "+@read", "+@write", "+@scripting", "+@pubsub", "+time", "+ping", "+wait", "+scan", "-acl"}
+	app := []any{"on", ">pw", "~lock:*", "~lockctl:*", "~limit:*", "~once:*", "&lockctl:*", "+@read", "+@write", "+@scripting", "+@pubsub", "+time", "+ping", "+wait", "+scan", "-acl"}
 	do(t, admin, append([]any{"ACL", "SETUSER", "app"}, app...)...)
 	do(t, admin, append([]any{"ACL", "SETUSER", "nowait"}, append(app, "-wait")...)...)
 	do(t, admin, append([]any{"ACL", "SETUSER", "noeval"}, append(app, "-evalsha")...)...)
@@ -123,7 +126,7 @@ func TestDoctorACLWithoutDryRun(t *testing.T) {
 		return c
 	}
 	wantStatus(t, doctor(t, user("app")), "acl", inspect.StatusOK, "this user may run every command lockctl uses (trying each command)")
-	wantStatus(t, doctor(t, user("nowait")), "acl", inspect.StatusWarn, "this user may take locks but not run WAIT (--wait-replicas)")
+	wantStatus(t, doctor(t, user("nowait")), "acl", inspect.StatusWarn, "this user may take locks but not use --wait-replicas (WAIT)")
 	m := doctor(t, user("noeval"))
 	wantStatus(t, m, "acl", inspect.StatusFail, "this user may not run EVALSHA: every lock fails with NOPERM")
 	if h := m["acl"].Hint; !strings.HasPrefix(h, "ACL SETUSER <user> +evalsha ~lock:* ") {
@@ -140,7 +143,7 @@ func TestDoctorChecksEveryScriptCommand(t *testing.T) {
 	for _, c := range inspect.New(nil, nil).Commands() {
 		checked[strings.ToUpper(c[0])] = true
 	}
-	for _, c := range lock.ScriptCommands() {
+	for _, c := range slices.Concat(lock.ScriptCommands(), limit.ScriptCommands(), once.ScriptCommands()) {
 		if !checked[c] {
 			t.Errorf("the scripts call %s, which doctor does not check", c)
 		}

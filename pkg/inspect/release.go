@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/scriptcmds"
 	"os"
 	"os/user"
 	"strconv"
@@ -22,6 +23,10 @@ var (
 	fixOrphanLua    string
 	fixOrphanScript = redis.NewScript(fixOrphanLua)
 )
+
+// inspectScriptCommands lists, sorted, the commands force-release's and
+// orphans --fix's scripts call.
+func inspectScriptCommands() []string { return scriptcmds.Calls(forceReleaseLua, fixOrphanLua) }
 
 // ReleaseOptions tune ForceRelease. A nil *ReleaseOptions means defaults.
 type ReleaseOptions struct {
