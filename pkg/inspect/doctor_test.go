@@ -56,7 +56,7 @@ func wantStatus(t *testing.T, m map[string]inspect.Check, check string, st inspe
 func TestDoctorDefaultServer(t *testing.T) {
 	m := doctor(t, clientFor(t, srv.URL))
 	wantStatus(t, m, "reachable", inspect.StatusOK, "")
-	wantStatus(t, m, "clock", inspect.StatusOK, "server clock within 1s of this host's")
+	wantStatus(t, m, "clock", inspect.StatusOK, "server clock within 100ms of this host's")
 	wantStatus(t, m, "role", inspect.StatusOK, "master")
 	wantStatus(t, m, "maxmemory-policy", inspect.StatusOK, "noeviction")
 	wantStatus(t, m, "persistence", inspect.StatusFail, "none")
@@ -68,7 +68,12 @@ func TestDoctorEvictionAndAOF(t *testing.T) {
 	s := startServer(t, &redistest.Options{Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru", "--appendonly", "yes"}})
 	m := doctor(t, clientFor(t, s.URL))
 	wantStatus(t, m, "maxmemory-policy", inspect.StatusFail, "allkeys-lru")
-	wantStatus(t, m, "persistence", inspect.StatusOK, "AOF")
+	// everysec: a crash loses the fence counter's latest increments, and
+	// then only the clock floor keeps fences ordered
+	wantStatus(t, m, "persistence", inspect.StatusWarn, "AOF on (appendfsync everysec): a crash loses")
+	wantStatus(t, m, "persistence", inspect.StatusWarn, "unless the clock was stepped back by more than the restart took (about 100ms locally)")
+	do(t, clientFor(t, s.URL), "CONFIG", "SET", "appendfsync", "always")
+	wantStatus(t, doctor(t, clientFor(t, s.URL)), "persistence", inspect.StatusOK, "appendfsync always")
 
 	c := clientFor(t, s.URL)
 	do(t, c, "CONFIG", "SET", "maxmemory-policy", "volatile-ttl")
@@ -76,6 +81,38 @@ func TestDoctorEvictionAndAOF(t *testing.T) {
 	do(t, c, "CONFIG", "SET", "appendonly", "no")
 	do(t, c, "CONFIG", "SET", "save", "3600 1")
 	wantStatus(t, doctor(t, c), "persistence", inspect.StatusWarn, "RDB")
+	wantStatus(t, doctor(t, c), "persistence", inspect.StatusWarn, "unless the clock was stepped back")
+}
+
+// The clock check warns at the step back the fences' clock floor tolerates
+// across a local restart (inspect.ClockStep), not only at a second.
+func TestDoctorClockStep(t *testing.T) {
+	s := startServer(t, nil)
+	c := clientFor(t, s.URL)
+	check := func(off time.Duration) inspect.Check {
+		t.Helper()
+		in := inspect.New(c, &inspect.Options{Clock: func() time.Time { return time.Now().Add(off) }})
+		checks, err := in.Doctor(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ck := range checks {
+			if ck.Check == "clock" {
+				return ck
+			}
+		}
+		t.Fatal("no clock check")
+		return inspect.Check{}
+	}
+	if ck := check(400 * time.Millisecond); ck.Status != inspect.StatusWarn || !strings.Contains(ck.Message, "off this host's") || !strings.Contains(ck.Hint, "appendfsync always") {
+		t.Errorf("server 400ms behind: %s %q (hint %q), want a warning", ck.Status, ck.Message, ck.Hint)
+	}
+	if ck := check(-400 * time.Millisecond); ck.Status != inspect.StatusWarn {
+		t.Errorf("server 400ms ahead: %s %q, want a warning", ck.Status, ck.Message)
+	}
+	if ck := check(0); ck.Status != inspect.StatusOK {
+		t.Errorf("same clock: %s %q", ck.Status, ck.Message)
+	}
 }
 
 func TestDoctorACL(t *testing.T) {

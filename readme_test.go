@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockctl/lockctl/internal/promtest"
+	"github.com/rogpeppe/go-internal/txtar"
 )
 
 var (
@@ -98,4 +99,35 @@ func TestReadmeSystemdUnits(t *testing.T) {
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Fatalf("systemd-analyze %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+}
+
+// TestReadmeConditionalWrite: the README's conditional-write example is the
+// script testdata/script/fence_conditional_write.txtar runs, word for word.
+func TestReadmeConditionalWrite(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var example string
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
+		if strings.Contains(m[1], "# write-order.sh ") {
+			example = m[1]
+		}
+	}
+	if example == "" {
+		t.Fatal("the README has no write-order.sh example")
+	}
+	ar, err := txtar.ParseFile("testdata/script/fence_conditional_write.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ar.Files {
+		if f.Name == "write-order.sh" {
+			if string(f.Data) != example {
+				t.Errorf("README's write-order.sh:\n%s\ndiffers from the one the test runs:\n%s", example, f.Data)
+			}
+			return
+		}
+	}
+	t.Fatal("fence_conditional_write.txtar has no write-order.sh")
 }
