@@ -195,12 +195,13 @@ loop:
 	for {
 		select {
 		case sig := <-cfg.Signals:
-			if s, ok := sig.(syscall.Signal); ok {
-				res.Forwarded = append(res.Forwarded, s)
+			s, ok := sig.(syscall.Signal)
+			if !ok {
+				continue
 			}
-			if err := c.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-				logf("forwarding %v: %v", sig, err)
-			}
+			res.Forwarded = append(res.Forwarded, s)
+			// Not again when the group got it from the same sender.
+			c.Forward(s)
 		case err := <-lost:
 			lost = nil
 			onLost(err)
