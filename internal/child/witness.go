@@ -43,7 +43,9 @@ type witness struct {
 // witnessScript reports each Forwarded signal by name until its input
 // ends. A trap cuts a read short with the status of end of input, so the
 // trap marks that it ran and the loop reads on.
+// The terminal's ^Z must not stop it (the group may be the foreground).
 const witnessScript = `t=0
+trap '' TSTP TTIN TTOU
 for s in HUP INT QUIT TERM USR1 USR2; do trap "t=1; echo SIG$s" $s; done
 while :; do t=0; read -r _ && continue; [ "$t" = 1 ] || break; done`
 
@@ -123,8 +125,12 @@ func (w *witness) take(s syscall.Signal, since time.Time) (got bool, changed <-c
 	return false, w.changed
 }
 
-// stop ends the witness: the group's leader is gone.
-func (w *witness) stop() { _ = w.in.Close() }
+// stop ends the witness: the group's leader is gone, and the witness must
+// not keep the group alive.
+func (w *witness) stop() {
+	_ = w.in.Close()
+	_ = w.cmd.Process.Kill()
+}
 
 func witnessed(s syscall.Signal) bool {
 	for _, f := range Forwarded {
