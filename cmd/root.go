@@ -32,7 +32,9 @@ func toSyscall(s os.Signal) syscall.Signal {
 	return syscall.SIGTERM
 }
 
-// Main runs lockctl with the process's arguments and returns its exit code.
+// Main runs lockctl with the process's arguments and returns its exit code;
+// when lockctl is to end by a signal instead (dieOf), Main raises it once
+// every clean-up has run, and returns only if the signal did not end it.
 func Main() int {
 	if len(os.Args) == 2 && os.Args[1] == child.GuardArg {
 		// lockctl run's guard (internal/child/guard.go), not a command.
