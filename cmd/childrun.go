@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/runner"
@@ -92,10 +93,15 @@ func superviseCommand(ctx context.Context, f *Factory, spec child.Spec, cfg runn
 	return res, nil
 }
 
-// childExit turns a supervised run's exit code into the command's result.
-func childExit(code int) error {
-	if code == 0 {
+// childExit turns a supervised run's result into the command's.
+func childExit(res runner.Result) error {
+	if res.Exit == 0 {
 		return nil
 	}
-	return &ExitError{Code: code, Silent: true}
+	e := &ExitError{Code: res.Exit, Silent: true}
+	if s := res.Status.Signal; s != 0 && res.Exit == res.Status.ExitCode() {
+		e.Died = s
+		e.Terminal = res.Foreground && !slices.Contains(res.Forwarded, s)
+	}
+	return e
 }

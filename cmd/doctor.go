@@ -14,10 +14,13 @@ func newDoctorCmd(f *Factory) *cobra.Command {
 		Short: "Check the Redis deployment for lock safety",
 		Long: `Check the Redis deployment behind --url for lock safety and print one
 verdict per check (ok, warn or fail) with why and what to do: reachable,
-latency, clock (fences after a failover rest on agreeing clocks), version, role (a replica refuses writes), mode (cluster, sentinel),
+latency, clock (more than 0.1s off warns: fences after a crash or failover
+rest on the clock floor, which tolerates a step back shorter than the
+restart), version, role (a replica refuses writes), mode (cluster, sentinel),
 maxmemory-policy (allkeys-* and volatile-* can evict locks; allkeys-* also
 fence check records), persistence (without it a restart drops every lock and
-fence check record; fences stay ordered by the server's clock), replication
+fence check record; anything but AOF appendfsync always warns, as a crash
+then leaves fences ordered only by the clock floor), replication
 and min-replicas-to-write, and whether the connected user may run every
 command lockctl uses (ACL DRYRUN on Redis 7, else each command is tried on
 scratch keys). Settings the user may not read are warnings.

@@ -55,6 +55,12 @@ type ExitError struct {
 	Code   int
 	Err    error // may be nil
 	Silent bool
+	// Died is the signal the child died of, when Code is 128 + it.
+	Died syscall.Signal
+	// Terminal: the child's group had the terminal and got Died from it
+	// rather than from lockctl, so lockctl's own group (a calling shell's)
+	// did not (see dieOf).
+	Terminal bool
 }
 
 func (e *ExitError) Error() string {
@@ -135,6 +141,30 @@ func (f fault) code() int {
 		return ExitNotOwner
 	}
 	return ExitUnavailable
+}
+
+// dieOf is the signal lockctl ends by, once it has cleaned up (released,
+// written its report and metrics), instead of exiting with code: SIGINT or
+// SIGQUIT that ended the child or interrupted a wait. A shell stops its
+// loop or script only for a command that died of one (child.DieOf). group
+// says to send it to lockctl's whole process group: the child's group took
+// the terminal's ^C alone. Any other signal keeps the exit status 128+N
+// that the contract and a supervisor's restart policy go by.
+func dieOf(err error, code int) (sig syscall.Signal, group bool) {
+	var (
+		exit *ExitError
+		se   *SignalError
+	)
+	switch {
+	case errors.As(err, &exit):
+		sig, group = exit.Died, exit.Terminal
+	case errors.As(err, &se):
+		sig = se.Signal
+	}
+	if (sig != syscall.SIGINT && sig != syscall.SIGQUIT) || code != 128+int(sig) {
+		return 0, false
+	}
+	return sig, group
 }
 
 // internalError is a violated invariant of lockctl's own: a bug, exit 70.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lockctl/lockctl/cmd/ui"
@@ -29,7 +30,7 @@ func TestPanicIsABug(t *testing.T) {
 			args = append(args, "-v")
 		}
 		io, _, out, errOut := ui.Test()
-		code := mainArgs(args, io, withPanic)
+		code, _, _ := mainArgs(args, io, withPanic)
 		stderr := errOut.String()
 		if code != ExitInternal {
 			t.Fatalf("%v: exit %d, want %d; stderr %q", args, code, ExitInternal, stderr)
@@ -106,5 +107,32 @@ func TestClosedConnectionIsAFailoverNotAMissingSentinel(t *testing.T) {
 	hints := strings.Join(f.hints(server{Mode: "sentinel", Addr: "127.0.0.1:26379"}), "\n")
 	if strings.Contains(hints, "redis-sentinel running") || !strings.Contains(hints, "failover") {
 		t.Errorf("sentinel hints %q: want the failover explained, not a missing Sentinel", hints)
+	}
+}
+
+// dieOf: lockctl ends by SIGINT or SIGQUIT only when its exit code says
+// that signal ended the child or the wait; by its whole group only when the
+// child's group took it from the terminal.
+func TestDieOf(t *testing.T) {
+	for _, tc := range []struct {
+		err   error
+		sig   syscall.Signal
+		group bool
+	}{
+		{&ExitError{Code: 130, Died: syscall.SIGINT}, syscall.SIGINT, false},
+		{&ExitError{Code: 130, Died: syscall.SIGINT, Terminal: true}, syscall.SIGINT, true},
+		{&ExitError{Code: 131, Died: syscall.SIGQUIT, Terminal: true}, syscall.SIGQUIT, true},
+		{&ExitError{Code: 143, Died: syscall.SIGTERM}, 0, false},      // an exit status for supervisors
+		{&ExitError{Code: 76, Died: syscall.SIGINT}, 0, false},        // lost: 76 says more
+		{&ExitError{Code: 130}, 0, false},                             // the child exited 130 by itself
+		{&SignalError{Signal: syscall.SIGINT}, syscall.SIGINT, false}, // an interrupted wait
+		{&SignalError{Signal: syscall.SIGQUIT}, syscall.SIGQUIT, false},
+		{&SignalError{Signal: syscall.SIGHUP}, 0, false},
+		{nil, 0, false},
+	} {
+		sig, group := dieOf(tc.err, ExitCode(tc.err))
+		if sig != tc.sig || group != tc.group {
+			t.Errorf("dieOf(%#v) = %v, %v; want %v, %v", tc.err, sig, group, tc.sig, tc.group)
+		}
 	}
 }

@@ -133,7 +133,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 	default:
 		f.Verbosef("recorded exit %d for %s (kept %s)", rec.ExitCode, claim.Key, o.resultTTL)
 	}
-	return childExit(res.Exit)
+	return childExit(res)
 }
 
 // explainOnce words a refused claim for people and picks its exit code: 75

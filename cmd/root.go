@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-var sigInterrupts = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+var sigInterrupts = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 func toSyscall(s os.Signal) syscall.Signal {
 	if ss, ok := s.(syscall.Signal); ok {
@@ -32,22 +32,32 @@ func toSyscall(s os.Signal) syscall.Signal {
 	return syscall.SIGTERM
 }
 
-// Main runs lockctl with the process's arguments and returns its exit code.
+// Main runs lockctl with the process's arguments and returns its exit code;
+// when lockctl is to end by a signal instead (dieOf), Main raises it once
+// every clean-up has run, and returns only if the signal did not end it.
 func Main() int {
 	if len(os.Args) == 2 && os.Args[1] == child.GuardArg {
 		// lockctl run's guard (internal/child/guard.go), not a command.
 		return child.RunGuard(os.Stdin)
 	}
-	return MainArgs(os.Args[1:], ui.System())
+	code, sig, group := mainArgs(os.Args[1:], ui.System(), NewRootCmd)
+	if sig != 0 {
+		child.DieOf(sig, group) // returns only if the signal did not end lockctl
+	}
+	return code
 }
 
-// MainArgs runs lockctl with args on the given streams.
+// MainArgs runs lockctl with args on the given streams and returns its exit
+// code (without dying of a signal, see dieOf).
 func MainArgs(args []string, io *ui.IOStreams) int {
-	return mainArgs(args, io, NewRootCmd)
+	code, _, _ := mainArgs(args, io, NewRootCmd)
+	return code
 }
 
-// mainArgs is MainArgs with the command tree newRoot builds.
-func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Command) int {
+// mainArgs is MainArgs with the command tree newRoot builds; sig, when not
+// 0, is the signal lockctl should end by instead of exiting with code,
+// now that every clean-up has run (dieOf).
+func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Command) (code int, sig syscall.Signal, group bool) {
 	f := NewFactory(io)
 	defer f.Close()
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -70,6 +80,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 		}
 	}
 	code, fault := exitClass(err)
+	sig, group = dieOf(err, code)
 	if fault != faultNone {
 		err = explainFault(err, fault, f.target())
 	}
@@ -86,7 +97,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 		// Even when -E 0 makes the code 0: the shell stops either way.
 		io.PrintEnvRefusal(code, quiet)
 	}
-	return code
+	return code, sig, group
 }
 
 // execute runs the command tree, turning a panic in a command into an

@@ -46,7 +46,9 @@ If the lease is lost while CMD runs (no renewal succeeded in time), CMD's
 group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76;
 so it does if any part of CMD's run fell outside the lease.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
-group.
+group. When CMD died of SIGINT or SIGQUIT (^C), or one interrupted the wait,
+lockctl releases, writes its report and then dies of the same signal, so
+that the script or loop around it stops, as it does around flock.
 
 A 'lockctl run NAME' (or 'lock NAME') inside CMD re-enters the lock at once
 (same token and fence, a hold count) instead of waiting for itself; the key
@@ -255,10 +257,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		// loss, and the status says it was lockctl's fault.
 		return &internalError{What: bug.Error(), Stack: bug.Stack}
 	}
-	if res.Exit != 0 {
-		return &ExitError{Code: res.Exit, Silent: true}
-	}
-	return nil
+	return childExit(res)
 }
 
 // renewWarning reports renewal trouble that has not lost the lease (Redis

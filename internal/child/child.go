@@ -83,8 +83,9 @@ type Child struct {
 	gone   bool        // no signal may be sent once set: the pgid may be reused
 	killer *time.Timer // pending SIGKILL of a Terminate
 
-	tty   int    // the terminal handed to the child's group, or -1
-	guard *guard // nil without Spec.Guard
+	tty     int      // the terminal handed to the child's group, or -1
+	guard   *guard   // nil without Spec.Guard
+	witness *witness // nil when none could be started
 }
 
 // pollGroup is how often a group that outlived its leader is checked.
@@ -170,6 +171,9 @@ func Start(spec Spec) (*Child, error) {
 			return nil, err
 		}
 	}
+	if w, err := startWitness(c.pgid); err == nil {
+		c.witness = w
+	}
 	go c.wait()
 	return c, nil
 }
@@ -194,6 +198,11 @@ next:
 
 // Pid is the direct child's pid, which is also its process group id.
 func (c *Child) Pid() int { return c.pgid }
+
+// Foreground reports whether the group was started as the terminal's
+// foreground (lockctl itself was): a ^C then reaches the group and not
+// lockctl or the shell that started it.
+func (c *Child) Foreground() bool { return c.tty >= 0 }
 
 // Exited closes when the direct child has exited; members of its group
 // may still run.
@@ -239,6 +248,9 @@ func (c *Child) signalLocked(s syscall.Signal) error {
 		}
 		return fmt.Errorf("child: signal group %d: %w", c.pgid, err)
 	}
+	if c.witness != nil {
+		c.witness.sent(s)
+	}
 	return nil
 }
 
@@ -268,6 +280,11 @@ func (c *Child) Terminate(grace time.Duration) error {
 
 func (c *Child) wait() {
 	_ = c.cmd.Wait() // the status is in ProcessState whatever the error
+	if c.witness != nil {
+		// The group is the leader's job; what stays behind in it does
+		// without a witness, which would otherwise keep it alive.
+		c.witness.stop()
+	}
 	st := statusOf(c.cmd.ProcessState)
 	c.mu.Lock()
 	c.status = st

@@ -24,6 +24,14 @@ import (
 // InstallHint is the command that installs every tool this package runs.
 const InstallHint = "sudo apt-get update && sudo apt-get install -y prometheus prometheus-node-exporter (or run ./scripts/ensure-prometheus.sh)"
 
+// otherTools are the Debian packages of the other tools that tests run.
+var otherTools = map[string]string{
+	"bash":            "bash",
+	"dash":            "dash",
+	"systemd-analyze": "systemd",
+	"sqlite3":         "sqlite3",
+}
+
 // Need returns the path of bin, or an error naming the install command.
 func Need(bin string) (string, error) {
 	p, err := exec.LookPath(bin)
@@ -31,6 +39,9 @@ func Need(bin string) (string, error) {
 		hint := InstallHint
 		if strings.HasPrefix(bin, "redis-") {
 			hint = "sudo apt-get install -y redis-server (or run ./scripts/ensure-redis.sh)"
+		}
+		if pkg, ok := otherTools[bin]; ok {
+			hint = "sudo apt-get update && sudo apt-get install -y " + pkg
 		}
 		return "", fmt.Errorf("%s not found; install it with: %s", bin, hint)
 	}

@@ -123,6 +123,12 @@ type Result struct {
 	TimedOut bool         // MaxRuntime ran out and the group was terminated
 	Renewals int64        // successful renewals (0 without a Lease)
 	Exit     int          // the exit code lockctl should end with
+	// Foreground: the group had the terminal (child.Foreground).
+	Foreground bool
+	// Forwarded are the signals lockctl received and passed on to the
+	// group, as opposed to those the group got straight from the terminal
+	// or a sender of its own.
+	Forwarded []syscall.Signal
 }
 
 // Supervise waits for c's whole process group to be gone, acting on
@@ -189,9 +195,13 @@ loop:
 	for {
 		select {
 		case sig := <-cfg.Signals:
-			if err := c.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-				logf("forwarding %v: %v", sig, err)
+			s, ok := sig.(syscall.Signal)
+			if !ok {
+				continue
 			}
+			res.Forwarded = append(res.Forwarded, s)
+			// Not again when the group got it from the same sender.
+			c.Forward(s)
 		case err := <-lost:
 			lost = nil
 			onLost(err)
@@ -232,6 +242,7 @@ loop:
 		}
 	}
 	res.Status = c.Status()
+	res.Foreground = c.Foreground()
 	if cfg.Lease != nil {
 		res.Renewals = cfg.Lease.Renewals()
 	}

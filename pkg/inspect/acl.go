@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/pkg/events"
+	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,63 +41,151 @@ func deniedWhat(msg string) string {
 	return ""
 }
 
-// needs lists what lockctl sends for a lock at key, its audit records going
-// to stream. Every argument names key, one of its auxiliary keys or stream,
-// so that a user's key patterns are checked as lockctl's calls meet them,
-// and every write is harmless on keys that hold nothing.
-func needs(key, stream string) []need {
-	fence, queue, sem := lock.AuxKey(lock.KindFence, key), lock.AuxKey(lock.KindQueue, key), lock.AuxKey(lock.KindSem, key)
-	semval, checked, ch := lock.AuxKey(lock.KindSemVal, key), lock.AuxKey(lock.KindChecked, key), lock.Channel(key)
-	const sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db" // SHA-1 of "return 1"
+// scratch names the keys doctor's checks name: a lock key, the audit and
+// events streams, a rate-limit key and a once key. For ACL DRYRUN they are
+// names like lockctl's own; for trying each command they are scratch keys
+// no one else uses.
+type scratch struct {
+	key, audit, events, limit, once string
+}
+
+// keys are every key the checks may write, for the clean-up after trying.
+func (s scratch) keys() []string {
+	out := []string{s.key, s.audit, s.events, s.events + ":exporter", s.limit, s.once}
+	for _, k := range []string{lock.KindFence, lock.KindQueue, lock.KindQueueHB, lock.KindSem, lock.KindSemVal, lock.KindChecked, lock.KindWriters} {
+		out = append(out, lock.AuxKey(k, s.key))
+	}
+	return out
+}
+
+// evalsha is the SHA-1 of "return 1": EVALSHA of it names the keys as a
+// script call does, and runs nothing.
+const evalsha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+
+// scriptCall shapes a command that a script calls on key the way the
+// scripts call it (arguments of the right kind: the values do not matter to
+// an ACL); channel is the channel its PUBLISH names, stream the stream its
+// XADD names.
+func scriptCall(cmd, key, channel, stream string) []string {
+	switch cmd {
+	case "TIME":
+		return []string{cmd}
+	case "SET":
+		return []string{cmd, key, "v"}
+	case "PEXPIRE":
+		return []string{cmd, key, "1000"}
+	case "ZADD":
+		return []string{cmd, key, "1", "m"}
+	case "ZSCORE", "ZRANK", "ZREM", "HGET", "HDEL", "HMGET":
+		return []string{cmd, key, "m"}
+	case "ZCOUNT", "ZRANGEBYSCORE", "ZREMRANGEBYSCORE":
+		return []string{cmd, key, "-inf", "0"}
+	case "ZRANGE":
+		return []string{cmd, key, "0", "-1"}
+	case "HSET":
+		return []string{cmd, key, "m", "v"}
+	case "PUBLISH":
+		return []string{cmd, channel, "released"}
+	case "XADD":
+		return []string{cmd, stream, "MAXLEN", "~", "1000", "*", "who", "lockctl doctor"}
+	case "XDEL":
+		return []string{cmd, stream, "0-1"}
+	}
+	return []string{cmd, key}
+}
+
+// family adds the needs of one command family whose scripts (listed by
+// the package that runs them) call cmds on key: EVALSHA and EVAL naming
+// key, then each command as the scripts call it.
+func family(use, key, channel, stream string, cmds []string) []need {
 	n := []need{
-		{args: []string{"EVALSHA", sha, "2", key, fence}},
+		{[]string{"EVALSHA", evalsha, "1", key}, use},
+		{[]string{"EVAL", "return 1", "1", key}, use},
+	}
+	for _, c := range cmds {
+		if c == "SPUBLISH" {
+			// Called with redis.pcall for Redisson's sharded waiters: a
+			// refusal is ignored like the missing command of an older
+			// server.
+			continue
+		}
+		n = append(n, need{scriptCall(c, key, channel, stream), use})
+	}
+	return n
+}
+
+// needs lists what lockctl sends, command family by command family, with
+// every argument naming one of s's keys, one of their auxiliary keys or
+// channels, so that a user's key and channel patterns are checked as
+// lockctl's calls meet them; every write is harmless on keys that hold
+// nothing. The commands the scripts call come from the scripts themselves
+// (lock.ScriptCommands, limit.ScriptCommands, once.ScriptCommands,
+// inspectScriptCommands): a command a script starts calling is checked,
+// and granted by the hint, without anyone updating a list.
+func needs(s scratch) []need {
+	key := s.key
+	fence, queue, sem := lock.AuxKey(lock.KindFence, key), lock.AuxKey(lock.KindQueue, key), lock.AuxKey(lock.KindSem, key)
+	semval, ch := lock.AuxKey(lock.KindSemVal, key), lock.Channel(key)
+	n := []need{
+		{args: []string{"EVALSHA", evalsha, "2", key, fence}},
 		{args: []string{"EVAL", "return 1", "2", key, fence}},
 	}
-	// What the scripts call (lock.ScriptCommands; a test keeps the two
-	// lists in step).
-	for _, a := range [][]string{
-		{"TYPE", key},
-		{"GET", key},
-		{"GET", checked},
-		{"SET", key, "v", "NX", "PX", "1000"},
-		{"PEXPIRE", key, "1000"},
-		{"PTTL", key},
-		{"EXISTS", key, sem},
-		{"SET", fence, "1", "GET"},
-		{"INCR", fence},
-		{"TIME"},
-		{"PUBLISH", ch, "released"},
-		{"ZADD", sem, "1", "m"},
-		{"ZSCORE", sem, "m"},
-		{"ZRANK", queue, "m"},
-		{"ZCARD", queue},
-		{"ZCOUNT", sem, "-inf", "+inf"},
-		{"ZRANGE", queue, "0", "-1"},
-		{"ZRANGEBYSCORE", queue, "-inf", "0"},
-		{"ZREMRANGEBYSCORE", queue, "-inf", "0"},
-		{"ZREM", sem, "m"},
-		{"HSET", semval, "m", "v"},
-		{"HGET", semval, "m"},
-		{"HLEN", semval},
-		{"HGETALL", semval},
-		{"HDEL", semval, "m"},
-		{"DEL", key, fence, sem, semval},
-	} {
-		n = append(n, need{args: a})
+	// What the lock scripts call, on the keys each call names.
+	aux := map[string][]string{
+		"GET": {key, lock.AuxKey(lock.KindChecked, key), fence}, "SET": {key, fence},
+		"INCR": {fence}, "EXISTS": {key, sem},
+		"ZADD": {sem, queue}, "ZSCORE": {sem}, "ZRANK": {queue}, "ZCARD": {queue, sem}, "ZCOUNT": {sem},
+		"ZRANGE": {queue}, "ZRANGEBYSCORE": {queue, sem}, "ZREMRANGEBYSCORE": {queue, sem}, "ZREM": {sem, queue},
+		"HSET": {semval}, "HGET": {semval}, "HLEN": {semval}, "HGETALL": {semval}, "HDEL": {semval},
+		"DEL": {key, fence, sem, semval},
 	}
-	return append(n,
+	for _, c := range lock.ScriptCommands() {
+		keys, ok := aux[c]
+		if !ok {
+			keys = []string{key}
+		}
+		for _, k := range keys {
+			n = append(n, need{args: scriptCall(c, k, ch, s.audit)})
+		}
+	}
+	n = append(n,
 		need{[]string{"SUBSCRIBE", ch}, "prompt wake-ups; waiters poll without it"},
 		need{[]string{"PING"}, "checking the wake-up connection"},
 		need{[]string{"WAIT", "0", "0"}, "--wait-replicas"},
+	)
+	n = append(n, family("limit", s.limit, "", "", limit.ScriptCommands())...)
+	n = append(n, family("once", s.once, "", "", once.ScriptCommands())...)
+	n = append(n, family("inspect force-release, orphans --fix", key, ch, s.audit, inspectScriptCommands())...)
+	return append(n,
+		need{[]string{"SCRIPT", "LOAD", "return 1"}, "inspect orphans --fix"},
 		need{[]string{"SCAN", "0", "MATCH", key, "COUNT", "10"}, "inspect"},
+		need{[]string{"TYPE", key}, "inspect"},
+		need{[]string{"PTTL", key}, "inspect"},
+		need{[]string{"GET", fence}, "inspect"},
+		need{[]string{"ZCARD", queue}, "inspect"},
+		need{[]string{"ZRANGE", lock.AuxKey(lock.KindQueueHB, key), "0", "-1", "WITHSCORES"}, "inspect"},
+		need{[]string{"HGETALL", semval}, "inspect"},
 		need{[]string{"PUBSUB", "NUMSUB", ch}, "inspect"},
+		need{[]string{"PUBSUB", "SHARDNUMSUB", ch}, "inspect"},
 		need{[]string{"HSCAN", key, "0"}, "inspect"},
 		need{[]string{"LLEN", key}, "inspect"},
 		need{[]string{"LRANGE", key, "0", "-1"}, "inspect"},
-		need{[]string{"XADD", stream, "*", "who", "lockctl doctor"}, "inspect force-release"},
-		need{[]string{"XRANGE", stream, "-", "+", "COUNT", "1"}, "inspect audit"},
-		need{[]string{"DEL", stream}, "inspect force-release"},
+		need{[]string{"XADD", s.audit, "*", "who", "lockctl doctor"}, "inspect force-release"},
+		need{[]string{"XRANGE", s.audit, "-", "+", "COUNT", "1"}, "inspect audit"},
+		need{[]string{"XREVRANGE", s.audit, "+", "-", "COUNT", "1"}, "inspect audit"},
+		need{[]string{"XADD", s.events, "MAXLEN", "~", "1000", "*", "who", "lockctl doctor"}, "events (monitoring)"},
+		need{[]string{"XRANGE", s.events, "-", "+", "COUNT", "1"}, "exporter"},
+		need{[]string{"XREVRANGE", s.events, "+", "-", "COUNT", "1"}, "exporter"},
+		need{[]string{"GET", s.events + ":exporter"}, "exporter"},
+		need{[]string{"SET", s.events + ":exporter", "v"}, "exporter"},
+		need{[]string{"DEL", s.audit}, "inspect force-release"},
 	)
+}
+
+// names is the scratch of ACL DRYRUN: names like lockctl's own.
+func (in *Inspector) names() scratch {
+	return scratch{key: in.Key("lockctl-doctor"), audit: AuditKey, events: events.DefaultKey,
+		limit: limit.DefaultPrefix + "lockctl-doctor", once: once.DefaultPrefix + "lockctl-doctor"}
 }
 
 // Commands returns the commands lockctl sends, with arguments shaped like
@@ -102,7 +193,7 @@ func needs(key, stream string) []need {
 // DRYRUN takes them.
 func (in *Inspector) Commands() [][]string {
 	var out [][]string
-	for _, n := range needs(in.Key("lockctl-doctor"), AuditKey) {
+	for _, n := range needs(in.names()) {
 		out = append(out, n.args)
 	}
 	return out
@@ -139,37 +230,57 @@ func (in *Inspector) aclCheck(ctx context.Context, dryrun bool) Check {
 		ck.Status, ck.Message = StatusOK, fmt.Sprintf("%s may run every command lockctl uses (%s)", who, how)
 		return ck
 	}
-	var required, optional, grants []string
-	seen := map[string]bool{}
+	// Required commands by name; the others grouped by the feature that
+	// needs them, each command or refused key space said once.
+	var required, grants, uses []string
+	byUse := map[string][]string{}
+	granted, said := map[string]bool{}, map[string]bool{}
 	for _, d := range denied {
 		name := commandName(d.args)
-		if d.what != "" {
-			name += " (its " + d.what + ")"
-		}
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		if d.what == "" {
+		if d.what == "" && !granted[name] {
+			granted[name] = true
 			grants = append(grants, "+"+strings.ToLower(strings.ReplaceAll(name, " ", "|")))
 		}
 		if d.use == "" {
-			required = append(required, name)
-		} else {
-			optional = append(optional, name+" ("+d.use+")")
+			item := name
+			if d.what != "" {
+				item += " (its " + d.what + ")"
+			}
+			if !said[item] {
+				said[item] = true
+				required = append(required, item)
+			}
+			continue
 		}
+		item := name
+		if d.what != "" {
+			item = "its " + d.what
+		}
+		if said[item] || said[d.use+"\x00"+item] {
+			continue // a required command already named
+		}
+		said[d.use+"\x00"+item] = true
+		if _, ok := byUse[d.use]; !ok {
+			uses = append(uses, d.use)
+		}
+		byUse[d.use] = append(byUse[d.use], item)
 	}
-	ck.Hint = fmt.Sprintf("ACL SETUSER %s %s~%s ~%s* &%s*", user, strings.Join(append(grants, ""), " "), in.Pattern("*"), lock.AuxPrefix, lock.AuxPrefix)
+	var optional []string
+	for _, u := range uses {
+		optional = append(optional, u+" ("+strings.Join(byUse[u], ", ")+")")
+	}
+	ck.Hint = fmt.Sprintf("ACL SETUSER %s %s~%s ~%s* ~%s* ~%s* &%s*", user, strings.Join(append(grants, ""), " "),
+		in.Pattern("*"), lock.AuxPrefix, limit.DefaultPrefix, once.DefaultPrefix, lock.AuxPrefix)
 	switch {
 	case len(required) > 0:
 		ck.Status = StatusFail
 		ck.Message = fmt.Sprintf("%s may not run %s: every lock fails with NOPERM", who, strings.Join(required, ", "))
 		if len(optional) > 0 {
-			ck.Message += "; nor " + strings.Join(optional, ", ")
+			ck.Message += "; nor use " + strings.Join(optional, ", ")
 		}
 	default:
 		ck.Status = StatusWarn
-		ck.Message = fmt.Sprintf("%s may take locks but not run %s", who, strings.Join(optional, ", "))
+		ck.Message = fmt.Sprintf("%s may take locks but not use %s", who, strings.Join(optional, ", "))
 	}
 	return ck
 }
@@ -181,7 +292,7 @@ func (in *Inspector) dryRun(ctx context.Context) (string, []denial, error) {
 		return "", nil, err
 	}
 	var denied []denial
-	for _, n := range needs(in.Key("lockctl-doctor"), AuditKey) {
+	for _, n := range needs(in.names()) {
 		a := append([]any{"ACL", "DRYRUN", user}, toAny(n.args)...)
 		res, err := in.c.Do(ctx, a...).Text()
 		if err != nil {
@@ -204,18 +315,19 @@ func (in *Inspector) probe(ctx context.Context) ([]denial, error) {
 		return nil, err
 	}
 	id := hex.EncodeToString(b[:])
-	key := in.Key("lockctl-doctor-" + id)
-	stream := lock.AuxPrefix + "doctor:" + id
+	sc := scratch{key: in.Key("lockctl-doctor-" + id), audit: lock.AuxPrefix + "doctor:" + id,
+		events: lock.AuxPrefix + "doctor-events:" + id,
+		limit:  limit.DefaultPrefix + "lockctl-doctor-" + id, once: once.DefaultPrefix + "lockctl-doctor-" + id}
 	defer func() {
 		// Detached: an interrupted doctor leaves nothing behind either.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		for _, k := range []string{key, lock.AuxKey(lock.KindFence, key), lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key), stream} {
+		for _, k := range sc.keys() {
 			in.c.Del(cctx, k)
 		}
 	}()
 	var denied []denial
-	for _, n := range needs(key, stream) {
+	for _, n := range needs(sc) {
 		var err error
 		if n.args[0] == "SUBSCRIBE" {
 			err = in.trySubscribe(ctx, n.args[1])

@@ -53,14 +53,21 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 	rtts := make([]time.Duration, 0, 5)
 	for i := 0; i < 5; i++ {
 		start := time.Now()
-		if err := c.Ping(ctx).Err(); err != nil {
+		err := c.Ping(ctx).Err()
+		if err != nil && isNoPerm(err) {
+			// Logged in, and the server answered: a user without PING
+			// is the acl check's business, which names what to grant.
+			rtts = append(rtts, time.Since(start))
+			continue
+		}
+		if err != nil {
 			add("reachable", StatusFail, "check --url, the password (LOCKCTL_PASSWORD, --password-file) and that redis-server runs there", "%v", err)
 			return out, err
 		}
 		rtts = append(rtts, time.Since(start))
 	}
 	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
-	add("reachable", StatusOK, "", "PING answered")
+	add("reachable", StatusOK, "", "the server answered")
 	if rtt := rtts[len(rtts)/2]; rtt > slowRTT {
 		add("latency", StatusWarn, "run lockctl near the server, or use TTLs of many seconds so renewals have room",
 			"round trip %s (median of 5): every acquire, renewal and release waits this long", rtt.Round(10*time.Microsecond))
@@ -68,7 +75,7 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 		add("latency", StatusOK, "", "round trip %s (median of 5)", rtt.Round(10*time.Microsecond))
 	}
 
-	out = append(out, clockCheck(ctx, c))
+	out = append(out, clockCheck(ctx, c, in.now))
 
 	server, serverErr := infoSection(ctx, c, "server")
 	repl, replErr := infoSection(ctx, c, "replication")
@@ -147,15 +154,19 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 		aof, save := cfg["appendonly"] == "yes", strings.TrimSpace(cfg["save"])
 		switch {
 		case aof && cfg["appendfsync"] == "always":
-			add("persistence", StatusOK, "", "AOF on (appendfsync always): a restart keeps every lock and fence check record")
+			add("persistence", StatusOK, "", "AOF on (appendfsync always): a restart keeps every lock, fence counter and fence check record")
 		case aof:
-			add("persistence", StatusOK, "", "AOF on (appendfsync %s): a crash loses up to a second of writes, locks and fence check records included; fences stay ordered", cfg["appendfsync"])
+			add("persistence", StatusWarn, "CONFIG SET appendfsync always, where fences must stay ordered across a crash",
+				"AOF on (appendfsync %s): a crash loses up to a second of writes, locks, fence counter increments and fence check records included; "+
+					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", cfg["appendfsync"], ClockStep)
 		case save != "":
-			add("persistence", StatusWarn, "CONFIG SET appendonly yes, so a restart keeps locks and fence check records",
-				"RDB snapshots only (save %q): a restart rolls locks and fence check records back to the last snapshot (a stale fence is accepted again, expired locks revive); fences stay ordered", save)
+			add("persistence", StatusWarn, "CONFIG SET appendonly yes and appendfsync always, so a restart keeps locks, fence counters and fence check records",
+				"RDB snapshots only (save %q): a restart rolls locks, fence counters and fence check records back to the last snapshot (a stale fence is accepted again, expired locks revive); "+
+					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", save, ClockStep)
 		default:
-			add("persistence", StatusFail, "CONFIG SET appendonly yes (and CONFIG REWRITE)",
-				"none: a restart drops every lock (a second holder gets each at once) and every fence check record (a stale fence is accepted again); fences stay ordered")
+			add("persistence", StatusFail, "CONFIG SET appendonly yes and appendfsync always (and CONFIG REWRITE)",
+				"none: a restart drops every lock (a second holder gets each at once) and every fence check record (a stale fence is accepted again); "+
+					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", ClockStep)
 		}
 	}
 
@@ -190,30 +201,39 @@ func toAny(s []string) []any {
 	return a
 }
 
-// Clock difference above which the clock check warns.
-const clockSkew = time.Second
+// ClockStep is about how long a local restart of Redis takes, and so the
+// largest step back of the server's clock that the fences' clock floor
+// tolerates across a crash that loses the counter's latest increments (no
+// persistence, RDB, AOF everysec): fences issued after the restart start
+// from the clock, and are greater than those issued before only if the
+// clock, stepped back, still reads later than it did then. A failover takes
+// longer (seconds), so it tolerates more. A server clock this far from a
+// synchronised host's is stepped by about as much once NTP corrects it.
+const ClockStep = 100 * time.Millisecond
 
-// clockCheck compares the server's clock with this host's. Fences after a
-// restart or failover start from the server's clock, so they stay ordered
-// only while the servers' clocks agree; a server far from this host's
-// clock is the visible sign of one that does not.
-func clockCheck(ctx context.Context, c redis.UniversalClient) Check {
+// clockCheck compares the server's clock with this host's (now). The
+// difference is measured within half the round trip; only what is beyond
+// that counts.
+func clockCheck(ctx context.Context, c redis.UniversalClient, now func() time.Time) Check {
 	ck := Check{Check: "clock"}
-	before := time.Now()
-	now, err := c.Time(ctx).Result()
+	before := now()
+	srv, err := c.Time(ctx).Result()
 	if err != nil {
 		ck.Status, ck.Message, ck.Hint = StatusWarn, fmt.Sprintf("cannot read the server's clock: %v", err), "grant the user TIME (+time)"
 		return ck
 	}
-	local := before.Add(time.Since(before) / 2)
-	d := now.Sub(local)
-	if d.Abs() > clockSkew {
+	rtt := now().Sub(before)
+	d := srv.Sub(before.Add(rtt / 2))
+	if d.Abs()-rtt/2 > ClockStep {
 		ck.Status = StatusWarn
-		ck.Message = fmt.Sprintf("the server's clock is %s off this host's: fences stay ordered across a restart or failover only while the servers' clocks agree", d.Round(time.Millisecond))
-		ck.Hint = "run NTP (chrony, systemd-timesyncd) on the Redis servers and here"
+		ck.Message = fmt.Sprintf("the server's clock is %s off this host's: when NTP corrects it, it steps by about that much, "+
+			"and a crash that loses the fence counter (no persistence, RDB, AOF everysec) around such a step back can hand out fences "+
+			"lower than earlier ones; the clock floor tolerates a step back shorter than the restart (about %s for a local one)",
+			d.Round(time.Millisecond), ClockStep)
+		ck.Hint = "run NTP (chrony, systemd-timesyncd) on the Redis servers and here; where fences must survive a crash, appendonly yes with appendfsync always"
 		return ck
 	}
-	ck.Status, ck.Message = StatusOK, fmt.Sprintf("server clock within %s of this host's", clockSkew)
+	ck.Status, ck.Message = StatusOK, fmt.Sprintf("server clock within %s of this host's (the step back the fences' clock floor tolerates at a local restart)", ClockStep)
 	return ck
 }
 

@@ -2,6 +2,9 @@ package inspect_test
 
 import (
 	"context"
+	"github.com/lockctl/lockctl/pkg/limit"
+	"github.com/lockctl/lockctl/pkg/once"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,7 +56,7 @@ func wantStatus(t *testing.T, m map[string]inspect.Check, check string, st inspe
 func TestDoctorDefaultServer(t *testing.T) {
 	m := doctor(t, clientFor(t, srv.URL))
 	wantStatus(t, m, "reachable", inspect.StatusOK, "")
-	wantStatus(t, m, "clock", inspect.StatusOK, "server clock within 1s of this host's")
+	wantStatus(t, m, "clock", inspect.StatusOK, "server clock within 100ms of this host's")
 	wantStatus(t, m, "role", inspect.StatusOK, "master")
 	wantStatus(t, m, "maxmemory-policy", inspect.StatusOK, "noeviction")
 	wantStatus(t, m, "persistence", inspect.StatusFail, "none")
@@ -65,7 +68,12 @@ func TestDoctorEvictionAndAOF(t *testing.T) {
 	s := startServer(t, &redistest.Options{Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru", "--appendonly", "yes"}})
 	m := doctor(t, clientFor(t, s.URL))
 	wantStatus(t, m, "maxmemory-policy", inspect.StatusFail, "allkeys-lru")
-	wantStatus(t, m, "persistence", inspect.StatusOK, "AOF")
+	// everysec: a crash loses the fence counter's latest increments, and
+	// then only the clock floor keeps fences ordered
+	wantStatus(t, m, "persistence", inspect.StatusWarn, "AOF on (appendfsync everysec): a crash loses")
+	wantStatus(t, m, "persistence", inspect.StatusWarn, "unless the clock was stepped back by more than the restart took (about 100ms locally)")
+	do(t, clientFor(t, s.URL), "CONFIG", "SET", "appendfsync", "always")
+	wantStatus(t, doctor(t, clientFor(t, s.URL)), "persistence", inspect.StatusOK, "appendfsync always")
 
 	c := clientFor(t, s.URL)
 	do(t, c, "CONFIG", "SET", "maxmemory-policy", "volatile-ttl")
@@ -73,6 +81,38 @@ func TestDoctorEvictionAndAOF(t *testing.T) {
 	do(t, c, "CONFIG", "SET", "appendonly", "no")
 	do(t, c, "CONFIG", "SET", "save", "3600 1")
 	wantStatus(t, doctor(t, c), "persistence", inspect.StatusWarn, "RDB")
+	wantStatus(t, doctor(t, c), "persistence", inspect.StatusWarn, "unless the clock was stepped back")
+}
+
+// The clock check warns at the step back the fences' clock floor tolerates
+// across a local restart (inspect.ClockStep), not only at a second.
+func TestDoctorClockStep(t *testing.T) {
+	s := startServer(t, nil)
+	c := clientFor(t, s.URL)
+	check := func(off time.Duration) inspect.Check {
+		t.Helper()
+		in := inspect.New(c, &inspect.Options{Clock: func() time.Time { return time.Now().Add(off) }})
+		checks, err := in.Doctor(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ck := range checks {
+			if ck.Check == "clock" {
+				return ck
+			}
+		}
+		t.Fatal("no clock check")
+		return inspect.Check{}
+	}
+	if ck := check(400 * time.Millisecond); ck.Status != inspect.StatusWarn || !strings.Contains(ck.Message, "off this host's") || !strings.Contains(ck.Hint, "appendfsync always") {
+		t.Errorf("server 400ms behind: %s %q (hint %q), want a warning", ck.Status, ck.Message, ck.Hint)
+	}
+	if ck := check(-400 * time.Millisecond); ck.Status != inspect.StatusWarn {
+		t.Errorf("server 400ms ahead: %s %q, want a warning", ck.Status, ck.Message)
+	}
+	if ck := check(0); ck.Status != inspect.StatusOK {
+		t.Errorf("same clock: %s %q", ck.Status, ck.Message)
+	}
 }
 
 func TestDoctorACL(t *testing.T) {
@@ -96,7 +136,7 @@ func TestDoctorACL(t *testing.T) {
 	wantStatus(t, m, "persistence", inspect.StatusWarn, "cannot read")
 	wantStatus(t, m, "acl", inspect.StatusFail, "this user may not run EVALSHA, EVAL, ")
 	wantStatus(t, m, "acl", inspect.StatusFail, "GET (its keys)")
-	if h := m["acl"].Hint; !strings.Contains(h, "+evalsha +eval ") || strings.Contains(h, "+get") || !strings.Contains(h, "~lock:* ~lockctl:* &lockctl:*") {
+	if h := m["acl"].Hint; !strings.Contains(h, "+evalsha +eval ") || strings.Contains(h, "+get") || !strings.Contains(h, "~lock:* ~lockctl:* ~limit:* ~once:* &lockctl:*") {
 		t.Errorf("hint %q", h)
 	}
 	// A wrong password: unreachable, an error.
@@ -113,7 +153,7 @@ func TestDoctorACL(t *testing.T) {
 func TestDoctorACLWithoutDryRun(t *testing.T) {
 	s := startServer(t, &redistest.Options{Password: "adminpw"})
 	admin := clientFor(t, s.URL)
-	app := []any{"on", ">pw", "~lock:*", "~lockctl:*", "&lockctl:*", "+@read", "+@write", "+@scripting", "+@pubsub", "+time", "+ping", "+wait", "+scan", "-acl"}
+	app := []any{"on", ">pw", "~lock:*", "~lockctl:*", "~limit:*", "~once:*", "&lockctl:*", "+@read", "+@write", "+@scripting", "+@pubsub", "+time", "+ping", "+wait", "+scan", "-acl"}
 	do(t, admin, append([]any{"ACL", "SETUSER", "app"}, app...)...)
 	do(t, admin, append([]any{"ACL", "SETUSER", "nowait"}, append(app, "-wait")...)...)
 	do(t, admin, append([]any{"ACL", "SETUSER", "noeval"}, append(app, "-evalsha")...)...)
@@ -123,7 +163,7 @@ func TestDoctorACLWithoutDryRun(t *testing.T) {
 		return c
 	}
 	wantStatus(t, doctor(t, user("app")), "acl", inspect.StatusOK, "this user may run every command lockctl uses (trying each command)")
-	wantStatus(t, doctor(t, user("nowait")), "acl", inspect.StatusWarn, "this user may take locks but not run WAIT (--wait-replicas)")
+	wantStatus(t, doctor(t, user("nowait")), "acl", inspect.StatusWarn, "this user may take locks but not use --wait-replicas (WAIT)")
 	m := doctor(t, user("noeval"))
 	wantStatus(t, m, "acl", inspect.StatusFail, "this user may not run EVALSHA: every lock fails with NOPERM")
 	if h := m["acl"].Hint; !strings.HasPrefix(h, "ACL SETUSER <user> +evalsha ~lock:* ") {
@@ -140,7 +180,7 @@ func TestDoctorChecksEveryScriptCommand(t *testing.T) {
 	for _, c := range inspect.New(nil, nil).Commands() {
 		checked[strings.ToUpper(c[0])] = true
 	}
-	for _, c := range lock.ScriptCommands() {
+	for _, c := range slices.Concat(lock.ScriptCommands(), limit.ScriptCommands(), once.ScriptCommands()) {
 		if !checked[c] {
 			t.Errorf("the scripts call %s, which doctor does not check", c)
 		}

@@ -42,6 +42,9 @@ type Options struct {
 	// Count is the SCAN COUNT hint and so the batch size of pipelined
 	// reads; 0 means 1000.
 	Count int64
+	// Clock is this host's clock, which doctor's clock check compares
+	// the server's with; nil means time.Now.
+	Clock func() time.Time
 }
 
 // Inspector reads the locks under one prefix.
@@ -49,6 +52,7 @@ type Inspector struct {
 	c      redis.UniversalClient
 	prefix string
 	count  int64
+	now    func() time.Time
 }
 
 // New returns an Inspector on c. opts may be nil.
@@ -56,7 +60,10 @@ func New(c redis.UniversalClient, opts *Options) *Inspector {
 	if opts == nil {
 		opts = &Options{}
 	}
-	in := &Inspector{c: c, prefix: opts.Prefix, count: opts.Count}
+	in := &Inspector{c: c, prefix: opts.Prefix, count: opts.Count, now: opts.Clock}
+	if in.now == nil {
+		in.now = time.Now
+	}
 	if in.prefix == "" && !opts.RawKeys {
 		in.prefix = lock.DefaultPrefix
 	}

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/scriptcmds"
 	"os"
 	"os/user"
 	"strconv"
@@ -26,6 +27,10 @@ var (
 	fixOrphanLua    string
 	fixOrphanScript = redis.NewScript(fixOrphanLua)
 )
+
+// inspectScriptCommands lists, sorted, the commands force-release's and
+// orphans --fix's scripts call.
+func inspectScriptCommands() []string { return scriptcmds.Calls(forceReleaseLua, fixOrphanLua) }
 
 // ReleaseOptions tune ForceRelease. A nil *ReleaseOptions means defaults.
 type ReleaseOptions struct {

@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"sync"
 
+	"github.com/lockctl/lockctl/internal/scriptcmds"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,3 +32,10 @@ var scripts = sync.OnceValue(func() map[Algorithm]*redis.Script {
 		TokenBucket:   redis.NewScript(prelude + tokenBucketLua),
 	}
 })
+
+// ScriptCommands lists, sorted, the Redis commands the rate-limit scripts
+// call, which the connected user must be allowed on limit keys (an ACL
+// applies inside scripts too).
+func ScriptCommands() []string {
+	return scriptcmds.Calls(prelude, gcraLua, slidingLogLua, slidingWindowLua, tokenBucketLua)
+}

@@ -3,6 +3,8 @@ package once
 import (
 	_ "embed"
 
+	"github.com/lockctl/lockctl/internal/scriptcmds"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,3 +26,10 @@ var (
 	abandonScript  = redis.NewScript(abandonLua)
 	getScript      = redis.NewScript(getLua)
 )
+
+// ScriptCommands lists, sorted, the Redis commands the once scripts call,
+// which the connected user must be allowed on once keys (an ACL applies
+// inside scripts too).
+func ScriptCommands() []string {
+	return scriptcmds.Calls(claimLua, renewLua, completeLua, abandonLua, getLua)
+}

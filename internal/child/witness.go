@@ -1,0 +1,184 @@
+package child
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The witness: a small process of lockctl's in the child's process group,
+// which reports every Forwarded signal the group receives. It lets lockctl
+// tell a signal meant for lockctl alone (`kill PID`, systemd's
+// KillMode=mixed, a container runtime signalling PID 1), which it must
+// forward, from one that reached the whole group at the same moment
+// (systemd's default KillMode=control-group signals every process of the
+// unit; `kill -- -PGID` plus lockctl; a terminal's ^C), which it must not
+// forward again: a command that takes a second SIGTERM as "force quit"
+// would skip its clean-up.
+//
+// Every way it can fail errs towards forwarding: a witness that could not
+// start, is gone (the group's leader has exited, or it was killed) or is
+// slow to report leaves lockctl forwarding as it would without one.
+
+// DedupWindow is how long lockctl waits, after receiving a signal, for the
+// witness to report that the group received it too; the forward of a
+// signal the group did not get is delayed by this much.
+const DedupWindow = 200 * time.Millisecond
+
+type witness struct {
+	cmd *exec.Cmd
+	in  *os.File // the witness's stdin: closing it ends the witness
+
+	mu       sync.Mutex
+	expected map[syscall.Signal]int       // signals lockctl sent the group, not yet reported
+	foreign  map[syscall.Signal]time.Time // reported, sent by someone else, not yet matched
+	changed  chan struct{}                // closed at each report
+}
+
+// witnessScript reports each Forwarded signal by name until its input
+// ends. A trap cuts a read short with the status of end of input, so the
+// trap marks that it ran and the loop reads on.
+// The terminal's ^Z must not stop it (the group may be the foreground).
+const witnessScript = `t=0
+trap '' TSTP TTIN TTOU
+for s in HUP INT QUIT TERM USR1 USR2; do trap "t=1; echo SIG$s" $s; done
+while :; do t=0; read -r _ && continue; [ "$t" = 1 ] || break; done`
+
+// startWitness starts a witness in process group pgid: a POSIX shell (it
+// starts in a fraction of the time lockctl's runtime would). An error
+// means there is none; the caller goes on without.
+func startWitness(pgid int) (*witness, error) {
+	if _, err := os.Stat(guardShell); guardShell == "" || err != nil {
+		return nil, fmt.Errorf("child: witness: no %s", guardShell)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer inR.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inW.Close()
+		return nil, err
+	}
+	defer outW.Close()
+	cmd := &exec.Cmd{Path: guardShell, Args: []string{"sh", "-c", witnessScript}, Stdin: inR, Stdout: outW,
+		Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", // holds no directory busy
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}}
+	if err := cmd.Start(); err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	w := &witness{cmd: cmd, in: inW, expected: map[syscall.Signal]int{},
+		foreign: map[syscall.Signal]time.Time{}, changed: make(chan struct{})}
+	go func() { _ = cmd.Wait() }()
+	go w.read(outR)
+	return w, nil
+}
+
+// read takes the witness's reports, one signal name a line.
+func (w *witness) read(r io.ReadCloser) {
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		s, ok := signalNamed(sc.Text())
+		if !ok {
+			continue
+		}
+		w.mu.Lock()
+		if w.expected[s] > 0 {
+			w.expected[s]-- // lockctl's own
+		} else {
+			w.foreign[s] = time.Now()
+		}
+		close(w.changed)
+		w.changed = make(chan struct{})
+		w.mu.Unlock()
+	}
+}
+
+// sent records that lockctl itself sent s to the group.
+func (w *witness) sent(s syscall.Signal) {
+	if !witnessed(s) {
+		return
+	}
+	w.mu.Lock()
+	w.expected[s]++
+	w.mu.Unlock()
+}
+
+// take reports whether the group received s from someone else since
+// since, consuming that receipt; changed closes at the next report.
+func (w *witness) take(s syscall.Signal, since time.Time) (got bool, changed <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.foreign[s]; ok && !t.Before(since) {
+		delete(w.foreign, s)
+		return true, nil
+	}
+	return false, w.changed
+}
+
+// stop ends the witness: the group's leader is gone, and the witness must
+// not keep the group alive.
+func (w *witness) stop() {
+	_ = w.in.Close()
+	_ = w.cmd.Process.Kill()
+}
+
+func witnessed(s syscall.Signal) bool {
+	for _, f := range Forwarded {
+		if f == s {
+			return true
+		}
+	}
+	return false
+}
+
+func signalNamed(name string) (syscall.Signal, bool) {
+	for _, f := range Forwarded {
+		if s := f.(syscall.Signal); SignalName(s) == name {
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// Forward passes on to the group a signal that lockctl itself received,
+// unless the group received the same signal by itself within DedupWindow
+// of it (see witness). It does not wait: the forward, when there is one,
+// happens at the latest DedupWindow later.
+func (c *Child) Forward(s syscall.Signal) {
+	w := c.witness
+	if w == nil {
+		_ = c.Signal(s)
+		return
+	}
+	received := time.Now()
+	go func() {
+		deadline := time.NewTimer(DedupWindow)
+		defer deadline.Stop()
+		for {
+			got, changed := w.take(s, received.Add(-DedupWindow))
+			if got {
+				return // the group has it already
+			}
+			select {
+			case <-changed:
+			case <-c.exited:
+				// The witness is going; the group may run on.
+				_ = c.Signal(s)
+				return
+			case <-deadline.C:
+				_ = c.Signal(s)
+				return
+			}
+		}
+	}()
+}
