@@ -166,7 +166,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	}
 
 	status := newWaitStatus(f, name)
-	opts, err := o.acquireOptions(c, f, owner, status.busy)
+	opts, err := o.acquireOptions(c, f, owner, status)
 	if err != nil {
 		return err
 	}
@@ -326,13 +326,17 @@ func uncoveredEnd(f *Factory, name string, gone, err error, onLost runner.OnLost
 		"something deleted or took the lock while the command ran (the command itself, a force-release, or a client that ignores the token): another holder may have overlapped its end")
 }
 
-// explainBusy words "not acquired" for a semaphore.
+// explainBusy words "not acquired" for a semaphore, and for a link too
+// slow for the lease.
 func (w *waitFlags) explainBusy(name string, err error) error {
 	var (
 		held *lock.HeldError
 		le   *lock.LimitError
+		slow *lock.SlowLinkError
 	)
 	switch {
+	case errors.As(err, &slow):
+		return withHint(err, slowLinkHint(slow))
 	case errors.As(err, &le) && le.Limit == 0:
 		return &UsageError{Err: reword(err, "%s is held in shared mode (--shared); this call asks for --limit %d", name, le.Want),
 			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --shared while its holders live)", name)}}

@@ -78,6 +78,8 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"pty-expect":    cmdPtyExpect,
 	"pty-send":      cmdPtySend,
 	"pty-wait":      cmdPtyWait,
+	"proxy":         cmdProxy,
+	"proxy-set":     cmdProxySet,
 }
 
 // redis-restart [ARGS...]: crash the script's redis-server and start it
