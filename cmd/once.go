@@ -11,6 +11,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/spf13/cobra"
 )
@@ -158,8 +159,11 @@ func explainOnce(key string, err error, conflictExit int) error {
 		running *once.InProgressError
 		done    *once.DoneError
 		fp      *once.FingerprintError
+		slow    *lock.SlowLinkError
 	)
 	switch {
+	case errors.As(err, &slow):
+		return withHint(err, slowLinkHint(slow))
 	case errors.As(err, &running):
 		r := running.Record
 		err = reword(err, "%s is in progress: claimed by %s since %s; not running it", key, r.Owner, sinceText(r.StartedAt))
