@@ -66,7 +66,8 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 	// the wait, polling is all the time left allows.
 	sctx, scancel := ctx, context.CancelFunc(func() {})
 	if !deadline.IsZero() {
-		sctx, scancel = context.WithDeadline(ctx, deadline)
+		// On the Locker's clock, as the deadline is.
+		sctx, scancel = context.WithTimeout(ctx, deadline.Sub(a.l.clock.Now()))
 	}
 	sub, err := a.l.b.subscribe(sctx, Channel(a.key))
 	scancel()
