@@ -119,6 +119,10 @@ func exitClass(err error) (int, fault) {
 		return ExitUsage, faultNone
 	case errors.As(err, &unav):
 		return ExitUnavailable, classifyRedis(err)
+	case errors.Is(err, lock.ErrSlowLink):
+		// Before "not obtained": nobody holds the lock, the link is too
+		// slow for the lease.
+		return ExitUnavailable, faultSlowLink
 	case errors.Is(err, lock.ErrNotObtained), errors.Is(err, limit.ErrLimited),
 		errors.Is(err, once.ErrInProgress), errors.Is(err, once.ErrLate):
 		return ExitNotAcquired, faultNone

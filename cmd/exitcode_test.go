@@ -6,8 +6,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
@@ -134,5 +136,22 @@ func TestDieOf(t *testing.T) {
 		if sig != tc.sig || group != tc.group {
 			t.Errorf("dieOf(%#v) = %v, %v; want %v, %v", tc.err, sig, group, tc.sig, tc.group)
 		}
+	}
+}
+
+// A link slower than the lease is Redis unusable for that lease (69), not
+// a lock held elsewhere: -E does not replace it, and the hint carries the
+// figures measured.
+func TestSlowLinkExit(t *testing.T) {
+	slow := &lock.SlowLinkError{Key: "lock:a", RTT: 2500 * time.Millisecond, TTL: 2 * time.Second, Margin: 500 * time.Millisecond}
+	w := &waitFlags{conflictExit: 0}
+	err := w.notAcquired(w.explainBusy("a", fmt.Errorf("wrapped: %w", slow)))
+	if code := ExitCode(err); code != ExitUnavailable {
+		t.Fatalf("exit %d, want %d", code, ExitUnavailable)
+	}
+	hints := hintsOf(err)
+	if len(hints) != 1 || !strings.Contains(hints[0], "replies took 2.5s, longer than the 2s lease can allow (it counts for 1.5s after a call is sent: ttl - margin 500ms): raise --ttl") ||
+		!strings.Contains(hints[0], "--ttl 8s") {
+		t.Errorf("hints %q", hints)
 	}
 }

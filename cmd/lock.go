@@ -43,7 +43,7 @@ func (w *waitFlags) register(c *cobra.Command) {
 
 // acquireOptions checks --limit and --fifo and builds the acquisition
 // lock and run share.
-func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, onBusy func(lock.Holder)) (*lock.AcquireOptions, error) {
+func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, status *waitStatus) (*lock.AcquireOptions, error) {
 	switch {
 	case w.limit < 0, w.limit == 0 && c.Flags().Changed("limit"):
 		return nil, usageErrorf("--limit must be at least 1")
@@ -60,6 +60,12 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, o
 			}
 		}
 	}
+	wait := w.waitDuration(c)
+	var onLate func(error)
+	if wait != 0 {
+		// -n says why in its error.
+		onLate = status.late
+	}
 	return &lock.AcquireOptions{
 		Owner:  owner,
 		Note:   w.note,
@@ -67,13 +73,14 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, o
 		Limit:  w.limit,
 		FIFO:   w.fifo,
 		Shared: w.shared,
-		Wait:   w.waitDuration(c),
+		Wait:   wait,
 		// A waiter rides through a failover or restart as short as one
 		// call's bound; a Redis down for longer still ends the wait
 		// (69), so that a cron job does not wait out its whole -w on a
 		// dead server.
 		RetryFor: f.G.Timeout,
-		OnBusy:   onBusy,
+		OnBusy:   status.busy,
+		OnLate:   onLate,
 	}, nil
 }
 
@@ -209,7 +216,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		owner = lock.OwnerWithPID(callerPID())
 	}
 	status := newWaitStatus(f, name)
-	opts, err := o.acquireOptions(c, f, owner, status.busy)
+	opts, err := o.acquireOptions(c, f, owner, status)
 	if err != nil {
 		return err
 	}
@@ -299,6 +306,19 @@ func ttlText(ttl time.Duration) string {
 	return fmt.Sprintf(" (ttl %s)", ttl.Round(time.Millisecond))
 }
 
+// slowLinkHint says what to do about a link slower than the lease, with
+// the figures measured.
+func slowLinkHint(e *lock.SlowLinkError) string {
+	// A renewal sent a third into the lease must be back before its
+	// deadline, at ttl - margin: ttl above 2.4 round trips, 3 with room.
+	ttl := (3 * e.RTT).Round(time.Second)
+	if ttl < 3*e.RTT {
+		ttl += time.Second
+	}
+	return fmt.Sprintf("replies took %s, longer than the %s lease can allow (it counts for %s after a call is sent: ttl - margin %s): raise --ttl to 3 times the round trip or more (--ttl %s), or find what slows the link",
+		e.RTT.Round(time.Millisecond), e.TTL, e.Window(), e.Margin, ttl)
+}
+
 // waitStatus prints, while a command waits, a stderr line naming the
 // holder: on a terminal after 2s and then every 5s; elsewhere (a CI log,
 // cron's mail) after 5s, then after gaps of 10s, 20s, 40s and then every
@@ -310,6 +330,31 @@ type waitStatus struct {
 	started time.Time
 	last    time.Time
 	gap     time.Duration // off a terminal: the gap before the next line
+	// toldLate, toldSlow: a late grant, and a link slower than the lease,
+	// are each told once.
+	toldLate, toldSlow bool
+}
+
+// late says why a wait is not getting the lock though it was granted: the
+// grant came too late to count. It is told at the first such grant (and
+// again if the link turns out slower than the lease); the wait goes on,
+// since the link may recover.
+func (s *waitStatus) late(err error) {
+	var (
+		slow *lock.SlowLinkError
+		late *lock.LateError
+	)
+	switch {
+	case errors.As(err, &slow) && !s.toldSlow:
+		s.toldSlow, s.toldLate = true, true
+		s.f.IO.Errorf("waiting for %s: granted twice, but each reply came too late to count (%s after it was sent; a %s lease counts for %s); still waiting, in case the link recovers",
+			s.name, slow.RTT.Round(time.Millisecond), slow.TTL, slow.Window())
+		s.f.IO.Errorf("hint: %s", slowLinkHint(slow))
+	case errors.As(err, &late) && !s.toldLate:
+		s.toldLate = true
+		s.f.IO.Errorf("waiting for %s: granted, but the reply came %s after it was sent, too late to count for a %s lease; given back, still waiting",
+			s.name, late.Took.Round(time.Millisecond), late.TTL)
+	}
 }
 
 const (

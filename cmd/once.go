@@ -11,6 +11,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/spf13/cobra"
 )
@@ -126,14 +127,29 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 	switch {
 	case errors.As(err, &taken):
 		f.IO.Errorf("outcome not recorded: %s was taken over by %s after this claim lapsed", claim.Key, taken.Record.Owner)
+		return uncoveredClaim(claim.Key, res, "taken over by "+taken.Record.Owner)
 	case err != nil:
 		f.IO.Errorf("outcome not recorded: %v; %s runs again once its claim expires (%s)", err, key, claim.TTL)
 	case rec.Expired:
 		f.IO.Errorf("the claim on %s lapsed before the outcome was recorded; recorded anyway (nobody else took over)", claim.Key)
+		return uncoveredClaim(claim.Key, res, "gone")
 	default:
 		f.Verbosef("recorded exit %d for %s (kept %s)", rec.ExitCode, claim.Key, o.resultTTL)
 	}
 	return childExit(res)
+}
+
+// uncoveredClaim is once's outcome when recording it found the claim gone
+// or taken over though the keeper had not lost it (something deleted the
+// record while CMD ran, CMD itself maybe): part of CMD's run was not
+// covered by the claim, and another call may have run CMD meanwhile. Exit
+// 76, as after a claim lost while CMD ran.
+func uncoveredClaim(key string, res runner.Result, what string) error {
+	if res.Lost {
+		// The keeper lost it first: 76 already, and said so.
+		return childExit(res)
+	}
+	return &ExitError{Code: ExitLost, Err: fmt.Errorf("the claim on %s was %s when the command ended (exit %d): part of its run was not covered by the claim", key, what, res.Exit)}
 }
 
 // explainOnce words a refused claim for people and picks its exit code: 75
@@ -144,8 +160,11 @@ func explainOnce(key string, err error, conflictExit int) error {
 		running *once.InProgressError
 		done    *once.DoneError
 		fp      *once.FingerprintError
+		slow    *lock.SlowLinkError
 	)
 	switch {
+	case errors.As(err, &slow):
+		return withHint(err, slowLinkHint(slow))
 	case errors.As(err, &running):
 		r := running.Record
 		err = reword(err, "%s is in progress: claimed by %s since %s; not running it", key, r.Owner, sinceText(r.StartedAt))

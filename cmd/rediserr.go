@@ -48,6 +48,7 @@ const (
 	faultNoQuorum            // Redlock: too few masters answered
 	faultWrongType           // WRONGTYPE: a key holds another type (someone else's)
 	faultRefused             // any other error reply: "Redis refused"
+	faultSlowLink            // replies slower than the lease allows (lock.ErrSlowLink)
 )
 
 // classifyRedis sorts err into a fault, or faultNone when err did not come
@@ -66,6 +67,9 @@ func classifyRedis(err error) fault {
 	}
 	if errors.Is(err, lock.ErrNotReplicated) {
 		return faultNotReplicated
+	}
+	if errors.Is(err, lock.ErrSlowLink) {
+		return faultSlowLink
 	}
 	// go-redis reports a Sentinel setup it could not use with plain
 	// errors, over the sentinels' own (an unknown master name is a nil
@@ -291,6 +295,8 @@ func (f fault) hints(s server) []string {
 		return []string{"a majority of the --redlock masters must answer in time; check the servers named above"}
 	case faultWrongType:
 		return []string{"a key lockctl uses holds a value someone else wrote; look at it with redis-cli TYPE, and remove it only if nothing else needs it"}
+	case faultSlowLink:
+		return []string{"replies take longer than the lease's TTL less its margin, so no grant can count: raise --ttl (to 3 times the round trip or more, so that renewals arrive in time too), or find what slows the link"}
 	case faultRefused:
 		return []string{"the server refused the command; its reply is quoted above (`lockctl doctor` checks the server's version and settings)"}
 	}

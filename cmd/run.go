@@ -177,7 +177,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	}()
 
 	status := newWaitStatus(f, name)
-	opts, err := o.acquireOptions(c, f, owner, status.busy)
+	opts, err := o.acquireOptions(c, f, owner, status)
 	if err != nil {
 		return err
 	}
@@ -194,6 +194,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	heldSince := time.Now()
 	f.Verbosef("acquired %s (fence %d) after %v", lease.Key, lease.Fence, lease.Waited.Round(time.Millisecond))
 
+	ran := false // CMD started: what the release finds tells of its end
 	// The watchdog must outlive ctx's cancellation by a signal that lands
 	// before the child starts: the lease is then kept until it is released
 	// in order, never abandoned.
@@ -228,8 +229,16 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 				f.record(ctx, events.LeaseLost, lease.Name, 0)
 			}
 		}
-		releaseAfterRun(f, rl, lease, rep.Lost)
+		gone := releaseAfterRun(f, rl, lease, rep.Lost)
 		rep.HeldMS = time.Since(heldSince).Milliseconds()
+		if gone != nil && ran && !rep.Lost {
+			// The lock was deleted or taken while CMD ran, and no renewal
+			// came in between to say so (CMD itself may have released
+			// it): the end of CMD's work was not covered by the lease.
+			rep.Lost = true
+			f.record(ctx, events.LeaseLost, lease.Name, 0)
+			err = uncoveredEnd(f, name, gone, err, onLost)
+		}
 	}()
 
 	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(f, lease), Unset: []string{"LOCKCTL_PASSWORD"}}
@@ -243,6 +252,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		rep.Lost = errors.Is(err, runner.ErrLapsed)
 		return err
 	}
+	ran = true
 	rep.Lost = res.Lost
 	if res.Status.Signal != 0 {
 		s := child.SignalName(res.Status.Signal)
@@ -274,33 +284,70 @@ func renewWarning(f *Factory, name string) func(error) {
 }
 
 // releaseAfterRun frees the lease once the child's group is gone, on a
-// context of its own: an interrupted lockctl still releases.
-func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) {
+// context of its own: an interrupted lockctl still releases. It returns
+// the release's error when the lock was gone (ErrNotHeld) or held by
+// another token (ErrNotOwner): the lease did not last to the end.
+func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), f.G.Timeout)
 	defer cancel()
 	left, err := l.ReleaseHold(ctx, lease)
+	gone := errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner)
 	switch {
 	case err == nil && left > 0 && lease.Holds == 1:
 		// The outermost holder is done, but holds taken by re-entry were
 		// not given back (a nested `lockctl lock` never released, or a
 		// nested holder still running).
 		f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name, left)
-	case err == nil, lost:
+	case err == nil, lost, gone:
 	case notWoken(f, "released "+lease.Name, err):
-	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, lock.ErrNotOwner):
-		f.IO.Errorf("warning: %s was no longer held at release: %v", lease.Name, err)
 	default:
 		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
 	}
+	if gone {
+		return err
+	}
+	return nil
 }
 
-// explainBusy words "not acquired" for a semaphore.
+// uncoveredEnd is run's outcome when the release after CMD found the lock
+// deleted (gone) or taken by someone else, though no renewal had failed:
+// exit 76, as for a lease lost while CMD ran, over CMD's own status (with
+// --on-lost ignore CMD's status passes through, as after any loss). err is
+// the outcome so far; an internal error stays what it is.
+func uncoveredEnd(f *Factory, name string, gone, err error, onLost runner.OnLost) error {
+	var bug *internalError
+	if errors.As(err, &bug) {
+		return err
+	}
+	what := "no longer held"
+	var held *lock.HeldError
+	if errors.As(gone, &held) {
+		what = "held by " + held.Holder.Owner
+	}
+	status := "exit 0"
+	if code := ExitCode(err); code != ExitOK {
+		status = fmt.Sprintf("exit %d", code)
+	}
+	msg := fmt.Errorf("%s was %s when the command ended (%s): part of its run was not covered by the lease: %w", name, what, status, gone)
+	if onLost == runner.OnLostIgnore {
+		f.IO.Errorf("warning: %v", msg)
+		return err
+	}
+	return withHint(&ExitError{Code: ExitLost, Err: msg},
+		"something deleted or took the lock while the command ran (the command itself, a force-release, or a client that ignores the token): another holder may have overlapped its end")
+}
+
+// explainBusy words "not acquired" for a semaphore, and for a link too
+// slow for the lease.
 func (w *waitFlags) explainBusy(name string, err error) error {
 	var (
 		held *lock.HeldError
 		le   *lock.LimitError
+		slow *lock.SlowLinkError
 	)
 	switch {
+	case errors.As(err, &slow):
+		return withHint(err, slowLinkHint(slow))
 	case errors.As(err, &le) && le.Limit == 0:
 		return &UsageError{Err: reword(err, "%s is held in shared mode (--shared); this call asks for --limit %d", name, le.Want),
 			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --shared while its holders live)", name)}}

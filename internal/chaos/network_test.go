@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,5 +210,113 @@ func TestLateGrant(t *testing.T) {
 	t.Logf("a: %s", a)
 	if entered {
 		t.Errorf("lockctl started the command on a grant whose reply came %v after it was sent, past the lease's local deadline (ttl %v)", 2*ttl, ttl)
+	}
+}
+
+// TestSlowLink: every reply between a holder and Redis comes 2.5s late,
+// longer than a 2s lease allows (it counts for 1.5s after a call is sent),
+// so no grant through that link can ever be valid. lockctl must say so and
+// keep out: `lock -n` exits 69 with a hint naming the round trip against
+// the lease's margin (not 75: nobody holds the lock), `run -w 8s` ends by
+// its wait plus one call's --timeout with 69 and no command started, and a
+// direct holder then gets the free lock at once. The unprotected variant
+// is a SET NX PX client that takes the late OK as a grant: by then its key
+// has expired, a direct holder has the lock, and the two overlap.
+func TestSlowLink(t *testing.T) {
+	full(t)
+	srv := startRedis(t)
+	ttl, slow, wait, timeout := 2*time.Second, 2500*time.Millisecond, 8*time.Second, 3*time.Second
+	for _, unprot := range []bool{false, true} {
+		label := "lockctl"
+		if unprot {
+			label = "unprotected: SET NX PX, late reply taken as a grant"
+		}
+		t.Run(label, func(t *testing.T) {
+			p, err := faultproxy.New(srv.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			e := chaos.NewEnv(t, "6.slow-link", lockctlBin)
+			lname := "slow-" + itoa(int(time.Now().UnixNano()%1e6))
+			via := urlOf(p.Addr())
+			if unprot {
+				raw := client(t, p.Addr(), 2*slow)
+				// Connected before the link slows down, so that its SET
+				// is sent at once.
+				if err := raw.Ping(t.Context()).Err(); err != nil {
+					t.Fatal(err)
+				}
+				p.SetSlowReplies(slow)
+				cs := unprotected(e, 1, 0, raw, lname, ttl, 0, 3*time.Second)
+				done := make(chan struct{})
+				go func() { defer close(done); cs[0].Cycle(t.Context(), e) }()
+				// b, direct, waits for the lock: it is free again once the
+				// SET's key expires, before the SET's reply arrives.
+				time.Sleep(100 * time.Millisecond)
+				b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: lname, TTL: ttl,
+					Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: 4 * time.Second, Writes: 8})
+				<-done
+				b.Wait()
+				f := e.Collect(label, ttl, 2)
+				f.Note("replies delayed %v, ttl %v: b exit %d, entered %v after the SET was sent", slow, ttl, b.Exit, e.Res.Entered(b.Holder))
+				f.Verdict = verdictOf(f.Unfenced.Overlaps > 0, "fails as it must: the late OK is taken as a grant after the key expired; the direct holder overlaps it")
+				chaos.Publish(f)
+				t.Logf("b: %s\nfigures: %+v", b, f)
+				if f.Unfenced.Overlaps == 0 {
+					t.Errorf("the unprotected client did not overlap the direct holder: the scenario did not bite")
+				}
+				return
+			}
+			p.SetSlowReplies(slow)
+			// A one-shot lock -n through the link, and a run that waits.
+			type result struct {
+				exit   int
+				took   time.Duration
+				stderr string
+			}
+			oneShot := make(chan result, 1)
+			go func() {
+				start := time.Now()
+				cmd := exec.Command(lockctlBin, "lock", lname+"-oneshot", "--url", via, "--timeout", timeout.String(), "--ttl", ttl.String(), "-n")
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				err := cmd.Run()
+				oneShot <- result{exitOf(err), time.Since(start), stderr.String()}
+			}()
+			a := e.Spawn(0, chaos.ProcSpec{Global: []string{"--url", via, "--timeout", timeout.String()}, Name: lname, TTL: ttl,
+				Flags: []string{"-w", wait.String(), "--ttl", ttl.String()}, Work: ttl, Writes: 2})
+			a.Wait()
+			took := a.End - a.Start
+			// Nobody holds the lock: a direct holder gets it at once.
+			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: lname, TTL: ttl,
+				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 100 * time.Millisecond, Writes: 1})
+			b.Wait()
+			one := <-oneShot
+			f := e.Collect(label, ttl, 3)
+			entered := e.Res.Entered(a.Holder) >= 0
+			hinted := strings.Contains(one.stderr, "longer than the 2s lease can allow") && strings.Contains(one.stderr, "raise --ttl")
+			// The wait, plus the call in flight at its end (its --timeout),
+			// plus room for a loaded machine: 22s before this was fixed.
+			bound := wait + timeout + 4*time.Second
+			f.Note("replies delayed %v, ttl %v: run -w %v exit %d after %v (command started: %v); lock -n exit %d after %v, hint with the figures: %v; then a direct -n holder exit %d",
+				slow, ttl, wait, a.Exit, took.Round(time.Millisecond), entered, one.exit, one.took.Round(time.Millisecond), hinted, b.Exit)
+			ok := a.Exit == 69 && !entered && took <= bound && one.exit == 69 && hinted && b.Exit == 0
+			f.Verdict = verdictOf(ok, "no grant taken on a link slower than the lease: exit 69 with the round trip named, -w ends by its wait plus one call; the lock stays free for others")
+			chaos.Publish(f)
+			t.Logf("a: %s\nb: %s\none-shot: %+v\nfigures: %+v", a, b, one, f)
+			if a.Exit != 69 || entered {
+				t.Errorf("run -w through the slow link: exit %d, command started %v; want 69, not started", a.Exit, entered)
+			}
+			if took > bound {
+				t.Errorf("run -w %v returned after %v, want by %v (the wait, one call's --timeout, slack)", wait, took, bound)
+			}
+			if one.exit != 69 || !hinted {
+				t.Errorf("lock -n through the slow link: exit %d, stderr %q; want 69 and a hint naming the round trip against the lease", one.exit, one.stderr)
+			}
+			if b.Exit != 0 {
+				t.Errorf("the direct holder after them: exit %d, want 0 (the lock is free): %s", b.Exit, b)
+			}
+		})
 	}
 }

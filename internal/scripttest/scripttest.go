@@ -79,6 +79,8 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"pty-send":      cmdPtySend,
 	"pty-shows":     cmdPtyShows,
 	"pty-wait":      cmdPtyWait,
+	"proxy":         cmdProxy,
+	"proxy-set":     cmdProxySet,
 }
 
 // redis-restart [ARGS...]: crash the script's redis-server and start it

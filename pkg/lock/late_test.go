@@ -174,8 +174,14 @@ func TestLateTwiceIsNotHeld(t *testing.T) {
 			name := uniqueName(t)
 			o := tc.o
 			lease, err := l.Acquire(ctx, name, time.Second, &o)
-			if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrLate) {
-				t.Fatalf("got %+v, %v; want a late, not obtained error", lease, err)
+			// Both replies slower than the lease allows: the link is too
+			// slow for it, which is no lock held elsewhere.
+			var slow *lock.SlowLinkError
+			if !errors.As(err, &slow) || !errors.Is(err, lock.ErrSlowLink) || !errors.Is(err, lock.ErrLate) || errors.Is(err, lock.ErrNotObtained) {
+				t.Fatalf("got %+v, %v; want a slow link error, not 'not obtained'", lease, err)
+			}
+			if slow.RTT < 750*time.Millisecond || slow.TTL != time.Second || slow.Margin != lock.DefaultMargin(time.Second) || slow.Window() != 750*time.Millisecond {
+				t.Errorf("got %+v (window %s), want the re-confirmation's round trip against a 1s lease's 750ms", slow, slow.Window())
 			}
 			// Given back at once, not left to expire.
 			key := l.Key(name)

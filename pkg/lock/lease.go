@@ -35,9 +35,10 @@ func (l *Lease) Deadline() time.Time { return LeaseDeadline(l.Sent, l.TTL, 0) }
 var ErrLate = errors.New("lock: reply after the lease's local deadline")
 
 // LateError reports a grant or renewal whose reply came too late to count.
-// From Acquire it matches ErrNotObtained too (the lease was re-confirmed
-// once, that was late as well, and it has been released), and from Reenter
-// (the hold was given back); from Renew it
+// From Acquire (a bounded wait that ended on a late grant, given back
+// without time left to re-confirm it; a grant whose re-confirmation was
+// late as well is a *SlowLinkError) it matches ErrNotObtained too, and
+// from Reenter (the hold was given back); from Renew it
 // matches ErrNotHeld (the lease can no longer be counted on, although the
 // server did extend it).
 type LateError struct {
@@ -64,6 +65,36 @@ func (e *LateError) Is(target error) bool {
 	}
 	return false
 }
+
+// ErrSlowLink: replies take longer than the lease's TTL less its margin, so
+// no grant can count as held (*SlowLinkError).
+var ErrSlowLink = errors.New("lock: replies slower than the lease allows")
+
+// SlowLinkError: a grant and its re-confirmation both came too late to
+// count (LeaseDeadline). Each call took longer than the TTL leaves
+// (TTL - Margin after it is sent), so no grant can be valid on this link
+// until it speeds up or the TTL grows: the lock is not held by anyone
+// else, and waiting at this speed does not get it. The grants were given
+// back. It matches ErrSlowLink and ErrLate, not ErrNotObtained.
+type SlowLinkError struct {
+	Key string
+	// RTT is the re-confirmation's time from sending to reading its reply.
+	RTT    time.Duration
+	TTL    time.Duration
+	Margin time.Duration
+}
+
+func (e *SlowLinkError) Error() string {
+	return fmt.Sprintf("%s: replies took %s, too slow for a %s lease: no grant can count", e.Key, e.RTT.Round(time.Millisecond), e.TTL)
+}
+
+// Window is how long after its call was sent a grant still counts: the
+// round trip a lease of this TTL tolerates.
+func (e *SlowLinkError) Window() time.Duration {
+	return LeaseDeadline(time.Time{}, e.TTL, e.Margin).Sub(time.Time{})
+}
+
+func (e *SlowLinkError) Is(target error) bool { return target == ErrSlowLink || target == ErrLate }
 
 // late applies LeaseDeadline to a write of key for ttl sent at sent whose
 // reply has just arrived: nil when it counts, else a *LateError.

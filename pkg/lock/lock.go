@@ -155,6 +155,12 @@ type AcquireOptions struct {
 	// OnBusy, if set, is called each time an attempt finds the lock held.
 	// Callers rate-limit any status output themselves.
 	OnBusy func(Holder)
+	// OnLate, if set, is called each time an attempt's grant came too late
+	// to count and was given back, with why: a *LateError, or a
+	// *SlowLinkError when its re-confirmation was late as well. A wait
+	// goes on after either (the link may recover); this says why it does
+	// not get the lock meanwhile.
+	OnLate func(error)
 }
 
 // Lease is a held lock.
@@ -191,7 +197,10 @@ type Lease struct {
 // Acquire takes the lock called name for ttl, waiting as o.Wait says.
 //
 // Errors: *HeldError (errors.Is ErrNotObtained) when the lock is held and no
-// wait remains; *WrongTypeError when the key is not a lock; ErrInvalid;
+// wait remains; *LateError (errors.Is ErrNotObtained) when the last grant
+// came too late to count; *SlowLinkError (not ErrNotObtained) when it and
+// its re-confirmation both did, so that no grant can count on this link;
+// *WrongTypeError when the key is not a lock; ErrInvalid;
 // the context's error (with its cause) when ctx ends first;
 // *ReplicationError; Redis errors, wrapped.
 func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o *AcquireOptions) (*Lease, error) {
@@ -226,6 +235,9 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	}
 	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note, limit: o.Limit, fifo: o.FIFO, shared: o.Shared,
 		args: acquireArgs{token: token, ttl: ttl, rest: valueRest(o, ttl)}, start: l.clock.Now()}
+	if o.Wait > 0 {
+		a.deadline = a.start.Add(o.Wait)
+	}
 	if o.Wait != 0 && o.Limit == 0 && !o.Shared {
 		// A waiting exclusive acquire keeps new shared holders out while
 		// it is refused (shared.go).
@@ -299,6 +311,9 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 	}
 	if o.Wait == 0 {
 		if late {
+			if o.OnLate != nil {
+				o.OnLate(err)
+			}
 			return nil, err
 		}
 		if o.OnBusy != nil {
@@ -306,8 +321,18 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 		}
 		return nil, NewHeldError(ErrNotObtained, held)
 	}
+	if late && o.OnLate != nil {
+		o.OnLate(err)
+	}
 	if !late && o.OnBusy != nil {
 		o.OnBusy(held)
+	}
+	if !a.deadline.IsZero() && !a.l.clock.Now().Before(a.deadline) {
+		// The first attempt used up the wait (a slow link): no other.
+		if late {
+			return nil, err
+		}
+		return nil, NewHeldError(ErrNotObtained, held)
 	}
 	return a.wait(ctx, o, true)
 }
@@ -320,7 +345,8 @@ func isLate(err error) bool {
 		return false
 	}
 	var late *LateError
-	return errors.As(err, &late)
+	var slow *SlowLinkError
+	return errors.As(err, &late) || errors.As(err, &slow)
 }
 
 // attempt is one Acquire call: its arguments and start on the waiter's clock.
@@ -338,6 +364,13 @@ type attempt struct {
 	// listed: a refusal put this exclusive waiter on the list that keeps
 	// new shared holders out (shared.go); it leaves the list if it gives up.
 	listed bool
+	// deadline ends a bounded wait (AcquireOptions.Wait > 0); zero
+	// otherwise. A late grant whose reply comes after it is given back
+	// without a re-confirmation: the wait is over.
+	deadline time.Time
+	// slow is the last attempt whose grant and re-confirmation both came
+	// too late: it says why a wait that ends on a late grant got nothing.
+	slow *SlowLinkError
 }
 
 // try takes the lock if it can. It returns a lease that counts as held
@@ -350,8 +383,12 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 	if lease == nil || err != nil {
 		return lease, held, err
 	}
-	if a.l.late("acquire", a.key, lease.Sent, lease.TTL) == nil {
+	if err := a.l.late("acquire", a.key, lease.Sent, lease.TTL); err == nil {
 		return lease, held, nil
+	} else if !a.deadline.IsZero() && !a.l.clock.Now().Before(a.deadline) {
+		// The wait is over: another call would only make it longer.
+		a.giveBack(ctx, lease)
+		return nil, Holder{}, err
 	}
 	// Re-confirm by running the same script again with the same token,
 	// from a fresh send time: while the lease is still ours this renews it
@@ -368,7 +405,11 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 	}
 	if err := a.l.late("acquire", a.key, lease.Sent, lease.TTL); err != nil {
 		a.giveBack(ctx, lease)
-		return nil, Holder{}, err
+		// Two replies in a row slower than the lease allows: the link (or
+		// the server) is, not a pause of this process between them.
+		late := err.(*LateError)
+		a.slow = &SlowLinkError{Key: a.key, RTT: late.Took, TTL: late.TTL, Margin: DefaultMargin(late.TTL)}
+		return nil, Holder{}, a.slow
 	}
 	return lease, held, nil
 }

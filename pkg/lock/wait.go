@@ -83,11 +83,16 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 	if down != nil {
 		downSince = a.l.clock.Now()
 	}
-	var deadline time.Time
-	if o.Wait > 0 {
-		deadline = a.start.Add(o.Wait)
+	deadline := a.deadline
+	// The subscription is bounded by the wait too: on a link slower than
+	// the wait, polling is all the time left allows.
+	sctx, scancel := ctx, context.CancelFunc(func() {})
+	if !deadline.IsZero() {
+		// On the Locker's clock, as the deadline is.
+		sctx, scancel = context.WithTimeout(ctx, deadline.Sub(a.l.clock.Now()))
 	}
-	sub, err := a.l.b.subscribe(ctx, Channel(a.key))
+	sub, err := a.l.b.subscribe(sctx, Channel(a.key))
+	scancel()
 	if down != nil && err != nil {
 		// Unreachable still: poll until it answers.
 		sub, err = nil, nil
@@ -131,6 +136,9 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 				// waiter left the queue with the grant: its place is
 				// unknown until it joins again.
 				late, down, downSince = err, nil, time.Time{}
+				if o.OnLate != nil {
+					o.OnLate(err)
+				}
 				if a.fifo && sub != nil {
 					sub.fifo(a.args.token, 0)
 				}
@@ -162,6 +170,11 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 			if left <= 0 {
 				if down != nil {
 					return nil, down
+				}
+				if late != nil && a.slow != nil {
+					// The attempt at the deadline had no time to
+					// re-confirm; one before it found why it was late.
+					return nil, a.slow
 				}
 				if late != nil {
 					return nil, late

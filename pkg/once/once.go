@@ -192,7 +192,8 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 // confirm applies the lease rule (lock.LeaseDeadline) to a claim whose
 // reply just arrived. A late claim is re-confirmed by one renewal from a
 // fresh send time; if that fails or is late too, the claim is given up
-// and the error matches ErrLate.
+// and the error matches ErrLate (and, when the renewal was late too,
+// lock.ErrSlowLink: a *lock.SlowLinkError).
 func (c *Claim) confirm(ctx context.Context) error {
 	if time.Now().Before(lock.LeaseDeadline(c.sent, c.TTL, 0)) {
 		return nil
@@ -200,7 +201,8 @@ func (c *Claim) confirm(ctx context.Context) error {
 	took := time.Since(c.sent)
 	sent := time.Now()
 	err := c.Renew(ctx)
-	if err == nil && time.Now().Before(lock.LeaseDeadline(sent, c.TTL, 0)) {
+	late := !time.Now().Before(lock.LeaseDeadline(sent, c.TTL, 0))
+	if err == nil && !late {
 		c.sent = sent
 		return nil
 	}
@@ -211,6 +213,13 @@ func (c *Claim) confirm(ctx context.Context) error {
 	}
 	msg := fmt.Sprintf("%s: the claim's reply came %s after it was sent, past its local deadline (ttl %s - margin %s), and re-confirming it failed",
 		c.Key, took.Round(time.Millisecond), c.TTL, lock.DefaultMargin(c.TTL))
+	if late && (err == nil || errors.Is(err, ErrLost)) {
+		// Both replies slower than the claim allows (the first one's
+		// delay may have let the claim expire, and nobody else took
+		// it): the link is, and no claim can count on it.
+		slow := &lock.SlowLinkError{Key: c.Key, RTT: time.Since(sent), TTL: c.TTL, Margin: lock.DefaultMargin(c.TTL)}
+		return fmt.Errorf("%w: %w", ErrLate, slow)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrLate, msg, err)
 	}
