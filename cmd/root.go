@@ -38,6 +38,9 @@ func Main() int {
 		// lockctl run's guard (internal/child/guard.go), not a command.
 		return child.RunGuard(os.Stdin)
 	}
+	// Before anything reads the password: from here on, CMD and every
+	// other process of the user cannot read it from /proc.
+	hideSecrets()
 	return MainArgs(os.Args[1:], ui.System())
 }
 
@@ -289,6 +292,7 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	}
 	if cfg != "" && v.ConfigFileUsed() != "" {
 		if _, err := os.Stat(cfg); err == nil {
+			f.checkConfigFile(cfg)
 			f.warnUnknownConfigKeys(c.Root(), cfg)
 		}
 	}
@@ -398,6 +402,12 @@ func configString(val any) string {
 
 func defaultConfigFile(getenv func(string) string) string {
 	dir := getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(dir) {
+		// The XDG base directory spec: a relative path is invalid and
+		// is ignored (it would name a file under whatever directory
+		// lockctl runs in).
+		dir = ""
+	}
 	if dir == "" {
 		if home := getenv("HOME"); home != "" {
 			dir = filepath.Join(home, ".config")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -101,7 +102,13 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 	if err != nil {
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, lock.DataErrorOf(ctx, in.c, err, keys...))
 	}
-	code, _ := v[0].(int64)
+	code, ok := int64(-1), len(v) > 0
+	if ok {
+		code, ok = v[0].(int64)
+	}
+	if !ok || (code == 3 && len(v) < 2) {
+		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
+	}
 	switch code {
 	case 0:
 		return nil, fmt.Errorf("%w: %s", lock.ErrNotHeld, key)
@@ -116,7 +123,7 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 		return nil, lock.NewHeldError(lock.ErrNotOwner, h)
 	case 1:
 	default:
-		return nil, fmt.Errorf("inspect: force-release %s: unexpected reply %v", key, v)
+		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
 	}
 	h, err := holderOf(key, v)
 	if err != nil {
@@ -148,7 +155,7 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 // type, body, pttl, holders}.
 func holderOf(key string, v []any) (lock.Holder, error) {
 	if len(v) < 4 {
-		return lock.Holder{}, fmt.Errorf("inspect: unexpected reply %v", v)
+		return lock.Holder{}, fmt.Errorf("inspect: %w", redisreply.Unexpected("script reply", v))
 	}
 	t, _ := v[1].(string)
 	pttl, _ := v[3].(int64)

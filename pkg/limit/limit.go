@@ -220,7 +220,7 @@ func (l *limiter) Allow(ctx context.Context, key string, cost int64) (Result, er
 		return Result{}, fmt.Errorf("limit: %s: %w", k, err)
 	}
 	if len(vals) != 5 {
-		return Result{}, fmt.Errorf("limit: %s: unexpected script reply %v", k, vals)
+		return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", vals))
 	}
 	r := Result{
 		Key:        k,
