@@ -210,7 +210,7 @@ func (f *Factory) checkSecretFile(what, path string, secret bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return
 	}
-	var why []string
+	var why, fix []string
 	m := fi.Mode().Perm()
 	if secret && m&0o004 != 0 {
 		why = append(why, fmt.Sprintf("readable by others (mode %04o)", m))
@@ -218,19 +218,22 @@ func (f *Factory) checkSecretFile(what, path string, secret bool) {
 	if m&0o022 != 0 {
 		why = append(why, fmt.Sprintf("writable by others (mode %04o)", m))
 	}
+	switch {
+	case secret && m&0o026 != 0:
+		fix = append(fix, "chmod 600 "+path)
+	case m&0o022 != 0:
+		fix = append(fix, "chmod go-w "+path)
+	}
 	dir := filepath.Dir(path)
 	if di, err := os.Stat(dir); err == nil && di.Mode().Perm()&0o022 != 0 && di.Mode()&os.ModeSticky == 0 {
 		why = append(why, fmt.Sprintf("in a directory others may write to (%s, mode %04o)", dir, di.Mode().Perm()))
+		fix = append(fix, "chmod go-w "+dir)
 	}
 	if len(why) == 0 {
 		return
 	}
-	fix := "chmod go-w " + path
-	if secret {
-		fix = "chmod 600 " + path
-	}
-	f.warnOnce("perm:"+path, fmt.Sprintf("warning: %s %s is %s: other users could read or change it; %s (and chmod go-w the directory)",
-		what, path, strings.Join(why, " and "), fix))
+	f.warnOnce("perm:"+path, fmt.Sprintf("warning: %s %s is %s: other users could read or replace it; %s",
+		what, path, strings.Join(why, " and "), strings.Join(fix, "; ")))
 }
 
 // checkConfigFile checks the config file's permissions: a secret when it
