@@ -76,6 +76,8 @@ type Factory struct {
 
 	warnMu sync.Mutex
 	warned map[string]bool // warnOnce's
+
+	filePassword string // the password read from --password-file, to keep out of messages
 }
 
 // NewFactory builds a factory over the given streams.
@@ -411,7 +413,8 @@ func (f *Factory) password() (string, error) {
 	if err != nil {
 		return "", &UsageError{Err: fmt.Errorf("--password-file: %v", err)}
 	}
-	return strings.TrimRight(string(b), "\r\n"), nil
+	f.filePassword = strings.TrimRight(string(b), "\r\n")
+	return f.filePassword, nil
 }
 
 func (f *Factory) tlsConfig(force bool, serverName string) (*tls.Config, error) {

@@ -76,6 +76,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 	if fault != faultNone {
 		err = explainFault(err, fault, f.target())
 	}
+	err = redactError(err, f.knownSecrets())
 	if bug := (*internalError)(nil); errors.As(err, &bug) && f.G.Verbose {
 		io.Errorf("%s", bug.Stack)
 	}

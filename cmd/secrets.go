@@ -105,34 +105,38 @@ func urlSecrets(raw string) []string {
 			out = append(out, d)
 		}
 	}
+	// info is what may be user info: its password, or all of it when it
+	// has no ':' (no telling which part is secret).
+	info := func(s string) {
+		if _, pw, ok := strings.Cut(s, ":"); ok {
+			add(pw)
+		}
+		add(s)
+	}
 	u, err := url.Parse(raw)
 	if err == nil && u.User != nil {
 		if p, has := u.User.Password(); has {
 			add(p)
-			if i := strings.Index(u.User.String(), ":"); i >= 0 {
-				add(u.User.String()[i+1:])
+			if _, pw, ok := strings.Cut(u.User.String(), ":"); ok {
+				add(pw)
 			}
 		}
-	}
-	if m := userInfoPart.FindStringSubmatch(raw); m != nil {
-		if _, pw, ok := strings.Cut(m[1], ":"); ok {
-			add(pw)
-		} else if err != nil || u.User == nil {
-			// Not read as user info: no telling which part is secret.
-			add(m[1])
-		}
-	} else if at := strings.LastIndexByte(raw, '@'); at >= 0 && (err != nil || u.User == nil) {
+	} else if m := userInfoPart.FindStringSubmatch(raw); m != nil {
+		info(m[1])
+	} else if at := strings.LastIndexByte(raw, '@'); at >= 0 {
 		// An '@' where no URL form puts user info (a typo in the
-		// scheme): everything before it may be secret.
+		// scheme, a path): everything before it may be secret.
 		start := 0
-		if i := strings.Index(raw, ":"); i >= 0 && i < at {
+		if i := strings.Index(raw, "://"); i >= 0 && i < at {
+			start = i + 3
+		} else if i := strings.Index(raw, ":"); i >= 0 && i < at {
 			start = i + 1
 		}
-		add(strings.TrimLeft(raw[start:at], "/"))
+		info(strings.TrimLeft(raw[start:at], "/"))
 	}
 	if _, query, ok := strings.Cut(raw, "?"); ok {
 		query, _, _ = strings.Cut(query, "#")
-		for _, kv := range strings.Split(query, "&") {
+		for _, kv := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == '?' || r == ';' }) {
 			k, v, _ := strings.Cut(kv, "=")
 			if isPasswordParam(k) {
 				add(v)
@@ -140,6 +144,53 @@ func urlSecrets(raw string) []string {
 		}
 	}
 	return out
+}
+
+// knownSecrets are the passwords this invocation was given, in every
+// place lockctl reads one from, for redactError.
+func (f *Factory) knownSecrets() []string {
+	var out []string
+	for _, raw := range append([]string{f.G.URL, f.Getenv("LOCKCTL_URL"), f.Getenv("REDIS_URL")}, f.G.Redlock...) {
+		out = append(out, urlSecrets(strings.TrimSpace(raw))...)
+	}
+	for _, raw := range strings.Split(f.Getenv("LOCKCTL_REDLOCK"), ",") {
+		out = append(out, urlSecrets(strings.TrimSpace(raw))...)
+	}
+	out = append(out, f.Getenv("LOCKCTL_PASSWORD"), f.filePassword)
+	return out
+}
+
+// quotedURL is something in a message that may be a URL with user info
+// or a query.
+var quotedURL = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*:[^\s"'` + "`" + `]*[@?][^\s"'` + "`" + `]*`)
+
+// minRedacted is the shortest secret redactError hides: a password of one
+// or two characters protects nothing, and hiding every "1" in a message
+// would garble it.
+const minRedacted = 3
+
+// redactError is err with every secret hidden from its message: the last
+// guard before anything is printed, behind each message's own care.
+func redactError(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	var long []string
+	for _, s := range secrets {
+		if len(s) >= minRedacted {
+			long = append(long, s)
+		}
+	}
+	msg := err.Error()
+	// And any URL the message quotes, wherever it came from (a URL set
+	// as another setting's value, say).
+	for _, u := range quotedURL.FindAllString(msg, -1) {
+		long = append(long, urlSecrets(u)...)
+	}
+	if red := redactSecrets(msg, long); red != msg {
+		return &msgError{msg: red, err: err}
+	}
+	return err
 }
 
 // redactSecrets replaces every secret in msg with ***, longest first, so
