@@ -35,7 +35,8 @@ func commandArgs(c *cobra.Command, args []string, what string) (key string, argv
 }
 
 // superviseCommand starts spec in its own process group with lockctl's
-// streams (unless spec names others), forwards signals to the group and
+// streams (unless spec names others) and an environment without lockctl's
+// Redis secrets (childSecretEnv), forwards signals to the group and
 // supervises it with runner.Supervise under cfg (lease loss, max runtime).
 // From the moment it is called, SIGINT, SIGTERM and SIGHUP no longer cancel
 // ctx: they belong to the child. A command that cannot be started comes back
@@ -55,6 +56,9 @@ func superviseCommand(ctx context.Context, f *Factory, spec child.Spec, cfg runn
 		// and now: the command would start outside the lease.
 		return runner.Result{}, &ExitError{Code: runner.ExitLost, Err: fmt.Errorf("%w; it was not started", runner.ErrLapsed)}
 	}
+	unset, set := f.childSecretEnv()
+	spec.Unset = append(spec.Unset, unset...)
+	spec.Env = append(set, spec.Env...)
 	if spec.Stdin == nil {
 		spec.Stdin = f.IO.In
 	}

@@ -88,8 +88,13 @@ func TestTLS(t *testing.T) {
 	if code != cmd.ExitUnavailable || !strings.Contains(errOut, "certificate") {
 		t.Fatalf("unknown CA: exit %d, stderr %q; want 69 naming the certificate", code, errOut)
 	}
-	if code, _, errOut := run(t, "--url", url, "--tls-insecure", "lock", "tls-c", "-n"); code != 0 {
-		t.Fatalf("--tls-insecure: exit %d, stderr %q", code, errOut)
+	if code, _, errOut := run(t, "--url", url, "--tls-insecure", "lock", "tls-c", "-n"); code != 0 ||
+		strings.Count(errOut, "warning: --tls-insecure: the server's certificate is not verified") != 1 {
+		t.Fatalf("--tls-insecure: exit %d, stderr %q; want 0 and one warning", code, errOut)
+	}
+	// Verified TLS says nothing.
+	if code, _, errOut := run(t, "--url", url, "--tls-ca", ca, "lock", "tls-d", "-n"); code != 0 || errOut != "" {
+		t.Fatalf("verified TLS: exit %d, stderr %q; want 0 and nothing on stderr", code, errOut)
 	}
 	// The plain port of the same server sees the locks taken over TLS.
 	if got, _ := s.Do("EXISTS", "lock:tls-a"); got != "1" {

@@ -75,6 +75,11 @@ type Factory struct {
 
 	sigMu      sync.Mutex
 	sigHandler func(os.Signal)
+
+	warnMu sync.Mutex
+	warned map[string]bool // warnOnce's
+
+	filePassword string // the password read from --password-file, to keep out of messages
 }
 
 // NewFactory builds a factory over the given streams.
@@ -336,31 +341,46 @@ func (f *Factory) nodeOptions(password string) (*redis.Options, error) {
 // flag (onArgv: on the command line).
 func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*redis.Options, error) {
 	g := &f.G
+	// Every message about raw hides its passwords, also those the parsers
+	// quote back in pieces (redis:/:pw@h reads as the database ":pw@h").
+	secrets := urlSecrets(raw)
+	bad := func(hint, format string, args ...any) error {
+		msg := fmt.Sprintf("bad %s %q", flag, redactURL(raw))
+		if format != "" {
+			msg += ": " + fmt.Sprintf(format, args...)
+		}
+		return &UsageError{Err: errors.New(redactSecrets(msg, secrets)), Hints: []string{hint}}
+	}
+	const forms = "use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock?db=N"
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
-		return nil, &UsageError{Err: fmt.Errorf("bad %s %q", flag, redactURL(raw)),
-			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock"}}
+		return nil, bad(forms, "")
 	}
 	if u.Scheme != "unix" {
+		if u.Hostname() == "" {
+			// go-redis would dial localhost:6379 and send it the
+			// password: whoever listens there gets it.
+			return nil, bad("give the host after two slashes: "+u.Scheme+"://host:6379/0 (the password in LOCKCTL_PASSWORD or --password-file)", "no host")
+		}
 		if err := checkPort(u.Port()); err != nil {
-			return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %v", flag, redactURL(raw), err),
-				Hints: []string{"the port is a number from 1 to 65535 (redis-server's default is 6379): redis://host:6379/0"}}
+			return nil, bad("the port is a number from 1 to 65535 (redis-server's default is 6379): redis://host:6379/0", "%v", err)
 		}
 	}
 	if _, has := u.User.Password(); has && onArgv {
 		f.IO.Errorf("warning: a password on the command line is visible to other users in ps; use LOCKCTL_PASSWORD or --password-file")
 	}
+	if err := f.checkTLSScheme(u.Scheme, flag); err != nil {
+		return nil, err
+	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		// go-redis may quote the URL in its message.
-		msg := strings.ReplaceAll(err.Error(), raw, redactURL(raw))
-		return nil, &UsageError{Err: fmt.Errorf("bad %s %q: %s", flag, redactURL(raw), msg),
-			Hints: []string{"use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock?db=N"}}
+		// go-redis may quote the URL, or a part of it, in its message.
+		return nil, bad(forms, "%s", strings.ReplaceAll(err.Error(), raw, redactURL(raw)))
 	}
 	// go-redis takes any database number; a negative one would fail only
 	// at SELECT, as if Redis were unavailable.
 	if opt.DB < 0 {
-		return nil, usageErrorf("bad %s %q: database %d is negative", flag, redactURL(raw), opt.DB)
+		return nil, bad("the database is a number from 0 (redis-server has 16 by default, 0-15): redis://host:6379/0", "database %d is negative", opt.DB)
 	}
 	if password != "" {
 		opt.Password = password
@@ -390,11 +410,13 @@ func (f *Factory) password() (string, error) {
 	if f.G.PasswordFile == "" {
 		return "", nil
 	}
+	f.checkSecretFile("--password-file", f.G.PasswordFile, true)
 	b, err := os.ReadFile(f.G.PasswordFile)
 	if err != nil {
 		return "", &UsageError{Err: fmt.Errorf("--password-file: %v", err)}
 	}
-	return strings.TrimRight(string(b), "\r\n"), nil
+	f.filePassword = strings.TrimRight(string(b), "\r\n")
+	return f.filePassword, nil
 }
 
 func (f *Factory) tlsConfig(force bool, serverName string) (*tls.Config, error) {
@@ -403,6 +425,9 @@ func (f *Factory) tlsConfig(force bool, serverName string) (*tls.Config, error) 
 		return nil, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, InsecureSkipVerify: g.TLSInsecure}
+	if g.TLSInsecure {
+		f.warnOnce("tls-insecure", "warning: --tls-insecure: the server's certificate is not verified; anyone on the way can pose as the server and read the password")
+	}
 	if g.TLSCA != "" {
 		pem, err := os.ReadFile(g.TLSCA)
 		if err != nil {
@@ -415,6 +440,9 @@ func (f *Factory) tlsConfig(force bool, serverName string) (*tls.Config, error) 
 		cfg.RootCAs = pool
 	}
 	if g.TLSCert != "" || g.TLSKey != "" {
+		if g.TLSKey != "" {
+			f.checkSecretFile("--tls-key", g.TLSKey, true)
+		}
 		cert, err := tls.LoadX509KeyPair(g.TLSCert, g.TLSKey)
 		if err != nil {
 			return nil, &UsageError{Err: fmt.Errorf("--tls-cert/--tls-key: %v", err)}
@@ -460,6 +488,10 @@ var userInfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):[^@]*@`)
 // redactURL hides a password for messages (redis://user:***@host), also in
 // a URL that does not parse.
 func redactURL(raw string) string {
+	return redactSecrets(redactUserInfo(raw), urlSecrets(raw))
+}
+
+func redactUserInfo(raw string) string {
 	u, err := url.Parse(raw)
 	if err == nil && u.User != nil {
 		if _, has := u.User.Password(); has {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -49,6 +50,7 @@ const (
 	faultWrongType           // WRONGTYPE: a key holds another type (someone else's)
 	faultRefused             // any other error reply: "Redis refused"
 	faultSlowLink            // replies slower than the lease allows (lock.ErrSlowLink)
+	faultForeign             // a reply no Redis server sends: not Redis there
 )
 
 // classifyRedis sorts err into a fault, or faultNone when err did not come
@@ -94,6 +96,12 @@ func classifyCause(err error) fault {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
 		return classifyReply(rerr.Error())
+	}
+	if redisreply.IsUnexpected(err) {
+		// Whatever answered is no Redis (an impostor, another service on
+		// the port, a proxy mangling replies): the environment's fault,
+		// not lockctl's.
+		return faultForeign
 	}
 	if isTLSError(err) {
 		return faultTLS
@@ -299,6 +307,9 @@ func (f fault) hints(s server) []string {
 		return []string{"replies take longer than the lease's TTL less its margin, so no grant can count: raise --ttl (to 3 times the round trip or more, so that renewals arrive in time too), or find what slows the link"}
 	case faultRefused:
 		return []string{"the server refused the command; its reply is quoted above (`lockctl doctor` checks the server's version and settings)"}
+	case faultForeign:
+		return []string{"check that --url names a redis-server (not another service, or a proxy that changes replies); whatever listens there was sent the password, if one is set",
+			"if it is a redis-server, this is a bug in lockctl: please report it with the command line and the output of -v"}
 	}
 	return nil
 }
@@ -339,6 +350,11 @@ func explain(err error, f fault, s server) error {
 	if errors.As(err, &rerr) {
 		leaf = rerr.Error()
 		verb = s.name() + " refused: "
+	} else if f == faultForeign {
+		verb = "the server at " + s.Addr + " answered something Redis would not (not a Redis reply): "
+		for e := err; e != nil; e = errors.Unwrap(e) {
+			leaf = e.Error()
+		}
 	} else if inner := errors.Unwrap(err); inner != nil {
 		// Before the network layer's own words ("dial tcp: ..."), else
 		// before the innermost cause.

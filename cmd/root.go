@@ -40,6 +40,9 @@ func Main() int {
 		// lockctl run's guard (internal/child/guard.go), not a command.
 		return child.RunGuard(os.Stdin)
 	}
+	// Before anything reads the password: from here on, CMD and every
+	// other process of the user cannot read it from /proc.
+	hideSecrets()
 	code, sig, group := mainArgs(os.Args[1:], ui.System(), NewRootCmd)
 	if sig != 0 {
 		child.DieOf(sig, group) // returns only if the signal did not end lockctl
@@ -84,6 +87,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 	if fault != faultNone {
 		err = explainFault(err, fault, f.target())
 	}
+	err = redactError(err, f.knownSecrets())
 	if bug := (*internalError)(nil); errors.As(err, &bug) && f.G.Verbose {
 		io.Errorf("%s", bug.Stack)
 	}
@@ -304,6 +308,7 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	}
 	if cfg != "" && v.ConfigFileUsed() != "" {
 		if _, err := os.Stat(cfg); err == nil {
+			f.checkConfigFile(cfg)
 			f.warnUnknownConfigKeys(c.Root(), cfg)
 		}
 	}
@@ -413,6 +418,12 @@ func configString(val any) string {
 
 func defaultConfigFile(getenv func(string) string) string {
 	dir := getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(dir) {
+		// The XDG base directory spec: a relative path is invalid and
+		// is ignored (it would name a file under whatever directory
+		// lockctl runs in).
+		dir = ""
+	}
 	if dir == "" {
 		if home := getenv("HOME"); home != "" {
 			dir = filepath.Join(home, ".config")

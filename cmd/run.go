@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -241,7 +240,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		}
 	}()
 
-	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(f, lease), Unset: []string{"LOCKCTL_PASSWORD"}}
+	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(lease)}
 	res, err := superviseCommand(ctx, f, spec, runner.Config{
 		Lease:      wd,
 		OnLost:     onLost,
@@ -379,7 +378,7 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 }
 
 // childEnv is what the child learns about the lock it runs under.
-func childEnv(f *Factory, lease *lock.Lease) []string {
+func childEnv(lease *lock.Lease) []string {
 	env := []string{
 		"LOCKCTL_HELD=1",
 		"LOCKCTL_NAME=" + lease.Name,
@@ -393,33 +392,7 @@ func childEnv(f *Factory, lease *lock.Lease) []string {
 	}
 	// Always set, so that a nested run's child never inherits its
 	// parent's mode: `lockctl fence check` reads it.
-	env = append(env, "LOCKCTL_MODE="+leaseMode(lease.Shared))
-	// Nested `lockctl renew/release` in the child reach the same server
-	// through LOCKCTL_URL, but a password in it would be a secret handed to
-	// every process of the job: it is removed (nested calls then need
-	// LOCKCTL_PASSWORD_FILE).
-	if u := f.Getenv("LOCKCTL_URL"); u != "" {
-		if clean, changed := withoutPassword(u); changed {
-			env = append(env, "LOCKCTL_URL="+clean)
-		}
-	}
-	return env
-}
-
-func withoutPassword(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw, false
-	}
-	if _, has := u.User.Password(); !has {
-		return raw, false
-	}
-	if name := u.User.Username(); name != "" {
-		u.User = url.User(name)
-	} else {
-		u.User = nil
-	}
-	return u.String(), true
+	return append(env, "LOCKCTL_MODE="+leaseMode(lease.Shared))
 }
 
 // ciJobURL is the URL of the CI job lockctl runs in, from the variables the

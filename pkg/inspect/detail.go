@@ -130,10 +130,16 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
-	for _, c := range []redis.Cmder{typ, pttl, get, fence, queue, hb, sem, semVals, writers, fair, numsub} {
+	for _, c := range []redis.Cmder{typ, pttl, get, fence, queue, hb, sem, semVals, writers, numsub} {
 		if err := cmdErr(c); err != nil {
 			return nil, fmt.Errorf("inspect: %s: %w", key, err)
 		}
+	}
+	// Redisson's fair-lock queue lives outside lockctl's key patterns: a
+	// user whose ACL has only those still sees the lock, without the count
+	// of Redisson's queue.
+	if err := cmdErr(fair); err != nil && !isNoPerm(err) {
+		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
 	d.Fence, _ = fence.Int64()
 	d.Subscribers = numsub.Val()[lock.Channel(key)]

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -224,7 +225,13 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 // released decodes forcerelease.lua's reply into what was (or, for a
 // check, would be) released, or the error that refused it.
 func released(key, name string, v []any) (*Released, error) {
-	code, _ := v[0].(int64)
+	code, ok := int64(-1), len(v) > 0
+	if ok {
+		code, ok = v[0].(int64)
+	}
+	if !ok || (code == 3 && len(v) < 2) {
+		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
+	}
 	switch code {
 	case 0:
 		return nil, fmt.Errorf("%w: %s", lock.ErrNotHeld, key)
@@ -242,7 +249,7 @@ func released(key, name string, v []any) (*Released, error) {
 		return nil, lock.NewHeldError(lock.ErrNotOwner, h)
 	case 1:
 	default:
-		return nil, fmt.Errorf("inspect: force-release %s: unexpected reply %v", key, v)
+		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
 	}
 	h, err := holderOf(key, v)
 	if err != nil {
@@ -269,7 +276,7 @@ func released(key, name string, v []any) (*Released, error) {
 // type, body, pttl, holders}.
 func holderOf(key string, v []any) (lock.Holder, error) {
 	if len(v) < 4 {
-		return lock.Holder{}, fmt.Errorf("inspect: unexpected reply %v", v)
+		return lock.Holder{}, fmt.Errorf("inspect: %w", redisreply.Unexpected("script reply", v))
 	}
 	t, _ := v[1].(string)
 	pttl, _ := v[3].(int64)

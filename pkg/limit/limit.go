@@ -261,7 +261,7 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 		vals[i] = n
 	}
 	if len(vals) != 5 {
-		return Result{}, fmt.Errorf("limit: %s: unexpected script reply %v", k, vals)
+		return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", vals))
 	}
 	r := Result{
 		Key:        k,

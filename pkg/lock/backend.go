@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -352,7 +353,7 @@ func (s *single) check(ctx context.Context, key string, n int64, token string, s
 func decodeCheck(v any) (reply, error) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 2 {
-		return reply{}, fmt.Errorf("unexpected fence check reply %v", v)
+		return reply{}, redisreply.Unexpected("fence check reply", v)
 	}
 	code, _ := a[0].(int64)
 	return reply{code: code, value: fmt.Sprint(a[1]), acked: -1}, nil
@@ -404,14 +405,14 @@ func isInt(v any) bool {
 func decode(v any) (reply, error) {
 	a, ok := v.([]any)
 	if !ok || len(a) == 0 {
-		return reply{}, fmt.Errorf("unexpected script reply %v", v)
+		return reply{}, redisreply.Unexpected("script reply", v)
 	}
 	r := reply{acked: -1}
 	r.code, ok = a[0].(int64)
-	if !ok {
-		return reply{}, fmt.Errorf("unexpected script reply %v", v)
+	if !ok || r.code < 0 || r.code > 4 { // the scripts' codes are 0..4
+		return reply{}, redisreply.Unexpected("script reply", v)
 	}
-	bad := func() (reply, error) { return reply{}, fmt.Errorf("unexpected script reply %v", v) }
+	bad := func() (reply, error) { return reply{}, redisreply.Unexpected("script reply", v) }
 	switch {
 	case len(a) == 2 && isInt(a[1]): // {code, n}
 		r.num = a[1].(int64)

@@ -3,8 +3,9 @@ package lock
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/redisreply"
 )
 
 // FIFO waiting: AcquireOptions.FIFO serves waiters in arrival order. Each
@@ -79,7 +80,7 @@ func withQueue(dec func(any) (reply, error)) func(any) (reply, error) {
 		ahead, ok1 := a[len(a)-2].(int64)
 		arrival, ok2 := a[len(a)-1].(int64)
 		if !ok1 || !ok2 {
-			return reply{}, fmt.Errorf("unexpected script reply %v", v)
+			return reply{}, redisreply.Unexpected("script reply", v)
 		}
 		r, err := dec(a[:len(a)-2])
 		r.queue, r.arrival = ahead, arrival

@@ -186,7 +186,7 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 	case "fingerprint":
 		return nil, &FingerprintError{Key: k, Recorded: rec.Fingerprint, Given: co.Fingerprint, Record: rec}
 	}
-	return nil, fmt.Errorf("once: %s: unexpected script status %q", k, status)
+	return nil, fmt.Errorf("once: %s: %w", k, redisreply.Unexpected("script status", strconv.Quote(status)))
 }
 
 // confirm applies the lease rule (lock.LeaseDeadline) to a claim whose
@@ -237,7 +237,7 @@ func (s *Store) Get(ctx context.Context, key string) (Record, error) {
 		return Record{}, wrap(k, err)
 	}
 	if len(reply) != 2 {
-		return Record{}, fmt.Errorf("once: %s: unexpected script reply", k)
+		return Record{}, fmt.Errorf("once: %s: %w", k, redisreply.Unexpected("script reply", reply))
 	}
 	fields, _ := reply[1].([]any)
 	if len(fields) == 0 {
@@ -324,7 +324,7 @@ func (c *Claim) ownership(reply []any) error {
 // parseReply reads {status[, pttl, HGETALL]}.
 func parseReply(key string, reply []any) (string, Record, error) {
 	if len(reply) == 0 {
-		return "", Record{}, fmt.Errorf("once: %s: empty script reply", key)
+		return "", Record{}, fmt.Errorf("once: %s: %w", key, redisreply.Unexpected("script reply", reply))
 	}
 	status, _ := reply[0].(string)
 	if len(reply) < 3 {
