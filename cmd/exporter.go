@@ -2,10 +2,8 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	rules "github.com/lockctl/lockctl/deploy/prometheus"
@@ -78,26 +76,13 @@ func runExporter(ctx context.Context, f *Factory, o *exporterOptions) error {
 		Logf:         func(format string, args ...any) { f.IO.Errorf(format, args...) },
 	})
 	f.IO.Errorf("serving metrics on http://%s/metrics", ln.Addr())
-	srv := &http.Server{Handler: ex.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan struct{})
 	go func() { defer close(done); ex.Run(runCtx) }()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err = <-served:
-	case <-ctx.Done():
-		// SIGINT or SIGTERM is how a service manager stops the exporter:
-		// exit 0.
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err = srv.Shutdown(shut)
-	}
+	// SIGINT or SIGTERM is how a service manager stops the exporter: exit 0.
+	err = exporter.Serve(ctx, ln, ex.Handler(), exporter.ServerOptions{})
 	stop()
 	<-done
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
 	return err
 }

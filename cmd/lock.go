@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
@@ -99,7 +100,17 @@ func validName(args []string, what string) (string, error) {
 	if len(args) == 0 || args[0] == "" {
 		return "", usageErrorf("missing %s", what)
 	}
-	return args[0], nil
+	return args[0], checkUTF8(args[0], what)
+}
+
+// checkUTF8 refuses a NAME or KEY that is not valid UTF-8: every place it
+// is shown (tables, JSON, metric labels) needs text, and a Prometheus label
+// value that is not UTF-8 makes a scrape fail.
+func checkUTF8(s, what string) error {
+	if !utf8.ValidString(s) {
+		return usageErrorf("%s %q is not valid UTF-8", what, s)
+	}
+	return nil
 }
 
 type lockOptions struct {

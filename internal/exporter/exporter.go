@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/inspect"
@@ -97,7 +99,13 @@ func New(cfg Config) *Exporter {
 // Handler serves /metrics and /healthz.
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{}))
+	// A series that cannot be encoded drops itself, never the others: a
+	// scrape that fails whole silences every alert. The error goes to the
+	// log, never to the client.
+	mux.Handle("/metrics", promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      logFunc(e.cfg.Logf),
+	}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		ok, err := e.scan.ok, e.scanErr
@@ -146,10 +154,11 @@ func (e *Exporter) Scan(ctx context.Context) error {
 	byName := map[string]*lockGauge{}
 	err := e.cfg.Inspector.Locks(ctx, "", nil, func(l inspect.Lock) error {
 		r.held++
-		g := byName[l.Name]
+		name := labelValue(l.Name)
+		g := byName[name]
 		if g == nil {
-			g = &lockGauge{name: l.Name}
-			byName[l.Name] = g
+			g = &lockGauge{name: name}
+			byName[name] = g
 		}
 		// A semaphore, or a lock held shared, yields one Lock per
 		// holder: its gauges are the longest-held holder's age and the
@@ -327,10 +336,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	t := e.totals.clone()
 	e.mu.Unlock()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		ch <- constMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, kind string, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(t.Counts[kind]), labels...)
+		ch <- constMetric(d, prometheus.CounterValue, float64(t.Counts[kind]), labels...)
 	}
 	up := 0.0
 	if s.ok {
@@ -353,8 +362,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descLockWaiters, l.waiters, l.name)
 		}
 	}
-	ch <- prometheus.MustNewConstHistogram(descWait, t.Wait.Count, t.Wait.Sum, t.Wait.cumulative(waitBuckets))
-	ch <- prometheus.MustNewConstHistogram(descHold, t.Hold.Count, t.Hold.Sum, t.Hold.cumulative(holdBuckets))
+	ch <- constHistogram(descWait, &t.Wait, waitBuckets)
+	ch <- constHistogram(descHold, &t.Hold, holdBuckets)
 	counter(descAcq, events.Acquired, "acquired")
 	counter(descAcq, events.Busy, "busy")
 	counter(descAcq, events.Timeout, "timeout")
@@ -366,3 +375,37 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descForce, events.ForceRelease)
 	counter(descRateLimited, events.RateLimited)
 }
+
+// labelValue makes a name read from Redis (written by lockctl or by any
+// other client) a valid label value: bytes that are not UTF-8 become
+// U+FFFD. Callers merge the names that then coincide.
+func labelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// constMetric never panics: a metric that cannot be built is reported as
+// invalid, which the handler logs and leaves out, keeping every other
+// series of the scrape.
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+func constHistogram(d *prometheus.Desc, h *histogram, bounds []float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstHistogram(d, h.Count, h.Sum, h.cumulative(bounds), labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+// logFunc adapts Logf to promhttp's error log.
+type logFunc func(format string, args ...any)
+
+func (f logFunc) Println(v ...any) { f("metrics: %s", strings.TrimSuffix(fmt.Sprintln(v...), "\n")) }

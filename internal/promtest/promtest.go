@@ -111,14 +111,22 @@ func Prometheus(target, workDir string) (*Process, error) {
 }
 
 // Get fetches url and returns the body; a status other than 200 is an error.
-func Get(u string) (string, error) {
+func Get(u string) (string, error) { return GetWith(http.DefaultClient, u) }
+
+// GetFresh is Get on a connection of its own, as a new client would.
+func GetFresh(u string) (string, error) {
+	return GetWith(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, u)
+}
+
+// GetWith is Get through c.
+func GetWith(c *http.Client, u string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return "", err
 	}

@@ -1,9 +1,16 @@
 package scripttest
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/promtest"
@@ -35,12 +42,18 @@ func cmdNodeExporter(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("NODE_EXPORTER_URL", p.URL)
 }
 
-// httpget URL: GET URL; its body becomes stdout (a status other than 200 fails).
+// httpget [-fresh] URL: GET URL; its body becomes stdout (a status other
+// than 200 fails). -fresh uses a new connection, never one kept alive from
+// an earlier request.
 func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: httpget URL")
+	get := promtest.Get
+	if len(args) == 2 && args[0] == "-fresh" {
+		get, args = promtest.GetFresh, args[1:]
 	}
-	body, err := promtest.Get(args[0])
+	if len(args) != 1 {
+		ts.Fatalf("usage: httpget [-fresh] URL")
+	}
+	body, err := get(args[0])
 	if neg {
 		if err == nil {
 			ts.Fatalf("httpget %s succeeded", args[0])
@@ -123,4 +136,52 @@ func cmdPromQL(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// idleconns N URL: open N keep-alive connections to URL's host, each
+// sending one GET of URL and reading its answer (for up to 5s), then left
+// open and idle until the script ends; prints how many were answered.
+func cmdIdleConns(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: idleconns N URL")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	u, err := url.Parse(args[1])
+	ts.Check(err)
+	conns := make([]net.Conn, 0, n)
+	ts.Defer(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	var mu sync.Mutex
+	answered := 0
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+		if err != nil {
+			ts.Logf("connection %d: %v", i, err)
+			continue
+		}
+		conns = append(conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", u.RequestURI(), u.Host)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			c.SetDeadline(time.Time{})
+			mu.Lock()
+			answered++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	fmt.Fprintf(ts.Stdout(), "%d answered\n", answered)
 }

@@ -74,6 +74,7 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"waithttp":      cmdWaitHTTP,
 	"prometheus":    cmdPrometheus,
 	"promql":        cmdPromQL,
+	"idleconns":     cmdIdleConns,
 	"pty-start":     cmdPtyStart,
 	"pty-expect":    cmdPtyExpect,
 	"pty-send":      cmdPtySend,
