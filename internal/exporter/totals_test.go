@@ -1,8 +1,8 @@
 package exporter
 
 import (
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 

@@ -97,10 +97,18 @@ func NodeExporter(textDir, workDir string) (*Process, error) {
 	})
 }
 
-// Prometheus runs a server that scrapes target (host:port) every second.
-func Prometheus(target, workDir string) (*Process, error) {
+// Prometheus runs a server that scrapes targets (host:port, or a URL whose
+// host is used) every second, as one job.
+func Prometheus(workDir string, targets ...string) (*Process, error) {
 	cfg := filepath.Join(workDir, "prometheus.yml")
-	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: lockctl\n    static_configs:\n      - targets: [%q]\n", target)
+	var quoted []string
+	for _, t := range targets {
+		if u, err := url.Parse(t); err == nil && u.Host != "" {
+			t = u.Host
+		}
+		quoted = append(quoted, strconv.Quote(t))
+	}
+	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: lockctl\n    static_configs:\n      - targets: [%s]\n", strings.Join(quoted, ", "))
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
@@ -136,6 +144,30 @@ func GetWith(c *http.Client, u string) (string, error) {
 		err = fmt.Errorf("GET %s: %s: %s", u, resp.Status, b)
 	}
 	return string(b), err
+}
+
+// QueryAll runs an instant PromQL query and returns how many series it
+// returned; an error is a query Prometheus refused (a syntax error) or
+// could not run.
+func QueryAll(promURL, q string) (int, error) {
+	body, err := Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		Status string
+		Error  string
+		Data   struct {
+			Result []json.RawMessage
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		return 0, err
+	}
+	if r.Status != "success" {
+		return 0, fmt.Errorf("query %s: %s", q, r.Error)
+	}
+	return len(r.Data.Result), nil
 }
 
 // Query runs an instant PromQL query and returns the value of each

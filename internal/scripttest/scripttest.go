@@ -75,6 +75,7 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"prometheus":    cmdPrometheus,
 	"promql":        cmdPromQL,
 	"idleconns":     cmdIdleConns,
+	"dashboard":     cmdDashboard,
 	"pty-start":     cmdPtyStart,
 	"pty-expect":    cmdPtyExpect,
 	"pty-send":      cmdPtySend,
