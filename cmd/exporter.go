@@ -2,10 +2,8 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	rules "github.com/lockctl/lockctl/deploy/prometheus"
@@ -28,13 +26,19 @@ func newExporterCmd(f *Factory) *cobra.Command {
 		Long: `Serve Prometheus metrics of the locks under the prefix on /metrics, and
 /healthz (200 once a scan reached Redis, 503 while it cannot).
 
-Gauges (held locks, their age, TTL and waiters, orphans) come from a SCAN
-at most every --scan-interval; counters and histograms (acquisitions, waits,
-holds, refused releases, lost leases, force-releases, rate limiting) from the
-event stream that lockctl commands write (see --no-events), read every
-second. The totals and the last entry counted are stored in Redis
+Gauges (held locks, their age, TTL and waiters, orphans, the waiters'
+pub/sub subscriptions) come from a SCAN at most every --scan-interval;
+counters and histograms per lock (acquisitions, waits, holds, refused
+releases, lost leases, force-releases) and per limit key (rate limiting)
+from the event stream that lockctl commands write (see --no-events), read
+every second. The totals and the last entry counted are stored in Redis
 (<events key>:exporter), so a restarted exporter resumes without counting an
-event twice. Per-lock series are limited to the --max-names longest-held.`,
+event twice.
+
+Per-lock series carry name="NAME" for at most --max-names names (and
+key="KEY" for at most as many limit keys), first come; the others are
+summed under name="_other". The names chosen are stored with the totals,
+so the bound holds across restarts.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if o.printRules {
@@ -47,7 +51,7 @@ event twice. Per-lock series are limited to the --max-names longest-held.`,
 	fs := c.Flags()
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9477", "address to serve /metrics and /healthz on")
 	fs.Var(newDuration(&o.scanInterval, 15*time.Second, false, false), "scan-interval", "scan the locks at most this often")
-	fs.IntVar(&o.maxNames, "max-names", 100, "per-lock series for at most this many names (the longest-held)")
+	fs.IntVar(&o.maxNames, "max-names", 100, "per-lock (and per limit key) series for at most this many names; the rest under _other")
 	fs.BoolVar(&o.printRules, "print-rules", false, "print the Prometheus alerting rules for these series and exit")
 	return c
 }
@@ -78,26 +82,13 @@ func runExporter(ctx context.Context, f *Factory, o *exporterOptions) error {
 		Logf:         func(format string, args ...any) { f.IO.Errorf(format, args...) },
 	})
 	f.IO.Errorf("serving metrics on http://%s/metrics", ln.Addr())
-	srv := &http.Server{Handler: ex.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan struct{})
 	go func() { defer close(done); ex.Run(runCtx) }()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err = <-served:
-	case <-ctx.Done():
-		// SIGINT or SIGTERM is how a service manager stops the exporter:
-		// exit 0.
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err = srv.Shutdown(shut)
-	}
+	// SIGINT or SIGTERM is how a service manager stops the exporter: exit 0.
+	err = exporter.Serve(ctx, ln, ex.Handler(), exporter.ServerOptions{})
 	stop()
 	<-done
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
 	return err
 }

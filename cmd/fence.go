@@ -68,7 +68,7 @@ is shared) --shared is the default.`,
   lockctl fence check orders-db "$FENCE" --shared && read-orders`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			resource, err := validName(args, "RESOURCE")
+			resource, err := newName(args, "RESOURCE")
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,11 @@ is shared) --shared is the default.`,
 }
 
 func fenceCounter(c *cobra.Command, f *Factory, args []string, next bool) error {
-	name, err := validName(args, "lock NAME")
+	check := validName
+	if next {
+		check = newName
+	}
+	name, err := check(args, "lock NAME")
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func runArgs(c *cobra.Command, o *runOptions, args []string) (string, []string, 
 		return "", nil, &UsageError{Err: errors.New("missing lock NAME before --"),
 			Hints: []string{"usage: lockctl run NAME [flags] -- CMD [ARGS...]"}}
 	}
-	name, err := validName(args, "lock NAME")
+	name, err := newName(args, "lock NAME")
 	if err != nil {
 		return "", nil, err
 	}

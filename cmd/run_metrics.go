@@ -28,6 +28,8 @@ func writeRunMetrics(f *Factory, path string, rep *runReport, started time.Time,
 	}
 	err := runmetrics.Write(path, &runmetrics.Run{
 		Name: rep.Name, Start: started, End: end, Wait: wait, ExitCode: exit, LeaseLost: rep.Lost,
+		Acquired:  rep.Acquired,
+		Succeeded: rep.Acquired && rep.ChildExit != nil && *rep.ChildExit == 0 && exit == 0,
 	})
 	if err != nil {
 		f.IO.Errorf("warning: --metrics-file: %v", err)

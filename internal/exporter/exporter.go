@@ -14,11 +14,15 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
@@ -45,12 +49,19 @@ type Exporter struct {
 	cfg Config
 	reg *prometheus.Registry
 
+	// work serialises the changes of totals (events counted, names
+	// chosen by a scan) and their storing; mu guards what Collect reads.
+	work  sync.Mutex
+	dirty bool // names chosen since the totals were last stored
+
 	mu       sync.Mutex
 	scan     scanResult
 	totals   *Totals
 	loaded   bool
 	scanErr  error
 	eventErr error
+
+	scanLog, eventLog trouble
 }
 
 type lockGauge struct {
@@ -67,6 +78,12 @@ type scanResult struct {
 	orphans  int
 	duration time.Duration
 	locks    []lockGauge
+	// Pub/sub cost of the waiters: lockctl's release channels with a
+	// subscriber, their subscriptions, and the server's clients (pubsub
+	// is false when the server refused PUBSUB or INFO).
+	pubsub                bool
+	channels, subscribers int64
+	clients               int64
 }
 
 // New returns an Exporter; Run starts its collection.
@@ -90,6 +107,7 @@ func New(cfg Config) *Exporter {
 		cfg.Logf = func(string, ...any) {}
 	}
 	e := &Exporter{cfg: cfg, reg: prometheus.NewRegistry(), totals: newTotals()}
+	e.scanLog.what, e.eventLog.what = "scan", "events"
 	e.reg.MustRegister(collector{e})
 	return e
 }
@@ -97,7 +115,13 @@ func New(cfg Config) *Exporter {
 // Handler serves /metrics and /healthz.
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{}))
+	// A series that cannot be encoded drops itself, never the others: a
+	// scrape that fails whole silences every alert. The error goes to the
+	// log, never to the client.
+	mux.Handle("/metrics", promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      logFunc(e.cfg.Logf),
+	}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		ok, err := e.scan.ok, e.scanErr
@@ -117,6 +141,9 @@ func (e *Exporter) Handler() http.Handler {
 
 // Run scans and reads events until ctx ends.
 func (e *Exporter) Run(ctx context.Context) {
+	// Events first: the names with series of their own are chosen in the
+	// order their events happened, before a scan's order could.
+	e.ReadEvents(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); e.every(ctx, e.cfg.ScanInterval, e.Scan) }()
@@ -146,10 +173,11 @@ func (e *Exporter) Scan(ctx context.Context) error {
 	byName := map[string]*lockGauge{}
 	err := e.cfg.Inspector.Locks(ctx, "", nil, func(l inspect.Lock) error {
 		r.held++
-		g := byName[l.Name]
+		name := labelValue(l.Name)
+		g := byName[name]
 		if g == nil {
-			g = &lockGauge{name: l.Name}
-			byName[l.Name] = g
+			g = &lockGauge{name: name}
+			byName[name] = g
 		}
 		// A semaphore, or a lock held shared, yields one Lock per
 		// holder: its gauges are the longest-held holder's age and the
@@ -166,34 +194,139 @@ func (e *Exporter) Scan(ctx context.Context) error {
 	if err == nil {
 		err = e.cfg.Inspector.Orphans(ctx, "", nil, func(inspect.Orphan) error { r.orphans++; return nil })
 	}
+	if err == nil {
+		r.pubsub, r.channels, r.subscribers, r.clients = pubsubCost(ctx, e.cfg.Client)
+	}
 	r.duration = time.Since(start)
+	if err == nil {
+		err = e.chooseNames(ctx, byName, &r)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.scanErr = err
 	if err != nil {
 		e.scan.ok = false
 		e.scan.duration = r.duration
-		e.cfg.Logf("scan: %v", err)
+		e.scanLog.fail(e.cfg.Logf, err)
 		return err
 	}
+	e.scanLog.ok(e.cfg.Logf)
+	r.ok = true
+	e.scan = r
+	return nil
+}
+
+// chooseNames folds the scanned locks into their label values: longest-held
+// first, each name keeps or gets a series of its own while fewer than
+// MaxNames have one (the choice stored with the totals), the others are
+// summed under Other (the longest age, the longest TTL, the sum of waiters).
+func (e *Exporter) chooseNames(ctx context.Context, byName map[string]*lockGauge, r *scanResult) error {
+	var all []lockGauge
 	for _, g := range byName {
-		r.locks = append(r.locks, *g)
+		all = append(all, *g)
 	}
-	// Longest-held first, so --max-names keeps the ones worth a look; then
-	// by name, for a stable choice.
-	sort.Slice(r.locks, func(i, j int) bool {
-		a, b := r.locks[i], r.locks[j]
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
 		if a.held != b.held {
 			return a.held > b.held
 		}
 		return a.name < b.name
 	})
-	if len(r.locks) > e.cfg.MaxNames {
-		r.locks = r.locks[:e.cfg.MaxNames]
+	e.work.Lock()
+	defer e.work.Unlock()
+	t, err := e.load(ctx)
+	if err != nil {
+		return err
 	}
-	r.ok = true
-	e.scan = r
+	t = t.clone()
+	folded := map[string]*lockGauge{}
+	var order []string
+	for _, g := range all {
+		l, added := t.nameLabel(g.name, e.cfg.MaxNames)
+		e.dirty = e.dirty || added
+		f := folded[l]
+		if f == nil {
+			f = &lockGauge{name: l}
+			folded[l] = f
+			order = append(order, l)
+		}
+		if g.heldKnown && (!f.heldKnown || g.held > f.held) {
+			f.held, f.heldKnown = g.held, true
+		}
+		if g.ttlKnown && (!f.ttlKnown || g.ttl > f.ttl) {
+			f.ttl, f.ttlKnown = g.ttl, true
+		}
+		f.waiters += g.waiters
+	}
+	for _, l := range order {
+		r.locks = append(r.locks, *folded[l])
+	}
+	e.mu.Lock()
+	e.totals = t
+	e.mu.Unlock()
 	return nil
+}
+
+// pubsubCost reads what the waiters cost the server in pub/sub: lockctl's
+// release channels that have subscribers (PUBSUB CHANNELS), their
+// subscriptions (PUBSUB NUMSUB) and the connected clients (INFO clients).
+// ok is false when the server refuses any of it (an ACL without PUBSUB or
+// INFO): the series are then left out, never a made-up 0.
+func pubsubCost(ctx context.Context, c redis.UniversalClient) (ok bool, channels, subscribers, clients int64) {
+	chans, err := c.PubSubChannels(ctx, lock.AuxPrefix+lock.KindChannel+":*").Result()
+	if err != nil {
+		return false, 0, 0, 0
+	}
+	channels = int64(len(chans))
+	for i := 0; i < len(chans); i += 500 {
+		n, err := c.PubSubNumSub(ctx, chans[i:min(i+500, len(chans))]...).Result()
+		if err != nil {
+			return false, 0, 0, 0
+		}
+		for _, v := range n {
+			subscribers += v
+		}
+	}
+	info, err := c.Info(ctx, "clients").Result()
+	if err != nil {
+		return false, 0, 0, 0
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, found := strings.CutPrefix(strings.TrimSpace(line), "connected_clients:"); found {
+			clients, _ = strconv.ParseInt(v, 10, 64)
+			return true, channels, subscribers, clients
+		}
+	}
+	return false, 0, 0, 0
+}
+
+// load returns the totals, reading the stored ones first, once. The caller
+// holds e.work.
+func (e *Exporter) load(ctx context.Context) (*Totals, error) {
+	e.mu.Lock()
+	loaded, t := e.loaded, e.totals
+	e.mu.Unlock()
+	if loaded {
+		return t, nil
+	}
+	raw, err := e.cfg.Client.Get(ctx, e.cfg.StateKey).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		t = newTotals()
+	case err != nil:
+		return nil, err
+	default:
+		t = newTotals()
+		if err := json.Unmarshal(raw, t); err != nil {
+			return nil, fmt.Errorf("%s: %v", e.cfg.StateKey, err)
+		}
+		t.migrate()
+	}
+	e.mu.Lock()
+	e.totals, e.loaded = t, true
+	e.mu.Unlock()
+	e.dirty = true
+	return t, nil
 }
 
 // ReadEvents counts the entries written since the last call (loading the
@@ -206,34 +339,22 @@ func (e *Exporter) ReadEvents(ctx context.Context) error {
 	e.eventErr = err
 	e.mu.Unlock()
 	if err != nil {
-		e.cfg.Logf("events: %v", err)
+		e.eventLog.fail(e.cfg.Logf, err)
+	} else {
+		e.eventLog.ok(e.cfg.Logf)
 	}
 	return err
 }
 
 func (e *Exporter) readEvents(ctx context.Context) error {
 	c := e.cfg.Client
-	e.mu.Lock()
-	loaded := e.loaded
-	t := e.totals.clone()
-	e.mu.Unlock()
-	if !loaded {
-		raw, err := c.Get(ctx, e.cfg.StateKey).Bytes()
-		switch {
-		case errors.Is(err, redis.Nil):
-		case err != nil:
-			return err
-		default:
-			stored := newTotals()
-			if err := json.Unmarshal(raw, stored); err != nil {
-				return fmt.Errorf("%s: %v", e.cfg.StateKey, err)
-			}
-			if stored.Counts == nil {
-				stored.Counts = map[string]uint64{}
-			}
-			t = stored
-		}
+	e.work.Lock()
+	defer e.work.Unlock()
+	t, err := e.load(ctx)
+	if err != nil {
+		return err
 	}
+	t = t.clone()
 	if t.LastID != "" {
 		first, err := events.First(ctx, c, e.cfg.EventsKey)
 		if err != nil {
@@ -247,7 +368,7 @@ func (e *Exporter) readEvents(ctx context.Context) error {
 			e.cfg.Logf("events: the stream %s was trimmed past the last entry counted (%s); events may have been missed: run the exporter continuously or raise the cap", e.cfg.EventsKey, t.LastID)
 		}
 	}
-	changed := !loaded
+	changed := e.dirty
 	for {
 		batch, last, err := events.Read(ctx, c, e.cfg.EventsKey, t.LastID, 1000)
 		if err != nil {
@@ -257,7 +378,7 @@ func (e *Exporter) readEvents(ctx context.Context) error {
 			break
 		}
 		for _, en := range batch {
-			t.add(en)
+			t.add(en, e.cfg.MaxNames)
 		}
 		t.LastID = last
 		changed = true
@@ -273,9 +394,10 @@ func (e *Exporter) readEvents(ctx context.Context) error {
 		if err := c.Set(ctx, e.cfg.StateKey, raw, 0).Err(); err != nil {
 			return err
 		}
+		e.dirty = false
 	}
 	e.mu.Lock()
-	e.totals, e.loaded = t, true
+	e.totals = t
 	e.mu.Unlock()
 	return nil
 }
@@ -298,24 +420,28 @@ type collector struct{ e *Exporter }
 var (
 	descUp           = prometheus.NewDesc("lockctl_up", "1 when the last scan reached Redis.", nil, nil)
 	descHeld         = prometheus.NewDesc("lockctl_locks_held", "Held locks under the prefix (semaphore slots and shared holders count once per holder).", nil, nil)
-	descLockHeld     = prometheus.NewDesc("lockctl_lock_held_seconds", "Age of the current holder.", []string{"name"}, nil)
-	descLockTTL      = prometheus.NewDesc("lockctl_lock_ttl_seconds", "Remaining TTL.", []string{"name"}, nil)
+	descLockHeld     = prometheus.NewDesc("lockctl_lock_held_seconds", "Age of the current holder (_other: the oldest).", []string{"name"}, nil)
+	descLockTTL      = prometheus.NewDesc("lockctl_lock_ttl_seconds", "Remaining TTL (_other: the longest).", []string{"name"}, nil)
 	descLockWaiters  = prometheus.NewDesc("lockctl_lock_waiters", "Waiters (FIFO queue and announced waiters).", []string{"name"}, nil)
 	descOrphans      = prometheus.NewDesc("lockctl_orphans", "Lock-pattern keys with no TTL.", nil, nil)
-	descWait         = prometheus.NewDesc("lockctl_acquire_wait_seconds", "Wait before acquiring (events).", nil, nil)
-	descHold         = prometheus.NewDesc("lockctl_hold_seconds", "Time between acquire and release (events).", nil, nil)
-	descAcq          = prometheus.NewDesc("lockctl_acquisitions_total", "Acquire outcomes.", []string{"result"}, nil)
-	descRel          = prometheus.NewDesc("lockctl_releases_total", "Release outcomes; not_owner is a stale release that lockctl refused.", []string{"result"}, nil)
-	descRenewFailed  = prometheus.NewDesc("lockctl_renewals_failed_total", "Renewals that failed.", nil, nil)
-	descLost         = prometheus.NewDesc("lockctl_leases_lost_total", "Leases lost while held (run exit 76).", nil, nil)
-	descForce        = prometheus.NewDesc("lockctl_force_releases_total", "Force-releases.", nil, nil)
-	descRateLimited  = prometheus.NewDesc("lockctl_rate_limited_total", "limit refusals.", nil, nil)
+	descWait         = prometheus.NewDesc("lockctl_acquire_wait_seconds", "Wait before acquiring (events).", []string{"name"}, nil)
+	descHold         = prometheus.NewDesc("lockctl_hold_seconds", "Time between acquire and release (events).", []string{"name"}, nil)
+	descAcq          = prometheus.NewDesc("lockctl_acquisitions_total", "Acquire outcomes.", []string{"name", "result"}, nil)
+	descRel          = prometheus.NewDesc("lockctl_releases_total", "Release outcomes; not_owner is a stale release that lockctl refused.", []string{"name", "result"}, nil)
+	descRenewFailed  = prometheus.NewDesc("lockctl_renewals_failed_total", "Renewals that failed.", []string{"name"}, nil)
+	descLost         = prometheus.NewDesc("lockctl_leases_lost_total", "Leases lost while held (run exit 76).", []string{"name"}, nil)
+	descForce        = prometheus.NewDesc("lockctl_force_releases_total", "Force-releases.", []string{"name"}, nil)
+	descRateLimited  = prometheus.NewDesc("lockctl_rate_limited_total", "limit refusals.", []string{"key"}, nil)
 	descScanDuration = prometheus.NewDesc("lockctl_scan_duration_seconds", "Duration of the last scan.", nil, nil)
+	descChannels     = prometheus.NewDesc("lockctl_pubsub_channels", "lockctl release channels with at least one subscriber (PUBSUB CHANNELS).", nil, nil)
+	descSubscribers  = prometheus.NewDesc("lockctl_pubsub_subscribers", "Subscriptions to lockctl release channels (PUBSUB NUMSUB): waiting processes.", nil, nil)
+	descClients      = prometheus.NewDesc("lockctl_redis_connected_clients", "Clients connected to the Redis server (INFO clients).", nil, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descHeld, descLockHeld, descLockTTL, descLockWaiters, descOrphans,
-		descWait, descHold, descAcq, descRel, descRenewFailed, descLost, descForce, descRateLimited, descScanDuration} {
+		descWait, descHold, descAcq, descRel, descRenewFailed, descLost, descForce, descRateLimited, descScanDuration,
+		descChannels, descSubscribers, descClients} {
 		ch <- d
 	}
 }
@@ -327,10 +453,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	t := e.totals.clone()
 	e.mu.Unlock()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		ch <- constMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	counter := func(d *prometheus.Desc, kind string, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(t.Counts[kind]), labels...)
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- constMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	up := 0.0
 	if s.ok {
@@ -352,17 +478,100 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(descLockWaiters, l.waiters, l.name)
 		}
+		if s.pubsub {
+			gauge(descChannels, float64(s.channels))
+			gauge(descSubscribers, float64(s.subscribers))
+			gauge(descClients, float64(s.clients))
+		}
 	}
-	ch <- prometheus.MustNewConstHistogram(descWait, t.Wait.Count, t.Wait.Sum, t.Wait.cumulative(waitBuckets))
-	ch <- prometheus.MustNewConstHistogram(descHold, t.Hold.Count, t.Hold.Sum, t.Hold.cumulative(holdBuckets))
-	counter(descAcq, events.Acquired, "acquired")
-	counter(descAcq, events.Busy, "busy")
-	counter(descAcq, events.Timeout, "timeout")
-	counter(descRel, events.Released, "released")
-	counter(descRel, events.NotHeld, "not_held")
-	counter(descRel, events.NotOwner, "not_owner")
-	counter(descRenewFailed, events.RenewFailed)
-	counter(descLost, events.LeaseLost)
-	counter(descForce, events.ForceRelease)
-	counter(descRateLimited, events.RateLimited)
+	names := make([]string, 0, len(t.Names))
+	for n := range t.Names {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		n := t.Names[name]
+		ch <- constHistogram(descWait, &n.Wait, waitBuckets, name)
+		ch <- constHistogram(descHold, &n.Hold, holdBuckets, name)
+		counter(descAcq, n.Counts[events.Acquired], name, "acquired")
+		counter(descAcq, n.Counts[events.Busy], name, "busy")
+		counter(descAcq, n.Counts[events.Timeout], name, "timeout")
+		counter(descRel, n.Counts[events.Released], name, "released")
+		counter(descRel, n.Counts[events.NotHeld], name, "not_held")
+		counter(descRel, n.Counts[events.NotOwner], name, "not_owner")
+		counter(descRenewFailed, n.Counts[events.RenewFailed], name)
+		counter(descLost, n.Counts[events.LeaseLost], name)
+		counter(descForce, n.Counts[events.ForceRelease], name)
+	}
+	for key, v := range t.Keys {
+		counter(descRateLimited, v, key)
+	}
 }
+
+// trouble logs a failing loop without flooding the log: the first failure
+// at once, then again while it lasts at a doubling interval (1m, 2m, 4m,
+// ... 1h), and the recovery once.
+type trouble struct {
+	what    string
+	failing bool
+	since   time.Time
+	next    time.Time
+	every   time.Duration
+	count   int
+}
+
+func (tr *trouble) fail(logf func(string, ...any), err error) {
+	now := time.Now()
+	tr.count++
+	switch {
+	case !tr.failing:
+		tr.failing, tr.since, tr.every, tr.count = true, now, time.Minute, 1
+		tr.next = now.Add(tr.every)
+		logf("%s: %v (retrying; logged again at a backing-off interval until it recovers)", tr.what, err)
+	case !now.Before(tr.next):
+		logf("%s: still failing after %s (%d attempts): %v", tr.what, now.Sub(tr.since).Round(time.Second), tr.count, err)
+		tr.every = min(2*tr.every, time.Hour)
+		tr.next = now.Add(tr.every)
+	}
+}
+
+func (tr *trouble) ok(logf func(string, ...any)) {
+	if tr.failing {
+		logf("%s: recovered after %s (%d failed attempts)", tr.what, time.Since(tr.since).Round(time.Second), tr.count)
+		tr.failing = false
+	}
+}
+
+// labelValue makes a name read from Redis (written by lockctl or by any
+// other client) a valid label value: bytes that are not UTF-8 become
+// U+FFFD. Callers merge the names that then coincide.
+func labelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// constMetric never panics: a metric that cannot be built is reported as
+// invalid, which the handler logs and leaves out, keeping every other
+// series of the scrape.
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+func constHistogram(d *prometheus.Desc, h *histogram, bounds []float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstHistogram(d, h.Count, h.Sum, h.cumulative(bounds), labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+// logFunc adapts Logf to promhttp's error log.
+type logFunc func(format string, args ...any)
+
+func (f logFunc) Println(v ...any) { f("metrics: %s", strings.TrimSuffix(fmt.Sprintln(v...), "\n")) }

@@ -108,10 +108,18 @@ func NodeExporter(textDir, workDir string) (*Process, error) {
 	})
 }
 
-// Prometheus runs a server that scrapes target (host:port) every second.
-func Prometheus(target, workDir string) (*Process, error) {
+// Prometheus runs a server that scrapes targets (host:port, or a URL whose
+// host is used) every second, as one job.
+func Prometheus(workDir string, targets ...string) (*Process, error) {
 	cfg := filepath.Join(workDir, "prometheus.yml")
-	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: lockctl\n    static_configs:\n      - targets: [%q]\n", target)
+	var quoted []string
+	for _, t := range targets {
+		if u, err := url.Parse(t); err == nil && u.Host != "" {
+			t = u.Host
+		}
+		quoted = append(quoted, strconv.Quote(t))
+	}
+	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: lockctl\n    static_configs:\n      - targets: [%s]\n", strings.Join(quoted, ", "))
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
@@ -122,14 +130,22 @@ func Prometheus(target, workDir string) (*Process, error) {
 }
 
 // Get fetches url and returns the body; a status other than 200 is an error.
-func Get(u string) (string, error) {
+func Get(u string) (string, error) { return GetWith(http.DefaultClient, u) }
+
+// GetFresh is Get on a connection of its own, as a new client would.
+func GetFresh(u string) (string, error) {
+	return GetWith(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, u)
+}
+
+// GetWith is Get through c.
+func GetWith(c *http.Client, u string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -139,6 +155,30 @@ func Get(u string) (string, error) {
 		err = fmt.Errorf("GET %s: %s: %s", u, resp.Status, b)
 	}
 	return string(b), err
+}
+
+// QueryAll runs an instant PromQL query and returns how many series it
+// returned; an error is a query Prometheus refused (a syntax error) or
+// could not run.
+func QueryAll(promURL, q string) (int, error) {
+	body, err := Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		Status string
+		Error  string
+		Data   struct {
+			Result []json.RawMessage
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		return 0, err
+	}
+	if r.Status != "success" {
+		return 0, fmt.Errorf("query %s: %s", q, r.Error)
+	}
+	return len(r.Data.Result), nil
 }
 
 // Query runs an instant PromQL query and returns the value of each

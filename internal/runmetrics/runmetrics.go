@@ -21,8 +21,15 @@ type Run struct {
 	Start     time.Time
 	End       time.Time
 	Wait      time.Duration
-	ExitCode  int
+	ExitCode  int // lockctl's exit status
 	LeaseLost bool
+	// Acquired: this host took the lock (and so ran, or tried to run,
+	// CMD). A run refused or skipped (-n, -w, -E) did not.
+	Acquired bool
+	// Succeeded: this host ran CMD, it exited 0 and so did lockctl (a
+	// lease lost is a failure even when CMD then exited 0). Only such a
+	// run moves the last success.
+	Succeeded bool
 }
 
 const lastSuccess = "lockctl_run_last_success_timestamp_seconds"
@@ -35,26 +42,31 @@ type series struct {
 var all = []series{
 	{"lockctl_run_start_timestamp_seconds", "Unix time the run started.", func(r *Run, _ float64) float64 { return unix(r.Start) }},
 	{"lockctl_run_end_timestamp_seconds", "Unix time the run ended.", func(r *Run, _ float64) float64 { return unix(r.End) }},
-	{lastSuccess, "Unix time of the last run that exited 0 (0 if none is known).", func(_ *Run, last float64) float64 { return last }},
+	{lastSuccess, "Unix time of the last run on this host that ran the command and exited 0 (0 if none is known).", func(_ *Run, last float64) float64 { return last }},
 	{"lockctl_run_duration_seconds", "Wall time of the run, waiting included.", func(r *Run, _ float64) float64 { return r.End.Sub(r.Start).Seconds() }},
 	{"lockctl_run_wait_seconds", "Time spent waiting for the lock.", func(r *Run, _ float64) float64 { return r.Wait.Seconds() }},
 	{"lockctl_run_exit_code", "Exit status of lockctl run.", func(r *Run, _ float64) float64 { return float64(r.ExitCode) }},
-	{"lockctl_run_lease_lost", "1 when the lease was lost while the command ran.", func(r *Run, _ float64) float64 {
-		if r.LeaseLost {
-			return 1
-		}
-		return 0
-	}},
+	{"lockctl_run_lease_lost", "1 when the lease was lost while the command ran.", func(r *Run, _ float64) float64 { return bit(r.LeaseLost) }},
+	{"lockctl_run_acquired", "1 when this host acquired the lock and ran the command, 0 when the run was refused or skipped.", func(r *Run, _ float64) float64 { return bit(r.Acquired) }},
+}
+
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// Write replaces path with r's metrics. A failed run keeps the last success
-// recorded in the file it replaces (for the same name): the alert "has not
-// succeeded in 26h" must not reset because the latest attempt failed.
+// Write replaces path with r's metrics. Only a run that ran the command
+// here and succeeded moves the last success; any other (failed, refused,
+// skipped with -n -E 0) keeps the one recorded in the file it replaces
+// (for the same name): the alert "has not succeeded in 26h" must neither
+// reset because the latest attempt failed nor be fooled by a skip.
 func Write(path string, r *Run) error {
 	last := 0.0
-	if r.ExitCode == 0 {
+	if r.Succeeded {
 		last = unix(r.End)
 	} else if old, err := os.ReadFile(path); err == nil {
 		last = previousSuccess(old, r.Name)

@@ -11,10 +11,10 @@ import (
 func TestLastSuccessCarriedOverPerName(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "job.prom")
 	ok := time.Unix(1700000000, 500000000)
-	if err := Write(path, &Run{Name: `a"b`, Start: ok.Add(-time.Second), End: ok}); err != nil {
+	if err := Write(path, &Run{Name: `a"b`, Start: ok.Add(-time.Second), End: ok, Acquired: true, Succeeded: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(path, &Run{Name: `a"b`, Start: ok, End: ok.Add(time.Hour), ExitCode: 2}); err != nil {
+	if err := Write(path, &Run{Name: `a"b`, Start: ok, End: ok.Add(time.Hour), ExitCode: 2, Acquired: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
@@ -35,5 +35,28 @@ func TestLastSuccessCarriedOverPerName(t *testing.T) {
 	ents, _ := os.ReadDir(filepath.Dir(path))
 	if len(ents) != 1 {
 		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// A run that exited 0 without running the command here (skipped: -n -E 0)
+// is no success: the last success stays, and acquired says it was skipped.
+func TestSkippedRunIsNoSuccess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "job.prom")
+	ok := time.Unix(1700000000, 0)
+	if err := Write(path, &Run{Name: "j", Start: ok, End: ok, Acquired: true, Succeeded: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, &Run{Name: "j", Start: ok, End: ok.Add(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	for _, want := range []string{
+		`lockctl_run_last_success_timestamp_seconds{name="j"} 1700000000` + "\n",
+		`lockctl_run_acquired{name="j"} 0` + "\n",
+		`lockctl_run_exit_code{name="j"} 0` + "\n",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("lacks %q:\n%s", want, b)
+		}
 	}
 }

@@ -1,9 +1,17 @@
 package scripttest
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/promtest"
@@ -23,24 +31,36 @@ func cmdNeed(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// node-exporter DIR: start node_exporter with only its textfile collector,
-// reading DIR, and export NODE_EXPORTER_URL.
+// node-exporter DIR [VAR]: start node_exporter with only its textfile
+// collector, reading DIR, and export its URL as VAR (NODE_EXPORTER_URL by
+// default): one per simulated host.
 func cmdNodeExporter(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: node-exporter DIR")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: node-exporter DIR [VAR]")
 	}
-	p, err := promtest.NodeExporter(ts.MkAbs(args[0]), ts.Getenv("WORK"))
+	dir := ts.MkAbs(args[0])
+	p, err := promtest.NodeExporter(dir, dir)
 	ts.Check(err)
 	ts.Defer(p.Stop)
-	ts.Setenv("NODE_EXPORTER_URL", p.URL)
+	v := "NODE_EXPORTER_URL"
+	if len(args) == 2 {
+		v = args[1]
+	}
+	ts.Setenv(v, p.URL)
 }
 
-// httpget URL: GET URL; its body becomes stdout (a status other than 200 fails).
+// httpget [-fresh] URL: GET URL; its body becomes stdout (a status other
+// than 200 fails). -fresh uses a new connection, never one kept alive from
+// an earlier request.
 func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: httpget URL")
+	get := promtest.Get
+	if len(args) == 2 && args[0] == "-fresh" {
+		get, args = promtest.GetFresh, args[1:]
 	}
-	body, err := promtest.Get(args[0])
+	if len(args) != 1 {
+		ts.Fatalf("usage: httpget [-fresh] URL")
+	}
+	body, err := get(args[0])
 	if neg {
 		if err == nil {
 			ts.Fatalf("httpget %s succeeded", args[0])
@@ -87,15 +107,15 @@ func cmdWaitHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// prometheus TARGET: start a Prometheus server scraping TARGET (host:port)
-// every second and export PROM_URL.
+// prometheus TARGET...: start a Prometheus server scraping each TARGET
+// (host:port, or a URL) every second and export PROM_URL.
 func cmdPrometheus(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: prometheus TARGET")
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: prometheus TARGET...")
 	}
 	dir := ts.MkAbs("prometheus")
 	ts.Check(os.MkdirAll(dir, 0o755))
-	p, err := promtest.Prometheus(args[0], dir)
+	p, err := promtest.Prometheus(dir, args...)
 	ts.Check(err)
 	ts.Defer(p.Stop)
 	ts.Setenv("PROM_URL", p.URL)
@@ -123,4 +143,100 @@ func cmdPromQL(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// idleconns N URL: open N keep-alive connections to URL's host, each
+// sending one GET of URL and reading its answer (for up to 5s), then left
+// open and idle until the script ends; prints how many were answered.
+func cmdIdleConns(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: idleconns N URL")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	u, err := url.Parse(args[1])
+	ts.Check(err)
+	conns := make([]net.Conn, 0, n)
+	ts.Defer(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	var mu sync.Mutex
+	answered := 0
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+		if err != nil {
+			ts.Logf("connection %d: %v", i, err)
+			continue
+		}
+		conns = append(conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", u.RequestURI(), u.Host)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			c.SetDeadline(time.Time{})
+			mu.Lock()
+			answered++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	fmt.Fprintf(ts.Stdout(), "%d answered\n", answered)
+}
+
+// dashboard FILE: hold the Grafana dashboard FILE (relative to the test's
+// package directory) to its contract (promtest.Dashboard.Check), then run
+// every panel's query on PROM_URL, variables expanded as for "All": each
+// must be valid PromQL and return data (polled for up to a minute while
+// the scrapes catch up).
+func cmdDashboard(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: dashboard FILE")
+	}
+	d, err := promtest.LoadDashboard(args[0])
+	ts.Check(err)
+	ts.Check(d.Check())
+	qs := d.Queries()
+	deadline := time.Now().Add(time.Minute)
+	pending := qs
+	for {
+		var still []promtest.PanelQuery
+		var why []string
+		for _, q := range pending {
+			n, err := promtest.QueryAll(ts.Getenv("PROM_URL"), promtest.Expand(q.Expr))
+			if err != nil && strings.Contains(err.Error(), "parse error") {
+				ts.Fatalf("panel %q query %s: %v", q.Panel, q.RefID, err)
+			}
+			if err != nil || n == 0 {
+				still = append(still, q)
+				why = append(why, fmt.Sprintf("panel %q query %s (%s): %d series, %v", q.Panel, q.RefID, promtest.Expand(q.Expr), n, err))
+			}
+		}
+		if len(still) == 0 {
+			ts.Logf("%d queries of %d panels return data", len(qs), countPanels(qs))
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("queries without data:\n%s", strings.Join(why, "\n"))
+		}
+		pending = still
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func countPanels(qs []promtest.PanelQuery) int {
+	seen := map[string]bool{}
+	for _, q := range qs {
+		seen[q.Panel] = true
+	}
+	return len(seen)
 }

@@ -74,6 +74,8 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"waithttp":      cmdWaitHTTP,
 	"prometheus":    cmdPrometheus,
 	"promql":        cmdPromQL,
+	"idleconns":     cmdIdleConns,
+	"dashboard":     cmdDashboard,
 	"pty-start":     cmdPtyStart,
 	"pty-expect":    cmdPtyExpect,
 	"pty-send":      cmdPtySend,
