@@ -25,7 +25,7 @@ import (
 // The README's examples are run as a reader would run them, so that a
 // change that breaks one fails the tests:
 //
-//   - a ```sh block runs in bash (errexit, pipefail) against a real
+//   - a ```sh block runs in bash (errexit, nounset, pipefail) against a real
 //     redis-server, with LOCKCTL_URL pointing at it, a temporary HOME, and
 //     lockctl (this test binary) on PATH. Absolute paths under /etc, /opt,
 //     /usr/local and /var are moved into a scratch root laid out as on
@@ -258,8 +258,8 @@ func (h *readmeHarness) newSandbox(t *testing.T) *sandbox {
 	s := &sandbox{work: filepath.Join(d, "work"), home: filepath.Join(d, "home"), root: filepath.Join(d, "root"), stubs: filepath.Join(d, "stubs")}
 	for _, dir := range []string{
 		s.work, s.home, s.stubs,
-		s.root + "/etc/prometheus",                    // prometheus
-		s.root + "/var/lib/prometheus/node-exporter",  // prometheus-node-exporter's textfile directory
+		s.root + "/etc/prometheus",                     // prometheus
+		s.root + "/var/lib/prometheus/node-exporter",   // prometheus-node-exporter's textfile directory
 		s.root + "/var/log", s.root + "/usr/local/bin", // base system
 		s.root + "/usr/local/share/man", // base system: no man1/ in it
 		s.root + "/opt",
@@ -344,11 +344,21 @@ func (h *readmeHarness) environ(s *sandbox) []string {
 		env = append(env, kv)
 	}
 	return append(env,
+		// Go keeps its caches where it did before HOME moved.
+		"GOPATH="+goEnv("GOPATH"), "GOMODCACHE="+goEnv("GOMODCACHE"), "GOCACHE="+goEnv("GOCACHE"),
 		"LOCKCTL_URL="+h.srv.URL,
 		"HOME="+s.home,
 		"PATH="+s.stubs+string(os.PathListSeparator)+filepath.Dir(h.lockctl)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"DELIVERY_ID=delivery-42",
 	)
+}
+
+func goEnv(name string) string {
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		panic(fmt.Sprintf("go env %s: %v", name, err))
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func (h *readmeHarness) flush(t *testing.T) {
@@ -360,12 +370,31 @@ func (h *readmeHarness) flush(t *testing.T) {
 
 // A trap in the block's shell names the command that failed and its line.
 const (
-	shellPrelude = "set -eE -o pipefail\n" +
+	shellPrelude = "set -eEu -o pipefail\n" +
 		"trap 'echo \"readme-test: line $LINENO: exit $?: $BASH_COMMAND\" >&2' ERR\n"
 	preludeLines = 2
 )
 
-var trapLine = regexp.MustCompile(`readme-test: line ([0-9]+): exit ([0-9]+): (.*)`)
+var (
+	trapLine = regexp.MustCompile(`readme-test: line ([0-9]+): exit ([0-9]+): (.*)`)
+	// bash's own message, for what ends the shell without the trap (an
+	// unset variable under set -u, a syntax error).
+	bashLine = regexp.MustCompile(`\.readme-block\.sh: line ([0-9]+): (.*)`)
+)
+
+// failedAt maps the shell's report of the failing command to the block's
+// README line and a description of it.
+func failedAt(b readmeBlock, out string) (line int, what string) {
+	if m := trapLine.FindStringSubmatch(out); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return b.line(n - 1 - preludeLines), fmt.Sprintf(": %s exited %s", m[3], m[2])
+	}
+	if m := bashLine.FindStringSubmatch(out); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return b.line(n - 1 - preludeLines), ": " + m[2]
+	}
+	return b.fence, ""
+}
 
 // A block's time bound, generous for a loaded 2-core machine: one that
 // builds gets minutes, any other a minute (a command that waits forever,
@@ -437,14 +466,8 @@ func (h *readmeHarness) runShellOnce(t *testing.T, b readmeBlock) {
 	if code == b.exit {
 		return
 	}
-	where := fmt.Sprintf("README.md:%d", b.fence)
-	what := ""
-	if m := trapLine.FindStringSubmatch(out); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		where = fmt.Sprintf("README.md:%d", b.line(n-1-preludeLines))
-		what = fmt.Sprintf(": %s exited %s", m[3], m[2])
-	}
-	t.Errorf("%s (```sh block at line %d): the block exited %d, want %d%s\n--- output ---\n%s", where, b.fence, code, b.exit, what, out)
+	line, what := failedAt(b, out)
+	t.Errorf("README.md:%d (```sh block at line %d): the block exited %d, want %d%s\n--- output ---\n%s", line, b.fence, code, b.exit, what, out)
 }
 
 // runCrontab runs each job line of a crontab block as cron runs it.
@@ -534,12 +557,8 @@ func (h *readmeHarness) runGoModule(t *testing.T, b readmeBlock) {
 	writeFile(t, script, shellPrelude+b.text)
 	out, code := runWithTimeout(t, buildLimit, app, env, nil, "bash", "--noprofile", "--norc", script)
 	if code != 0 {
-		where := b.fence
-		if m := trapLine.FindStringSubmatch(out); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			where = b.line(n - 1 - preludeLines)
-		}
-		t.Fatalf("README.md:%d (```sh block at line %d, in a new module): exited %d\n%s", where, b.fence, code, out)
+		line, what := failedAt(b, out)
+		t.Fatalf("README.md:%d (```sh block at line %d, in a new module): exited %d%s\n%s", line, b.fence, code, what, out)
 	}
 	if out, code := runWithTimeout(t, buildLimit, app, env, nil, "go", "build", "-o", "app", "."); code != 0 {
 		t.Fatalf("README.md:%d: after the recipe, go build of a program importing pkg/lock fails:\n%s", b.fence, out)
