@@ -21,14 +21,17 @@ build:
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, one man page per
 # command and the bash, zsh and fish completions, each where its tool looks
 # (directories that do not exist yet, such as man1/ on a fresh Debian, are
-# created). A system-wide install needs root: sudo make install.
+# created). A system-wide install needs root: `make build && sudo make install`
+# (install builds bin/lockctl only when it is missing, since sudo's PATH
+# seldom has Go).
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
-install: build
+install:
+	@test -x bin/lockctl || $(MAKE) build
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(BASHCOMPDIR)" "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
 	install -m 0755 bin/lockctl "$(DESTDIR)$(BINDIR)/lockctl"
 	install -m 0644 man/*.1 "$(DESTDIR)$(MANDIR)/man1/"
@@ -46,7 +49,8 @@ DEB_ARCH ?= $(shell $(GO) env GOARCH)
 DEB_ROOT := dist/deb-root
 deb:
 	rm -rf $(DEB_ROOT) && mkdir -p dist
-	$(MAKE) install VERSION=v$(DEB_VERSION) DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
+	$(MAKE) build VERSION=v$(DEB_VERSION)
+	$(MAKE) install DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
 	gzip -9n $(DEB_ROOT)/usr/share/man/man1/*.1
 	install -D -m 0644 packaging/copyright $(DEB_ROOT)/usr/share/doc/lockctl/copyright
 	VERSION="$(DEB_VERSION)" ARCH="$(DEB_ARCH)" $(NFPM) package --config packaging/nfpm.yaml --packager deb --target dist/
