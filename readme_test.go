@@ -498,7 +498,13 @@ func (h *readmeHarness) runCrontab(t *testing.T, b readmeBlock) {
 			continue
 		}
 		if assign.MatchString(l) {
-			vars = append(vars, h.rewrite(t, s, l))
+			// cron takes the value literally, less one pair of quotes.
+			k, v, _ := strings.Cut(h.rewrite(t, s, l), "=")
+			v = strings.TrimSpace(v)
+			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+				v = v[1 : len(v)-1]
+			}
+			vars = append(vars, strings.TrimSpace(k)+"="+v)
 			continue
 		}
 		f := strings.Fields(l)
