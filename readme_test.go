@@ -148,7 +148,7 @@ func TestReadmeExamples(t *testing.T) {
 	ran, sawGoModule := 0, false
 	for _, b := range blocks {
 		switch b.lang {
-		case "sh":
+		case "sh", "bash", "shell":
 			if !h.checkCalls(t, b, false) || !h.bashParses(t, b) {
 				continue
 			}
@@ -202,7 +202,7 @@ type lockctlCall struct {
 func (h *readmeHarness) checkCalls(t *testing.T, b readmeBlock, withPath bool) bool {
 	t.Helper()
 	ok := true
-	for _, c := range findLockctlCalls(b.text, b.lang == "sh") {
+	for _, c := range findLockctlCalls(b.text, b.lang == "sh" || b.lang == "bash" || b.lang == "shell") {
 		if withPath && !strings.HasPrefix(c.bin, "/") {
 			t.Errorf("README.md:%d (```%s block at line %d): %q calls lockctl without its path; cron's PATH is /usr/bin:/bin (exit 127 there): write /usr/local/bin/lockctl",
 				b.line(c.line), b.lang, b.fence, strings.TrimSpace(c.shell))
