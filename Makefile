@@ -1,7 +1,7 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build completions man bench bench-peers lint fuzz chaos reliability
+.PHONY: test build install deb completions man bench bench-peers lint fuzz chaos reliability
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
 # -buildvcs=auto: a build from a checkout records the commit and its date
@@ -10,13 +10,57 @@ GO ?= go
 # name the commit then.
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
 GIT_TIME := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+# VERSION, when set, is what `lockctl version` prints (make deb sets it).
+LDFLAGS := -X github.com/lockctl/lockctl/cmd.Commit=$(GIT_COMMIT) -X github.com/lockctl/lockctl/cmd.CommitTime=$(GIT_TIME)
+ifneq ($(VERSION),)
+LDFLAGS += -X github.com/lockctl/lockctl/cmd.Version=$(VERSION)
+endif
 build:
-	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags "-X github.com/lockctl/lockctl/cmd.Commit=$(GIT_COMMIT) -X github.com/lockctl/lockctl/cmd.CommitTime=$(GIT_TIME)" -o bin/lockctl .
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags "$(LDFLAGS)" -o bin/lockctl .
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, one man page per
+# command and the bash, zsh and fish completions, each where its tool looks
+# (directories that do not exist yet, such as man1/ on a fresh Debian, are
+# created). A system-wide install needs root: `make build && sudo make install`
+# (install builds bin/lockctl only when it is missing, since sudo's PATH
+# seldom has Go).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+install:
+	@test -x bin/lockctl || $(MAKE) build
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(BASHCOMPDIR)" "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
+	install -m 0755 bin/lockctl "$(DESTDIR)$(BINDIR)/lockctl"
+	install -m 0644 man/*.1 "$(DESTDIR)$(MANDIR)/man1/"
+	install -m 0644 completions/lockctl.bash "$(DESTDIR)$(BASHCOMPDIR)/lockctl"
+	install -m 0644 completions/_lockctl "$(DESTDIR)$(ZSHCOMPDIR)/_lockctl"
+	install -m 0644 completions/lockctl.fish "$(DESTDIR)$(FISHCOMPDIR)/lockctl.fish"
+
+# make deb: dist/lockctl_<version>_<arch>.deb, laid out as Debian does
+# (/usr/bin, gzipped man pages, completions in the vendor directories,
+# /usr/share/doc/lockctl/copyright), packed by nfpm at a pinned version.
+# scripts/deb-version.sh names the version.
+NFPM := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+DEB_VERSION ?= $(shell ./scripts/deb-version.sh)
+DEB_ARCH ?= $(shell $(GO) env GOARCH)
+DEB_ROOT := dist/deb-root
+deb:
+	rm -rf $(DEB_ROOT) && mkdir -p dist
+	$(MAKE) build VERSION=v$(DEB_VERSION)
+	$(MAKE) install DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
+	gzip -9n $(DEB_ROOT)/usr/share/man/man1/*.1
+	install -D -m 0644 packaging/copyright $(DEB_ROOT)/usr/share/doc/lockctl/copyright
+	VERSION="$(DEB_VERSION)" ARCH="$(DEB_ARCH)" $(NFPM) package --config packaging/nfpm.yaml --packager deb --target dist/
+	@ls dist/lockctl_*.deb
 
 # The tests, then a short bounded run of every fuzz target (FUZZTIME each).
 test:
 	./scripts/ensure-redis.sh
 	./scripts/ensure-prometheus.sh
+	./scripts/ensure-tools.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	GO=$(GO) FUZZTIME=3s FUZZJOBS=2 FUZZPARALLEL=1 ./scripts/fuzz.sh

@@ -1,133 +1,659 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
-	"github.com/lockctl/lockctl/internal/promtest"
-	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
-var (
-	iniBlockRE = regexp.MustCompile("(?s)```ini\n(.*?)```")
-	unitNameRE = regexp.MustCompile(`^# /etc/systemd/system/(\S+\.(service|timer))$`)
-	absPathRE  = regexp.MustCompile(`(^|[\s=])(/[^\s]+)`)
-)
+// The README's examples are run as a reader would run them, so that a
+// change that breaks one fails the tests:
+//
+//   - a ```sh block runs in bash (errexit, nounset, pipefail) against a real
+//     redis-server, with LOCKCTL_URL pointing at it, a temporary HOME, and
+//     lockctl (this test binary) on PATH. Absolute paths under /etc, /opt,
+//     /usr/local and /var are moved into a scratch root laid out as on
+//     Debian 12 (so /usr/local/bin/lockctl is lockctl, and a directory the
+//     README does not create does not exist), programs of the user's that
+//     a block calls (./deploy.sh, /usr/local/bin/backup.sh) are stubs that
+//     exit 0, and curl, which would reach the internet, is a stub too;
+//   - a ```cron or ```crontab block runs each job line as cron would:
+//     env -i PATH=/usr/bin:/bin SHELL=/bin/sh plus the crontab's own
+//     variable lines, stdin from /dev/null; lockctl must be named by its
+//     installed path;
+//   - ```ini (systemd units) and ```yaml (CI jobs) blocks cannot run here:
+//     every lockctl command line in them must parse.
+//
+// Every lockctl command line of every block, run or not, must name a real
+// command, real flags and acceptable arguments (cobra's own parser).
+//
+// An HTML comment on the line before a block changes how it is tested:
+//
+//	<!-- readme-test: parse-only (why) -->   bash -n and the command check only
+//	<!-- readme-test: exit N (why) -->       the block is expected to exit N
+//	<!-- readme-test: in-checkout -->        runs in the source tree
+//	<!-- readme-test: read-only (why) -->    runs, once on a free lock and
+//	                                         once on a held one, and must
+//	                                         change no key of Redis
+//	<!-- readme-test: go-module (why) -->    runs in a new Go module beside
+//	                                         a checkout at ../lockctl, then
+//	                                         builds and runs its program
+//
+// A failure names the README line of the block and of the command that
+// failed.
 
-// TestReadmeSystemdUnits checks every systemd unit in the README with
-// systemd-analyze verify (after pointing its executables at stand-ins in a
-// temporary directory, as verify checks that they exist), and that every
-// service running `lockctl run` sets KillMode=mixed: the default
-// control-group would SIGTERM the job twice, once from systemd and once
-// forwarded by lockctl.
-func TestReadmeSystemdUnits(t *testing.T) {
-	analyze, err := promtest.Need("systemd-analyze")
+// readmeBlock is one fenced code block of README.md.
+type readmeBlock struct {
+	lang  string
+	fence int // README line of the opening fence
+	text  string
+	mode  string // "", parse-only, exit, in-checkout, read-only, go-module
+	exit  int
+}
+
+// line is the README line of line i (0-based) of the block's text.
+func (b readmeBlock) line(i int) int { return b.fence + 1 + i }
+
+var annotation = regexp.MustCompile(`^<!-- readme-test: ([a-z-]+)(?: ([0-9]+))?(?: \((.+)\))? -->$`)
+
+func readmeBlocks(t *testing.T, readme string) []readmeBlock {
+	t.Helper()
+	lines := strings.Split(readme, "\n")
+	var blocks []readmeBlock
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if !strings.HasPrefix(l, "```") {
+			if strings.HasPrefix(l, "<!-- readme-test") && (i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```")) {
+				t.Errorf("README.md:%d: a readme-test comment must be on the line right before a code block", i+1)
+			}
+			continue
+		}
+		b := readmeBlock{lang: strings.TrimSpace(strings.TrimPrefix(l, "```")), fence: i + 1}
+		if i > 0 && strings.HasPrefix(lines[i-1], "<!-- readme-test") {
+			m := annotation.FindStringSubmatch(lines[i-1])
+			switch {
+			case m == nil:
+				t.Errorf("README.md:%d: unreadable readme-test comment %q", i, lines[i-1])
+			case m[1] == "parse-only" || m[1] == "go-module":
+				if m[3] == "" {
+					t.Errorf("README.md:%d: readme-test %s needs a reason in parentheses", i, m[1])
+				}
+				b.mode = m[1]
+			case m[1] == "exit" && m[2] != "":
+				b.mode = "exit"
+				b.exit, _ = strconv.Atoi(m[2])
+			case m[1] == "in-checkout":
+				b.mode = m[1]
+			case m[1] == "read-only":
+				b.mode = m[1]
+			default:
+				t.Errorf("README.md:%d: unknown readme-test mode %q", i, m[1])
+			}
+		}
+		var body []string
+		for i++; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
+			body = append(body, lines[i])
+		}
+		b.text = strings.Join(body, "\n") + "\n"
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+// TestReadmeExamples runs README.md's examples (see above).
+func TestReadmeExamples(t *testing.T) {
+	src, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("README.md")
+	lockctl, err := exec.LookPath("lockctl")
+	if err != nil {
+		t.Fatalf("lockctl (this test binary) is not on PATH: %v", err)
+	}
+	checkout, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	units := map[string]string{}
-	var order []string
-	for _, m := range iniBlockRE.FindAllStringSubmatch(string(readme), -1) {
-		name := ""
-		for _, line := range strings.Split(m[1], "\n") {
-			if u := unitNameRE.FindStringSubmatch(line); u != nil {
-				name = u[1]
-				order = append(order, name)
+	srv, err := redistest.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { client.Close() })
+	// The server is set up as the README recommends (lockctl doctor: ok):
+	// persistence on.
+	if err := client.ConfigSet(context.Background(), "appendonly", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := &readmeHarness{lockctl: lockctl, checkout: checkout, srv: srv, client: client}
+
+	blocks := readmeBlocks(t, string(src))
+	ran, sawGoModule := 0, false
+	for _, b := range blocks {
+		switch b.lang {
+		case "sh", "bash", "shell":
+			if !h.checkCalls(t, b, false) || !h.bashParses(t, b) {
 				continue
 			}
-			if name != "" {
-				units[name] += line + "\n"
+			switch b.mode {
+			case "parse-only":
+			case "go-module":
+				h.runGoModule(t, b)
+				sawGoModule = true
+				ran++
+			default:
+				h.runShell(t, b)
+				ran++
 			}
+		case "cron", "crontab":
+			if h.checkCalls(t, b, true) && b.mode != "parse-only" {
+				h.runCrontab(t, b)
+				ran++
+			}
+		case "ini", "yaml":
+			// systemd units and CI jobs: the lockctl lines must parse, and a
+			// unit names the binary by its path.
+			h.checkCalls(t, b, b.lang == "ini")
 		}
 	}
-	if len(units) < 4 {
-		t.Fatalf("found %d units in the README's ini blocks, want the service and timer examples: %v", len(units), order)
+	if !sawGoModule {
+		t.Error("README.md has no go-module block: the library's install recipe is untested")
 	}
-	var paths []string
-	for _, name := range order {
-		text := units[name]
-		var out strings.Builder
-		for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-			k, v, ok := strings.Cut(line, "=")
-			if ok && !strings.HasPrefix(line, "#") && strings.Contains(v, " #") {
-				t.Errorf("%s: %q: systemd takes no comment after a value; it becomes part of it", name, line)
-			}
-			if ok && strings.HasPrefix(k, "Exec") {
-				// The executables: stand-ins under dir, so verify finds them.
-				v = absPathRE.ReplaceAllStringFunc(v, func(p string) string {
-					lead, path := "", p
-					if p[0] != '/' {
-						lead, path = p[:1], p[1:]
-					}
-					if strings.HasPrefix(path, "/var/") {
-						return p // a data path, not an executable
-					}
-					stub := filepath.Join(dir, "bin", path)
-					if err := os.MkdirAll(filepath.Dir(stub), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(stub, []byte("#!/bin/sh\n"), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					return lead + stub
-				})
-				line = k + "=" + v
-			}
-			out.WriteString(line + "\n")
-		}
-		if strings.HasSuffix(name, ".service") && strings.Contains(text, "lockctl run") &&
-			!regexp.MustCompile(`(?m)^KillMode=mixed$`).MatchString(text) {
-			t.Errorf("%s runs `lockctl run` without KillMode=mixed", name)
-		}
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, p)
-	}
-	args := append([]string{"verify", "--man=no", "--recursive-errors=no"}, paths...)
-	out, err := exec.Command(analyze, args...).CombinedOutput()
-	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
-		t.Fatalf("systemd-analyze %s: %v\n%s", strings.Join(args, " "), err, out)
+	t.Logf("%d README blocks ran", ran)
+	if ran < 10 {
+		t.Errorf("only %d README blocks ran; the README has more examples than that", ran)
 	}
 }
 
-// TestReadmeConditionalWrite: the README's conditional-write example is the
-// script testdata/script/fence_conditional_write.txtar runs, word for word.
-func TestReadmeConditionalWrite(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var example string
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
-		if strings.Contains(m[1], "# write-order.sh ") {
-			example = m[1]
+type readmeHarness struct {
+	lockctl, checkout string
+	srv               *redistest.Server
+	client            *redis.Client
+}
+
+// lockctlCall is one lockctl command line found in a block.
+type lockctlCall struct {
+	line  int // 0-based line in the block
+	bin   string
+	args  []string
+	shell string // the text it was found in
+}
+
+// checkCalls checks every lockctl command line of b against the command
+// tree; withPath also requires the binary to be named by an absolute path
+// (cron's PATH has no /usr/local/bin, and systemd wants one).
+func (h *readmeHarness) checkCalls(t *testing.T, b readmeBlock, withPath bool) bool {
+	t.Helper()
+	ok := true
+	for _, c := range findLockctlCalls(b.text, b.lang == "sh" || b.lang == "bash" || b.lang == "shell") {
+		if withPath && !strings.HasPrefix(c.bin, "/") {
+			t.Errorf("README.md:%d (```%s block at line %d): %q calls lockctl without its path; cron's PATH is /usr/bin:/bin (exit 127 there): write /usr/local/bin/lockctl",
+				b.line(c.line), b.lang, b.fence, strings.TrimSpace(c.shell))
+			ok = false
+		}
+		if err := checkLockctlArgs(c.args); err != nil {
+			t.Errorf("README.md:%d (```%s block at line %d): lockctl %s: %v", b.line(c.line), b.lang, b.fence, strings.Join(c.args, " "), err)
+			ok = false
 		}
 	}
-	if example == "" {
-		t.Fatal("the README has no write-order.sh example")
-	}
-	ar, err := txtar.ParseFile("testdata/script/fence_conditional_write.txtar")
+	return ok
+}
+
+// checkLockctlArgs parses args as lockctl would, without running anything:
+// the command must exist, its flags and their values must parse, and its
+// positional arguments must be acceptable.
+func checkLockctlArgs(args []string) error {
+	io, _, _, _ := ui.Test()
+	root := cmd.NewRootCmd(cmd.NewFactory(io))
+	c, rest, err := root.Find(args)
 	if err != nil {
+		return err
+	}
+	if err := c.ParseFlags(rest); err != nil {
+		return err
+	}
+	if c == root && len(c.Flags().Args()) > 0 {
+		return fmt.Errorf("unknown command %q", c.Flags().Args()[0])
+	}
+	if !c.Runnable() {
+		return fmt.Errorf("%q needs a subcommand", c.CommandPath())
+	}
+	return c.ValidateArgs(c.Flags().Args())
+}
+
+func (h *readmeHarness) bashParses(t *testing.T, b readmeBlock) bool {
+	t.Helper()
+	c := exec.Command("bash", "-n")
+	c.Stdin = strings.NewReader(b.text)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Errorf("README.md:%d: ```sh block does not parse (bash -n): %v\n%s", b.fence, err, out)
+		return false
+	}
+	return true
+}
+
+// sandbox is the scratch space one block runs in.
+type sandbox struct {
+	work, home, root, stubs string
+}
+
+// newSandbox lays out a work directory, an empty HOME, a scratch root
+// with the directories a Debian 12 machine with the README's packages has,
+// lockctl installed where the README installs it, and the stubs.
+func (h *readmeHarness) newSandbox(t *testing.T) *sandbox {
+	t.Helper()
+	d := t.TempDir()
+	s := &sandbox{work: filepath.Join(d, "work"), home: filepath.Join(d, "home"), root: filepath.Join(d, "root"), stubs: filepath.Join(d, "stubs")}
+	for _, dir := range []string{
+		s.work, s.home, s.stubs,
+		s.root + "/etc/prometheus",                     // prometheus
+		s.root + "/var/lib/prometheus/node-exporter",   // prometheus-node-exporter's textfile directory
+		s.root + "/var/log", s.root + "/usr/local/bin", // base system
+		s.root + "/usr/local/share/man", // base system: no man1/ in it
+		s.root + "/opt",
+	} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(h.lockctl, s.root+"/usr/local/bin/lockctl"); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range ar.Files {
-		if f.Name == "write-order.sh" {
-			if string(f.Data) != example {
-				t.Errorf("README's write-order.sh:\n%s\ndiffers from the one the test runs:\n%s", example, f.Data)
+	writeExec(t, filepath.Join(s.stubs, "sudo"), "#!/bin/sh\n# the blocks run unprivileged, inside the scratch root\nexec \"$@\"\n")
+	writeExec(t, filepath.Join(s.stubs, "curl"), "#!/bin/sh\n# no internet here: the API call succeeds\nexit 0\n")
+	writeExec(t, filepath.Join(s.stubs, "write-orders"), "#!/bin/sh\n# the user's writer, guarded by fence check\nexit 0\n")
+	// Inputs the examples read.
+	writeFile(t, filepath.Join(s.work, "ids.txt"), "1\n2\n3\n")
+	writeFile(t, filepath.Join(s.work, "payload.json"), "{\"amount\": 100}\n")
+	return s
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeExec(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var (
+	// An absolute path of the system (not a URL's path, not one in the
+	// middle of another path).
+	systemPath = regexp.MustCompile(`(^|[\s=:"'<>(])(/(?:etc|opt|var|usr/local)/[^\s"'<>);|&]*)`)
+	// A Redis URL of the examples' (redis.internal, redis.example, ...).
+	redisURL = regexp.MustCompile(`rediss?://[^\s"'/]+(?:/[0-9]+)?`)
+	// ./program: a program of the user's in the current directory.
+	userProgram = regexp.MustCompile(`(?:^|[\s"'(])\./([A-Za-z0-9_.-]+)`)
+)
+
+// rewrite moves the system paths of text into the sandbox's root, points
+// Redis URLs at the test server, and stubs the user's programs it calls.
+func (h *readmeHarness) rewrite(t *testing.T, s *sandbox, text string) string {
+	t.Helper()
+	text = systemPath.ReplaceAllStringFunc(text, func(m string) string {
+		sub := systemPath.FindStringSubmatch(m)
+		p := sub[2]
+		if strings.HasSuffix(p, ".sh") || strings.HasPrefix(p, "/opt/") {
+			if _, err := os.Stat(s.root + p); err != nil {
+				writeExec(t, s.root+p, "#!/bin/sh\n# a program of the user's\nexit 0\n")
 			}
-			return
+		}
+		return sub[1] + s.root + p
+	})
+	text = redisURL.ReplaceAllString(text, h.srv.URL)
+	for _, m := range userProgram.FindAllStringSubmatch(text, -1) {
+		p := filepath.Join(s.work, m[1])
+		if _, err := os.Stat(p); err != nil {
+			writeExec(t, p, "#!/bin/sh\n# a program of the user's\nexit 0\n")
 		}
 	}
-	t.Fatal("fence_conditional_write.txtar has no write-order.sh")
+	return text
+}
+
+// environ is the block's environment: this process's, without any Redis
+// or lockctl setting of the machine's, with the test server's URL and the
+// sandbox's HOME and PATH.
+func (h *readmeHarness) environ(s *sandbox) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "LOCKCTL_") || k == "REDIS_URL" || k == "HOME" || k == "XDG_CONFIG_HOME" || k == "PATH" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		// Go keeps its caches where it did before HOME moved.
+		"GOPATH="+goEnv("GOPATH"), "GOMODCACHE="+goEnv("GOMODCACHE"), "GOCACHE="+goEnv("GOCACHE"),
+		"LOCKCTL_URL="+h.srv.URL,
+		"HOME="+s.home,
+		"PATH="+s.stubs+string(os.PathListSeparator)+filepath.Dir(h.lockctl)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"DELIVERY_ID=delivery-42",
+	)
+}
+
+func goEnv(name string) string {
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		panic(fmt.Sprintf("go env %s: %v", name, err))
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (h *readmeHarness) flush(t *testing.T) {
+	t.Helper()
+	if err := h.client.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A trap in the block's shell names the command that failed and its line.
+const (
+	shellPrelude = "set -eEu -o pipefail\n" +
+		"trap 'echo \"readme-test: line $LINENO: exit $?: $BASH_COMMAND\" >&2' ERR\n"
+	preludeLines = 2
+)
+
+var (
+	trapLine = regexp.MustCompile(`readme-test: line ([0-9]+): exit ([0-9]+): (.*)`)
+	// bash's own message, for what ends the shell without the trap (an
+	// unset variable under set -u, a syntax error).
+	bashLine = regexp.MustCompile(`\.readme-block\.sh: line ([0-9]+): (.*)`)
+)
+
+// failedAt maps the shell's report of the failing command to the block's
+// README line and a description of it.
+func failedAt(b readmeBlock, out string) (line int, what string) {
+	if m := trapLine.FindStringSubmatch(out); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return b.line(n - 1 - preludeLines), fmt.Sprintf(": %s exited %s", m[3], m[2])
+	}
+	if m := bashLine.FindStringSubmatch(out); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return b.line(n - 1 - preludeLines), ": " + m[2]
+	}
+	return b.fence, ""
+}
+
+// A block's time bound, generous for a loaded 2-core machine: one that
+// builds gets minutes, any other a minute (a command that waits forever,
+// such as a server, fails instead of hanging the suite).
+const buildLimit = 5 * time.Minute
+
+func blockLimit(b readmeBlock) time.Duration {
+	if b.mode == "in-checkout" || b.mode == "go-module" {
+		return buildLimit
+	}
+	return time.Minute
+}
+
+// runShell runs an sh block in bash and checks its exit status. A
+// read-only block runs twice, on a free lock and while another process
+// holds it, and must leave every key as it was.
+func (h *readmeHarness) runShell(t *testing.T, b readmeBlock) {
+	t.Helper()
+	if b.mode != "read-only" {
+		h.runShellOnce(t, b)
+		return
+	}
+	for _, held := range []bool{false, true} {
+		h.flush(t)
+		if held {
+			out, code := runWithTimeout(t, time.Minute, ".", h.environ(h.newSandbox(t)), nil, h.lockctl, "lock", "deploy", "--ttl", "5m", "--owner", "ops@bastion:1")
+			if code != 0 {
+				t.Fatalf("lockctl lock deploy: exit %d: %s", code, out)
+			}
+		}
+		before := h.keyspace(t)
+		h.runShellOnce(t, b)
+		after := h.keyspace(t)
+		var changed []string
+		for k, v := range after {
+			if before[k] != v {
+				changed = append(changed, k)
+			}
+		}
+		for k := range before {
+			if _, ok := after[k]; !ok {
+				changed = append(changed, k+" (deleted)")
+			}
+		}
+		if len(changed) > 0 {
+			sort.Strings(changed)
+			t.Errorf("README.md:%d: ```sh block wrote to Redis (lock held: %v), but it only asks who holds the lock: %s", b.fence, held, strings.Join(changed, ", "))
+		}
+	}
+}
+
+// keyspace is every key with its value (DUMP), to compare.
+func (h *readmeHarness) keyspace(t *testing.T) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := h.client.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, k := range keys {
+		m[k], _ = h.client.Dump(ctx, k).Result()
+	}
+	return m
+}
+
+func (h *readmeHarness) runShellOnce(t *testing.T, b readmeBlock) {
+	t.Helper()
+	s := h.newSandbox(t)
+	if b.mode != "read-only" {
+		h.flush(t)
+	}
+	dir := s.work
+	if b.mode == "in-checkout" {
+		dir = h.checkout
+	}
+	script := filepath.Join(s.work, ".readme-block.sh")
+	writeFile(t, script, shellPrelude+h.rewrite(t, s, b.text))
+	out, code := runWithTimeout(t, blockLimit(b), dir, h.environ(s), nil, "bash", "--noprofile", "--norc", script)
+	if code == b.exit {
+		return
+	}
+	line, what := failedAt(b, out)
+	t.Errorf("README.md:%d (```sh block at line %d): the block exited %d, want %d%s\n--- output ---\n%s", line, b.fence, code, b.exit, what, out)
+}
+
+// runCrontab runs each job line of a crontab block as cron runs it.
+func (h *readmeHarness) runCrontab(t *testing.T, b readmeBlock) {
+	t.Helper()
+	s := h.newSandbox(t)
+	vars := []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh", "HOME=" + s.home, "LOGNAME=" + os.Getenv("USER")}
+	assign := regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	for i, l := range strings.Split(strings.TrimRight(b.text, "\n"), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if assign.MatchString(l) {
+			// cron takes the value literally, less one pair of quotes.
+			k, v, _ := strings.Cut(h.rewrite(t, s, l), "=")
+			v = strings.TrimSpace(v)
+			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+				v = v[1 : len(v)-1]
+			}
+			vars = append(vars, strings.TrimSpace(k)+"="+v)
+			continue
+		}
+		f := strings.Fields(l)
+		n := 5
+		if strings.HasPrefix(f[0], "@") {
+			n = 1
+		}
+		if len(f) <= n {
+			t.Errorf("README.md:%d: crontab line has no command: %q", b.line(i), l)
+			continue
+		}
+		// The command is the rest of the line after the schedule.
+		rest := l
+		for j := 0; j < n; j++ {
+			rest = strings.TrimLeft(rest, " \t")
+			rest = rest[strings.IndexAny(rest+" ", " \t"):]
+		}
+		command, stdin := cronPercent(strings.TrimSpace(rest))
+		h.flush(t)
+		env := append([]string{"-i"}, vars...)
+		env = append(env, "/bin/sh", "-c", h.rewrite(t, s, command))
+		var in *strings.Reader
+		if stdin != "" {
+			in = strings.NewReader(stdin)
+		}
+		out, code := runWithTimeout(t, time.Minute, s.home, nil, in, "env", env...)
+		if code != 0 {
+			t.Errorf("README.md:%d (```%s block at line %d): under cron (env -i PATH=/usr/bin:/bin SHELL=/bin/sh, stdin /dev/null) %q exited %d\n--- output ---\n%s",
+				b.line(i), b.lang, b.fence, command, code, out)
+		}
+	}
+}
+
+// cronPercent splits a crontab command as cron does: an unescaped % ends
+// the command and the rest, with % as newlines, is its stdin; \% is a %.
+func cronPercent(s string) (command, stdin string) {
+	var cmdB strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && i+1 < len(s) && s[i+1] == '%':
+			cmdB.WriteByte('%')
+			i++
+		case s[i] == '%':
+			return cmdB.String(), strings.ReplaceAll(s[i+1:], "%", "\n") + "\n"
+		default:
+			cmdB.WriteByte(s[i])
+		}
+	}
+	return cmdB.String(), ""
+}
+
+// runGoModule runs the block in a new Go module beside a checkout of
+// lockctl at ../lockctl, whose main.go imports pkg/lock, then builds the
+// program and runs it against the test server: the library recipe works
+// from outside the source tree, with the module proxy as the environment
+// has it.
+func (h *readmeHarness) runGoModule(t *testing.T, b readmeBlock) {
+	t.Helper()
+	s := h.newSandbox(t)
+	h.flush(t)
+	if err := os.Symlink(h.checkout, filepath.Join(s.work, "lockctl")); err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(s.work, "app")
+	if err := os.MkdirAll(app, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(app, "go.mod"), "module example.com/app\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(app, "main.go"), goModuleProgram)
+	env := append(h.environ(s), "GOFLAGS=-mod=mod "+os.Getenv("GOFLAGS"))
+	script := filepath.Join(s.work, ".readme-block.sh")
+	writeFile(t, script, shellPrelude+b.text)
+	out, code := runWithTimeout(t, buildLimit, app, env, nil, "bash", "--noprofile", "--norc", script)
+	if code != 0 {
+		line, what := failedAt(b, out)
+		t.Errorf("README.md:%d (```sh block at line %d, in a new module): exited %d%s\n%s", line, b.fence, code, what, out)
+		return
+	}
+	if out, code := runWithTimeout(t, buildLimit, app, env, nil, "go", "build", "-o", "app", "."); code != 0 {
+		t.Errorf("README.md:%d: after the recipe, go build of a program importing pkg/lock fails:\n%s", b.fence, out)
+		return
+	}
+	out, code = runWithTimeout(t, time.Minute, app, env, nil, "./app")
+	if code != 0 || !strings.Contains(out, "acquired readme-go with fence ") || !strings.Contains(out, "released") {
+		t.Errorf("README.md:%d: the program built with the recipe exited %d:\n%s", b.fence, code, out)
+		return
+	}
+}
+
+const goModuleProgram = `package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	opt, err := redis.ParseURL(os.Getenv("LOCKCTL_URL"))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	l := lock.New(redis.NewClient(opt), nil)
+	lease, err := l.Acquire(ctx, "readme-go", 10*time.Second, nil)
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println("acquired readme-go with fence", lease.Fence)
+	if err := l.ReleaseLease(ctx, lease); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println("released")
+}
+`
+
+// runWithTimeout runs a command in its own process group, stdin from
+// /dev/null unless given, and kills the group if it runs past limit.
+func runWithTimeout(t *testing.T, limit time.Duration, dir string, env []string, stdin *strings.Reader, name string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	c := exec.CommandContext(ctx, name, args...)
+	c.Dir = dir
+	c.Env = env
+	if stdin != nil {
+		c.Stdin = stdin
+	}
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = 5 * time.Second
+	err := c.Run()
+	if ctx.Err() != nil {
+		return out.String() + fmt.Sprintf("\n(killed: still running after %s)", limit), -1
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.String(), exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return out.String(), 0
 }
