@@ -155,7 +155,7 @@ func TestManPagesHaveReferenceSections(t *testing.T) {
 				t.Errorf("%s has no %s section: run `make man`", filepath.Base(p), strings.TrimSpace(sec))
 			}
 		}
-		for _, want := range []string{".TP\n75\n", ".TP\n129 / 130 / 143\n", `\fBLOCKCTL_URL\fP`, `\fB/etc/lockctl/config.yaml\fP`} {
+		for _, want := range []string{".TP\n75\n", ".TP\n129 / 130 / 143 / 131\n", `\fBLOCKCTL_URL\fP`, `\fB/etc/lockctl/config.yaml\fP`} {
 			if !strings.Contains(page, want) {
 				t.Errorf("%s lacks %q", filepath.Base(p), want)
 			}
