@@ -15,7 +15,7 @@ var scriptCall = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 func ScriptCommands() []string {
 	seen := map[string]bool{}
 	for _, src := range []string{fenceLua, holderLua, acquireLua, renewLua, releaseLua, inspectLua, checkLua, fenceNextLua,
-		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua, reenterLua} {
+		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua, reenterLua, wakeLua} {
 		for _, m := range scriptCall().FindAllStringSubmatch(src, -1) {
 			seen[m[1]] = true
 		}
