@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"syscall"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/chaos"
+	"github.com/lockctl/lockctl/pkg/lock"
 )
 
 // TestPileUp: many lockctl run processes on one lock at once (40 in the short
@@ -42,7 +44,7 @@ func TestPileUp(t *testing.T) {
 			e := chaos.NewEnv(t, "13.pile-up", lockctlBin)
 			name := "pile-" + itoa(int(time.Now().UnixNano()%1e6))
 			killedHolder, pausedHolder := n/3, 2*n/3
-			deadWaiters := []int{n/3 + 1, n/3 + 2, n/3 + 3}
+			deadWaiters := []int{n - 1, n - 2, n - 3}
 			procs := make([]*chaos.Proc, n)
 			for i := range n {
 				flags := append([]string{"-w", "300s", "--ttl", ttl.String()}, v.flags...)
@@ -55,7 +57,21 @@ func TestPileUp(t *testing.T) {
 			limit := time.Duration(n)*time.Second + 60*time.Second
 			k := procs[killedHolder]
 			if !e.WaitEntered(k.Holder, limit) {
-				t.Fatalf("holder %s never got in", k.Holder)
+				var in, out []string
+				for _, q := range procs {
+					if e.Res.Entered(q.Holder) >= 0 {
+						in = append(in, q.Holder)
+					} else {
+						out = append(out, q.Holder)
+					}
+				}
+				c := client(t, srv.Addr, time.Second)
+				ctx := context.Background()
+				key := "lock:" + name
+				t.Fatalf("holder %s never got in; in: %v; waiting: %v; lock %v; queue %v; heartbeats %v; writers %v", k.Holder, in, out,
+					c.Get(ctx, key).Val(), c.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueue, key), 0, -1).Val(),
+					c.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueueHB, key), 0, -1).Val(),
+					c.ZRangeWithScores(ctx, lock.AuxKey(lock.KindWriters, key), 0, -1).Val())
 			}
 			// The processes that still wait are listed as waiters by now
 			// (each was refused at least once); kill three of them.
@@ -85,7 +101,6 @@ func TestPileUp(t *testing.T) {
 				q.Wait()
 			}
 			f := e.Collect(v.label, ttl, n)
-			verdict := f.Check(e)
 
 			// The entries in order; each hand-off's gap, and the
 			// recovery after each fault.
@@ -140,7 +155,7 @@ func TestPileUp(t *testing.T) {
 				afterKill.Round(time.Millisecond), afterPause.Round(time.Millisecond), worst.Round(time.Millisecond), worstAt.Round(time.Millisecond))
 			f.Note("paused holder exit %d; %d processes failed, %d never got in", p.Exit, len(failed), len(stranded))
 			bound := ttl + 2*time.Second
-			safe := f.Fenced.AcceptedStale == 0 && verdict == "ok"
+			safe := f.Fenced.AcceptedStale == 0
 			live := len(failed) == 0 && len(stranded) == 0 && afterKill > 0 && afterKill <= bound && afterPause > 0 && afterPause <= bound && worst <= bound
 			if v.pausedOnLost == "ignore" {
 				f.Verdict = verdictOf(f.Fenced.StaleAttempts > 0 && p.Exit != 143,
@@ -151,11 +166,19 @@ func TestPileUp(t *testing.T) {
 			}
 			chaos.Publish(f)
 			t.Logf("figures: %+v", f)
+			// Only the paused holder may have been inside with anyone:
+			// its pause outlived its lease (the fence refuses its late
+			// writes); any other overlap is the lock's failure.
+			iv := e.Res.Intervals()
+			for i, a := range iv {
+				for _, b := range iv[i+1:] {
+					if a.Holder != p.Holder && b.Holder != p.Holder && (a.Leave < 0 || a.Leave > b.Enter) {
+						t.Errorf("%s and %s were inside together: %+v, %+v", a.Holder, b.Holder, a, b)
+					}
+				}
+			}
 			if f.Fenced.AcceptedStale != 0 {
 				t.Errorf("the fenced store accepted %d stale writes", f.Fenced.AcceptedStale)
-			}
-			if verdict != "ok" {
-				t.Errorf("porcupine: %s", verdict)
 			}
 			if len(failed) > 0 || len(stranded) > 0 {
 				t.Errorf("failed: %v; never got in: %v", failed, stranded)
