@@ -30,6 +30,7 @@ var Scenarios = []Scenario{
 	{ID: "10", Title: "Redlock"},
 	{ID: "11", Title: "once and limit under concurrency and restarts"},
 	{ID: "12", Title: "Shared locks across processes"},
+	{ID: "13", Title: "Pile-up: many processes on one lock, waiters and holders killed and paused mid-queue"},
 }
 
 func ms(d time.Duration) string {

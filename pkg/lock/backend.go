@@ -63,6 +63,9 @@ type subscription interface {
 	// that arrived at arrival (server µs; 0 while not yet known), so that a
 	// release wakes the local waiter nearest the head (see hub).
 	fifo(token string, arrival int64)
+	// named gives the waiter its token, by which a release that names the
+	// waiter to wake (wake.lua) wakes it alone.
+	named(token string)
 	// passOn: the waiter took a shared hold, which the next local waiter
 	// may be able to take too; Close then wakes it (a release message
 	// wakes one local waiter only).
@@ -145,6 +148,8 @@ var (
 	fenceNextLua string
 	//go:embed reenter.lua
 	reenterLua string
+	//go:embed wake.lua
+	wakeLua string
 
 	// The SHA-1 of each script is computed once, at first use (lazyScript);
 	// EVALSHA falls back to EVAL on NOSCRIPT, which also reloads the script
@@ -152,7 +157,7 @@ var (
 	// round trip.
 	acquireScript   = lazyScript(func() string { return fenceLua + holderLua + acquireLua })
 	renewScript     = lazyScript(func() string { return holderLua + renewLua })
-	releaseScript   = lazyScript(func() string { return holderLua + releaseLua })
+	releaseScript   = lazyScript(func() string { return holderLua + wakeLua + releaseLua })
 	inspectScript   = lazyScript(func() string { return holderLua + inspectLua })
 	checkScript     = lazyScript(func() string { return fenceLua + checkLua })
 	fenceNextScript = lazyScript(func() string { return fenceLua + fenceNextLua })
@@ -223,8 +228,8 @@ func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
 	// The channel is no key, but is built with them: one allocation.
-	keys := withAux(key, KindSem, KindChannel)
-	keys, channel := keys[:2], keys[2]
+	keys := withAux(key, KindSem, KindQueue, KindQueueHB, KindWriters, KindChannel)
+	keys, channel := keys[:5], keys[5]
 	v, err := releaseScript().Run(ctx, s.c, keys, token, channel).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys...)
@@ -409,7 +414,7 @@ func decode(v any) (reply, error) {
 	}
 	r := reply{acked: -1}
 	r.code, ok = a[0].(int64)
-	if !ok || r.code < 0 || r.code > 4 { // the scripts' codes are 0..4
+	if !ok || r.code < 0 || r.code > 5 { // the scripts' codes are 0..5 (5: a release whose wake-up was refused)
 		return reply{}, redisreply.Unexpected("script reply", v)
 	}
 	bad := func() (reply, error) { return reply{}, redisreply.Unexpected("script reply", v) }

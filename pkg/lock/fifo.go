@@ -38,7 +38,7 @@ var (
 	fifoLeaveLua string
 
 	fifoAcquireScript = lazyScript(func() string { return fenceLua + holderLua + auxLua + fifoAcquireLua })
-	fifoLeaveScript   = lazyScript(func() string { return auxLua + fifoLeaveLua })
+	fifoLeaveScript   = lazyScript(func() string { return auxLua + wakeLua + fifoLeaveLua })
 )
 
 func queueKeys(key string) []string {
@@ -57,7 +57,7 @@ func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, que
 }
 
 func (s *single) fifoLeave(ctx context.Context, key, token string) error {
-	keys := append(queueKeys(key), AuxKey(KindWriters, key))
+	keys := append(queueKeys(key), AuxKey(KindWriters, key), key)
 	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, keys, token, Channel(key)).Err(), keys...)
 }
 

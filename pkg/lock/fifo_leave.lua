@@ -1,9 +1,10 @@
 -- KEYS[1] queue; KEYS[2] waiters' heartbeats; KEYS[3] the exclusive
--- acquirers waiting (acquire.lua). ARGV[1] token; ARGV[2] the wake-up
--- channel. A waiter that gives up leaves the queue and the list of
--- exclusive acquirers at once and wakes the others, since it may have been
--- the head that everyone else waited for, or the writer that shared
--- acquirers let go first.
+-- acquirers waiting (acquire.lua); KEYS[4] the lock key. ARGV[1] token;
+-- ARGV[2] the wake-up channel. A waiter that gives up leaves the queue and
+-- the list of exclusive acquirers at once. Unless an exclusive holder has
+-- the lock (whose release wakes the next), it wakes the waiter that can
+-- take the lock now, since it may have been the head that everyone else
+-- waited for, or the writer that shared acquirers let go first.
 local ms = now()
 local n = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
@@ -12,8 +13,8 @@ if redis.call('ZREM', KEYS[3], ARGV[1]) > 0 then
   expire(KEYS[3], ms, {KEYS[3]})
   n = n + 1
 end
-if n > 0 then
-  -- Best effort, as a release's (release.lua): the waiter has left.
-  redis.pcall('PUBLISH', ARGV[2], 'released')
+if n > 0 and redis.call('EXISTS', KEYS[4]) == 0 then
+  -- Best effort, as a release's (wake.lua): the waiter has left.
+  wake(ARGV[2], KEYS[1], KEYS[2], KEYS[3])
 end
 return n

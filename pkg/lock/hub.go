@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,11 @@ import (
 // the first of them that has no wake-up pending. A waiter that leaves with
 // an unused wake-up hands it on, so a release is never lost to a waiter that
 // gave up. The connection closes when the last waiter leaves.
+//
+// A release that knows which waiter can take the lock (wake.lua) names it
+// ("next <token>"): only that waiter wakes, in whichever process it waits,
+// and every other waiter in every process sleeps on. A release that names
+// nobody ("released") wakes one waiter per process, as follows.
 //
 // FIFO waiters are ordered by the lock's queue in Redis instead, which alone
 // decides who may take the lock: a release wakes the FIFO waiter that
@@ -78,6 +84,13 @@ func (s *hubSub) C() <-chan struct{} { return s.wake }
 
 // passOn leaves a wake-up pending, which Close hands on to the next waiter.
 func (s *hubSub) passOn() { s.signal() }
+
+// named gives the waiter its token, by which a release may wake it alone.
+func (s *hubSub) named(token string) {
+	s.h.mu.Lock()
+	s.token = token
+	s.h.mu.Unlock()
+}
 
 func (s *hubSub) fifo(token string, arrival int64) {
 	s.h.mu.Lock()
@@ -185,7 +198,11 @@ func (h *hub) dispatch(hc *hubConn) {
 		case *redis.Message:
 			h.mu.Lock()
 			if t := hc.topics[m.Channel]; t != nil {
-				t.wakeOne()
+				if token, ok := strings.CutPrefix(m.Payload, "next "); ok {
+					t.wakeToken(token)
+				} else {
+					t.wakeOne()
+				}
 			}
 			h.mu.Unlock()
 		}
@@ -212,6 +229,17 @@ func (t *topic) wakeOne() {
 	}
 	if head != nil {
 		head.signal()
+	}
+}
+
+// wakeToken wakes the waiter a release named (wake.lua), if it waits in
+// this process; the others sleep on. Called with h.mu.
+func (t *topic) wakeToken(token string) {
+	for _, s := range t.waiters {
+		if s.token == token {
+			s.signal()
+			return
+		}
 	}
 }
 

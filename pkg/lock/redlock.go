@@ -682,6 +682,14 @@ func (m *multiSub) C() <-chan struct{} { return m.c }
 // fifo: Redlock has no FIFO waiting.
 func (m *multiSub) fifo(string, int64) {}
 
+// named: a Redlock waiter is never listed (its intent is 0), so releases
+// wake every process; the token is passed on all the same.
+func (m *multiSub) named(token string) {
+	for _, s := range m.subs {
+		s.named(token)
+	}
+}
+
 // passOn: Redlock has no shared holders.
 func (m *multiSub) passOn() {}
 

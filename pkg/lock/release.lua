@@ -1,9 +1,11 @@
--- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem). ARGV[1]
--- token; ARGV[2] the wake-up channel waiters subscribe to. Replies: {0} no
--- lock and no semaphore; {3} no lock, but a semaphore; {1} deleted; {5,
--- error} deleted, but the server refused the wake-up (see below); {4,
--- holds left} the token had re-entered: one hold released, the lock stays
--- with its TTL; {2, ...} another holder, as held() describes.
+-- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem); KEYS[3],
+-- KEYS[4] the FIFO queue and its heartbeats; KEYS[5] the exclusive
+-- acquirers waiting (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel
+-- waiters subscribe to. Replies: {0} no lock and no semaphore; {3} no
+-- lock, but a semaphore; {1} deleted; {5, error} deleted, but the server
+-- refused the wake-up (wake.lua); {4, holds left} the token had re-entered:
+-- one hold released, the lock stays with its TTL; {2, ...} another holder,
+-- as held() describes.
 local key = KEYS[1]
 -- pcall: see renew.lua.
 local v = redis.pcall('GET', key)
@@ -25,13 +27,11 @@ if type(v) == 'string' then
     end
     redis.call('DEL', key)
     -- Waiters sleep until this message (or their holder's TTL), so the
-    -- hand-off costs one round trip instead of a polling interval. Best
-    -- effort: an ACL without PUBLISH or the channel must not turn a done
-    -- release into an error (a script stops at a refused call, after its
-    -- writes), so the refusal is returned for the caller to warn about.
-    local r = redis.pcall('PUBLISH', ARGV[2], 'released')
-    if type(r) == 'table' and r.err then
-      return {5, r.err}
+    -- hand-off costs one round trip instead of a polling interval; it
+    -- wakes the one waiter that can take the lock where one is listed.
+    local err = wake(ARGV[2], KEYS[3], KEYS[4], KEYS[5])
+    if err then
+      return {5, err}
     end
     return {1}
   end

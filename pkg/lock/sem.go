@@ -46,7 +46,7 @@ var (
 
 	semAcquireScript = lazyScript(func() string { return fenceLua + holderLua + auxLua + semAcquireLua })
 	semRenewScript   = lazyScript(func() string { return holderLua + auxLua + semRenewLua })
-	semReleaseScript = lazyScript(func() string { return holderLua + auxLua + semReleaseLua })
+	semReleaseScript = lazyScript(func() string { return holderLua + auxLua + wakeLua + semReleaseLua })
 )
 
 func semKeys(key string) []string {
@@ -67,9 +67,11 @@ func (s *single) semRenew(ctx context.Context, key, token string, ttl time.Durat
 }
 
 func (s *single) semRelease(ctx context.Context, key, token string) (reply, error) {
-	v, err := semReleaseScript().Run(ctx, s.c, semKeys(key), token, Channel(key)).Result()
+	keys := withAux(key, KindSem, KindSemVal, KindQueue, KindQueueHB, KindWriters, KindChannel)
+	keys, channel := keys[1:6], keys[6]
+	v, err := semReleaseScript().Run(ctx, s.c, keys, token, channel).Result()
 	if err != nil {
-		return reply{}, s.dataError(ctx, err, semKeys(key)...)
+		return reply{}, s.dataError(ctx, err, keys[:2]...)
 	}
 	return decode(v)
 }

@@ -1,8 +1,9 @@
--- KEYS[1] semaphore zset; KEYS[2] holders' values. ARGV[1] token; ARGV[2]
--- the wake-up channel. Replies: {0} the token holds no slot; {1} released;
--- {5, error} released, but the server refused the wake-up (see
--- release.lua); {4, holds left} the token had re-entered its slot: one
--- hold released.
+-- KEYS[1] semaphore zset; KEYS[2] holders' values; KEYS[3], KEYS[4] the
+-- FIFO queue and its heartbeats; KEYS[5] the exclusive acquirers waiting
+-- (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel. Replies: {0} the
+-- token holds no slot; {1} released; {5, error} released, but the server
+-- refused the wake-up (wake.lua); {4, holds left} the token had re-entered
+-- its slot: one hold released.
 local z, vals = KEYS[1], KEYS[2]
 local ms = now()
 trim(z, ms, {vals})
@@ -18,8 +19,8 @@ end
 redis.call('ZREM', z, ARGV[1])
 redis.call('HDEL', vals, ARGV[1])
 expire(z, ms, {z, vals})
-local r = redis.pcall('PUBLISH', ARGV[2], 'released')
-if type(r) == 'table' and r.err then
-  return {5, r.err}
+local err = wake(ARGV[2], KEYS[3], KEYS[4], KEYS[5])
+if err then
+  return {5, err}
 end
 return {1}

@@ -109,6 +109,7 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 	if sub != nil {
 		defer sub.Close()
 		wake = sub.C()
+		sub.named(a.args.token)
 		if a.fifo {
 			// Before the next attempt: a release after it must find
 			// this waiter marked.
