@@ -52,11 +52,14 @@
 //   - Waiters wake on a release message and also poll by the holder's TTL,
 //     so a release costs them about one round trip and an expiry is noticed
 //     when it happens. All local deadlines use the monotonic clock.
-//     Waiters of one Locker share a single pub/sub connection; a release
-//     wakes the longest-waiting of them, and later waiting Acquires in the
-//     same process queue behind it instead of barging in. FIFO waiters are
-//     ordered by the queue in Redis: a release wakes the one nearest its
-//     head.
+//     Waiters of one Locker share a single pub/sub connection. Exclusive
+//     waiters list themselves in Redis, and a release names the one that
+//     can take the lock (the FIFO queue's head, else the one listed
+//     longest ago): only that waiter wakes, in whichever process it waits,
+//     so N waiting processes cost one attempt per hand-off, not N (see
+//     wake.lua). A release that names nobody wakes the longest-waiting
+//     waiter of each Locker, and later waiting Acquires in the same process
+//     queue behind it instead of barging in.
 //   - Options.WaitReplicas makes lock writes wait for replica
 //     acknowledgement (WAIT), which narrows the failover window; WAIT is not
 //     a consensus protocol, so fencing is still what makes a lock safe.
