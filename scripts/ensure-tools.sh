@@ -1,14 +1,20 @@
 #!/bin/sh
 # Makes sure the Debian tools that the package and README tests use are
 # installed: bash-completion (the completion of the installed package is
-# loaded through it), man-db (man -w finds the installed pages) and jq (the
-# README's examples pipe JSON through it). Installs them when running as
+# loaded through it), man-db (man -w finds the installed pages), jq (the
+# README's examples pipe JSON through it), and those named below. Installs them when running as
 # root, otherwise says the one command that does and fails.
 set -eu
 missing=
 [ -r /usr/share/bash-completion/bash_completion ] || missing="$missing bash-completion"
 command -v man >/dev/null 2>&1 || missing="$missing man-db"
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
+# ^C in a loop is tested under dash and bash; the conditional-write example
+# runs sqlite3; the README's systemd units are checked by systemd-analyze.
+command -v dash >/dev/null 2>&1 || missing="$missing dash"
+command -v perl >/dev/null 2>&1 || missing="$missing perl"
+command -v sqlite3 >/dev/null 2>&1 || missing="$missing sqlite3"
+command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "missing:$missing: installing the Debian packages" >&2
