@@ -43,10 +43,12 @@ func TestPileUp(t *testing.T) {
 		t.Run(fmt.Sprintf("13.pile-up/%d%s", n, map[bool]string{true: "-fifo"}[len(v.flags) > 0])+map[bool]string{true: "-unguarded"}[v.pausedOnLost == "ignore"], func(t *testing.T) {
 			e := chaos.NewEnv(t, "13.pile-up", lockctlBin)
 			name := "pile-" + itoa(int(time.Now().UnixNano()%1e6))
-			killedHolder, pausedHolder := n/3, 2*n/3
-			deadWaiters := []int{n - 1, n - 2, n - 3}
+			// The last few processes arrive while the paused holder is
+			// stopped, so that someone waits behind it whatever order the
+			// others got in.
+			killedHolder, pausedHolder, late := n/3, 2*n/3, n-5
 			procs := make([]*chaos.Proc, n)
-			for i := range n {
+			spawn := func(i int) {
 				flags := append([]string{"-w", "300s", "--ttl", ttl.String()}, v.flags...)
 				if i == pausedHolder {
 					flags = append(flags, "--on-lost", v.pausedOnLost)
@@ -54,11 +56,14 @@ func TestPileUp(t *testing.T) {
 				procs[i] = e.Spawn(i, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: name, TTL: ttl,
 					Flags: flags, Work: 20 * time.Millisecond, Writes: 2, Gate: i == killedHolder || i == pausedHolder})
 			}
+			for i := range late {
+				spawn(i)
+			}
 			limit := time.Duration(n)*time.Second + 60*time.Second
 			k := procs[killedHolder]
 			if !e.WaitEntered(k.Holder, limit) {
 				var in, out []string
-				for _, q := range procs {
+				for _, q := range procs[:late] {
 					if e.Res.Entered(q.Holder) >= 0 {
 						in = append(in, q.Holder)
 					} else {
@@ -76,8 +81,8 @@ func TestPileUp(t *testing.T) {
 			// The processes that still wait are listed as waiters by now
 			// (each was refused at least once); kill three of them.
 			var deadKilled []int
-			for _, i := range deadWaiters {
-				if e.Res.Entered(procs[i].Holder) < 0 {
+			for i := late - 1; i >= 0 && len(deadKilled) < 3; i-- {
+				if i != killedHolder && i != pausedHolder && e.Res.Entered(procs[i].Holder) < 0 {
 					procs[i].SignalGroup(syscall.SIGKILL)
 					for _, c := range procs[i].Commands() {
 						syscall.Kill(-c, syscall.SIGKILL)
@@ -93,6 +98,9 @@ func TestPileUp(t *testing.T) {
 			p.Signal(syscall.SIGSTOP)
 			p.SignalChildren(syscall.SIGSTOP)
 			stoppedAt := e.Rec.Now()
+			for i := late; i < n; i++ {
+				spawn(i)
+			}
 			time.Sleep(2 * ttl)
 			p.Signal(syscall.SIGCONT)
 			p.SignalChildren(syscall.SIGCONT)
