@@ -168,7 +168,8 @@ func TestReleaseNamingADeadWaiter(t *testing.T) {
 	if err := c.ZAdd(ctx, writers, redis.Z{Score: float64(now + 2000), Member: "dead-waiter"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	sub := c.Subscribe(ctx, lock.Channel(key))
+	// Every channel of the lock: the common one and each waiter's own.
+	sub := c.PSubscribe(ctx, lock.Channel(key)+"*")
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -176,12 +177,21 @@ func TestReleaseNamingADeadWaiter(t *testing.T) {
 	if err := holder.ReleaseLease(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := sub.ReceiveMessage(ctx)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	msg, err := sub.ReceiveMessage(rctx)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("no wake-up published within 5s: %v", err)
 	}
-	if msg.Payload != "next dead-waiter" {
-		t.Fatalf("the release published %q, want it to name the waiter listed longest ago", msg.Payload)
+	if msg.Channel != lock.Channel(key)+":dead-waiter" || msg.Payload != "next dead-waiter" {
+		t.Fatalf("the release published %q on %s, want it to name the waiter listed longest ago on that waiter's own channel", msg.Payload, msg.Channel)
+	}
+	// Nothing on the channel every waiting process listens on: the others
+	// sleep on.
+	qctx, qcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer qcancel()
+	if m, err := sub.ReceiveMessage(qctx); err == nil {
+		t.Errorf("the release also published %q on %s", m.Payload, m.Channel)
 	}
 	select {
 	case err := <-got:

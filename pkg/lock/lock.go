@@ -664,6 +664,10 @@ func (l *Locker) GetKey(ctx context.Context, key string) (*Holder, error) {
 // Channel is the pub/sub channel a release of key publishes on.
 func Channel(key string) string { return AuxKey(KindChannel, key) }
 
+// waiterChannel is the channel of one listed waiter (token) of key, on
+// which a release that names it wakes it (wake.lua).
+func waiterChannel(key, token string) string { return Channel(key) + ":" + token }
+
 // Wake tells everyone waiting for key to try again now, as a release does.
 // Code that frees a lock key by other means (a semaphore slot, a forced
 // delete) calls it so waiters need not wait for their polling timer.

@@ -92,6 +92,18 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 		sctx, scancel = context.WithTimeout(ctx, deadline.Sub(a.l.clock.Now()))
 	}
 	sub, err := a.l.b.subscribe(sctx, Channel(a.key))
+	var own subscription
+	if err == nil && a.args.intent > 0 {
+		// An exclusive waiter is listed, and a release that names it
+		// publishes on a channel of its own (wake.lua), so that only its
+		// process wakes. Without it (refused, say), the common channel
+		// and the poll still wake it.
+		if o, oerr := a.l.b.subscribe(sctx, waiterChannel(a.key, a.args.token)); oerr == nil {
+			own = o
+			defer own.Close()
+			own.named(a.args.token)
+		}
+	}
 	scancel()
 	if down != nil && err != nil {
 		// Unreachable still: poll until it answers.
@@ -115,6 +127,10 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 			// this waiter marked.
 			sub.fifo(a.args.token, 0)
 		}
+	}
+	var named <-chan struct{} // nil (never ready) without a channel of its own
+	if own != nil {
+		named = own.C()
 	}
 	var held Holder
 	var late error // the last attempt's grant came too late to count
@@ -190,6 +206,7 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 			t.Stop()
 			return nil, ctxErr(ctx, a.key)
 		case <-wake:
+		case <-named:
 		case <-t.C():
 		}
 		t.Stop()

@@ -1,10 +1,11 @@
 -- Prelude of the scripts that free a lock or give up a place among its
 -- waiters (prepended in Go): whom the wake-up wakes.
 --
--- wake publishes on channel the message that gets the lock to the waiter who
--- can take it, without waking the rest: 'next <token>' wakes that one waiter
--- in whichever process it waits; 'released' wakes every process's first
--- waiter, as a release did before waiters were listed.
+-- wake publishes the message that gets the lock to the waiter who can take
+-- it, without waking the rest: 'next <token>' on that waiter's own channel
+-- (channel, ':', its token; lock.waiterChannel) wakes it alone, in
+-- whichever process it waits; 'released' on channel wakes every process's
+-- first waiter, as a release did before waiters were listed.
 --   q, hb: the FIFO queue (token -> arrival) and its heartbeats (token ->
 --          expiry in server ms): only its head may take the lock, so it is
 --          the one woken, while its heartbeat lives;
@@ -40,7 +41,7 @@ local function wake(channel, q, hb, w)
     local beat = redis.call('ZSCORE', hb, tok)
     if beat and tonumber(beat) > ms then
       if redis.call('ZSCORE', w, tok) then
-        return publish(channel, 'next ' .. tok)
+        return publish(channel .. ':' .. tok, 'next ' .. tok)
       end
       return publish(channel, 'released')
     end
@@ -50,5 +51,5 @@ local function wake(channel, q, hb, w)
     return publish(channel, 'released')
   end
   redis.call('ZADD', w, 'XX', 'LT', string.format('%d', ms + wakeGraceMS), next[1])
-  return publish(channel, 'next ' .. next[1])
+  return publish(channel .. ':' .. next[1], 'next ' .. next[1])
 end
