@@ -252,8 +252,9 @@ func applyFix(c *cobra.Command, f *Factory, in *inspect.Inspector, fix inspect.F
 		}
 	}
 	keys := make([]string, len(found))
+	fix.Types = make([]string, len(found))
 	for i, r := range found {
-		keys[i] = r.Key
+		keys[i], fix.Types[i] = r.Key, r.Type
 	}
 	done, err := in.FixOrphans(c.Context(), keys, fix)
 	if notWoken(f, "the fix was applied", err) {
@@ -277,7 +278,7 @@ func applyFix(c *cobra.Command, f *Factory, in *inspect.Inspector, fix inspect.F
 		return err
 	}
 	if skipped := len(found) - changed; skipped > 0 {
-		f.IO.Errorf("%d key(s) changed since the scan (a TTL was set or the lock was re-taken) and were left alone", skipped)
+		f.IO.Errorf("%d key(s) changed since the scan (a TTL was set, the lock was re-taken, or another kind of value replaced it) and were left alone", skipped)
 	}
 	return nil
 }

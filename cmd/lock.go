@@ -547,6 +547,14 @@ func explainRefusal(name string, err error) error {
 	switch {
 	case errors.Is(err, lock.ErrLate):
 		return withHint(err, "the server may have extended the lease, but too late to count on it: stop writing to the protected resource")
+	case errors.As(err, &held) && held.Holder.Kind == "redisson":
+		// A Redisson lock has no lockctl token: its field is no lease this
+		// command may renew or give back.
+		what, hint := "a Redisson lock", fmt.Sprintf("release it through Redisson, or free it with `lockctl inspect force-release %s --token %s`", name, held.Holder.Token)
+		if held.Holder.RWMode != "" {
+			what, hint = "a Redisson read-write lock", "release it through Redisson"
+		}
+		return withHint(reword(err, "%s is %s held by %s%s; release and renew take the token lockctl printed; nothing changed", name, what, held.Holder.Owner, ttlText(held.Holder.TTL)), hint)
 	case errors.As(err, &held):
 		return withHint(reword(err, "%s is held by %s%s, not by this token; nothing changed", name, held.Holder.Owner, ttlText(held.Holder.TTL)),
 			"your lease expired and someone else took the lock: stop writing to the protected resource")

@@ -31,6 +31,7 @@ var Scenarios = []Scenario{
 	{ID: "11", Title: "once and limit under concurrency and restarts"},
 	{ID: "12", Title: "Shared locks across processes"},
 	{ID: "13", Title: "Pile-up: many processes on one lock, waiters and holders killed and paused mid-queue"},
+	{ID: "14", Title: "Foreign locks: Redisson read-write and fair locks beside lockctl"},
 }
 
 func ms(d time.Duration) string {

@@ -32,7 +32,16 @@ type denial struct {
 
 // deniedWhat reads what a NOPERM reply (or ACL DRYRUN's answer) refused.
 func deniedWhat(msg string) string {
-	switch m := strings.ToLower(msg); {
+	// What was refused ends the message ("... to access the 'k' key",
+	// "... a channel"); the command's own name (HKEYS) or a key's (one
+	// holding "channel") says nothing.
+	switch m := strings.TrimSpace(strings.ToLower(msg)); {
+	case strings.Contains(m, "permissions to run"):
+		return ""
+	case strings.HasSuffix(m, " channel"):
+		return "channel"
+	case strings.HasSuffix(m, " key"):
+		return "keys"
 	case strings.Contains(m, "channel"):
 		return "channel"
 	case strings.Contains(m, "key"):

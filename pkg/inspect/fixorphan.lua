@@ -1,6 +1,7 @@
 -- KEYS[1] a key found without TTL. ARGV[1] "expire" or "delete"; ARGV[2]
 -- the TTL in ms for expire; ARGV[3] the lock's release channel; ARGV[4]
--- Redisson's channel for the key; ARGV[5] Redisson's unlock message.
+-- Redisson's channel for the key; ARGV[5] Redisson's unlock message;
+-- ARGV[6] the type the key was listed with, or ''.
 -- Acts only if the key still has no TTL: between the scan and the fix its
 -- holder may have set one, or the key may be a new lock taken since.
 -- Replies 1 when it acted, 0 when the key changed meanwhile, {1, error,
@@ -9,7 +10,13 @@
 if redis.call('PTTL', KEYS[1]) ~= -1 then
   return 0
 end
-local hash = redis.call('TYPE', KEYS[1])['ok'] == 'hash'
+local t = redis.call('TYPE', KEYS[1])['ok']
+-- ARGV[6], when given, is the type the key had when it was listed (and
+-- confirmed): a key replaced since by another kind of value is left alone.
+if ARGV[6] and ARGV[6] ~= '' and t ~= ARGV[6] then
+  return 0
+end
+local hash = t == 'hash'
 if ARGV[1] == 'delete' then
   redis.call('DEL', KEYS[1])
 else

@@ -382,11 +382,18 @@ type Fix struct {
 	Delete bool
 	// Expire is the TTL set when Delete is false (at least 1ms).
 	Expire time.Duration
+	// Types, when set, holds the Redis type each key had when it was
+	// listed (Orphan.Type), in the order of the keys: a key whose type
+	// changed since (a lock deleted and the name reused for other data) is
+	// left alone, as one that got a TTL is.
+	Types []string
 }
 
 // FixOrphans applies fix to each key that still has no TTL, checking and
-// acting atomically per key (a script: PTTL == -1, then act), so a key that
-// got a TTL or was re-taken as a proper lock since the scan is left alone.
+// acting atomically per key (a script: PTTL == -1, and the type listed when
+// fix.Types is set, then act), so a key that got a TTL, was re-taken as a
+// proper lock or was replaced by another kind of value since the scan is
+// left alone.
 // It returns, per key, whether it acted. Either fix wakes the key's waiters,
 // lockctl's and, for a hash, Redisson's (on its channel, with its unlock
 // message): a Redisson waiter that saw no TTL sleeps until a message comes,
@@ -425,9 +432,13 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 		end := min(start+int(in.count), len(keys))
 		pipe := in.c.Pipeline()
 		cmds := make([]*redis.Cmd, 0, end-start)
-		for _, k := range keys[start:end] {
+		for i, k := range keys[start:end] {
+			typ := ""
+			if start+i < len(fix.Types) {
+				typ = fix.Types[start+i]
+			}
 			cmds = append(cmds, fixOrphanScript.EvalSha(ctx, pipe, []string{k}, action, ms, lock.Channel(k),
-				RedissonChannel(k), RedissonUnlockMessage))
+				RedissonChannel(k), RedissonUnlockMessage, typ))
 		}
 		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 			return done, fmt.Errorf("inspect: fix orphans: %w", err)

@@ -25,9 +25,41 @@ end
 -- another one is refused, {2, stored}, instead of raising or lowering
 -- everyone's limit. State written before configurations were stored has
 -- none, and takes this call's at its next write. The last ARGV is '1' to
--- forget the state and its configuration first (Limiter.Reset).
+-- forget the state and its configuration first (Limiter.Reset), when it is
+-- a limiter's state.
 local cfg = ARGV[#ARGV - 1]
-if ARGV[#ARGV] == '1' then
+
+-- limiterState: the key holds state one of the algorithms wrote, under a
+-- configuration or in the older form without one. Only that is reset: a
+-- value no limit wrote (an application's key under the limit prefix) is
+-- left as it is, and the algorithm then refuses it (WRONGTYPE).
+local function limiterState(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'string' then
+    local v = redis.call('GET', key)
+    local c = string.match(v, ';(.+)$')
+    if c then
+      v = string.sub(v, 1, #v - #c - 1)
+      if not (string.match(c, '^gcra ') or string.match(c, '^sliding%-window ')) then return false end
+    end
+    return string.match(v, '^%d+:%d+$') ~= nil or string.match(v, '^%d+:%d+:%d+$') ~= nil
+  elseif t == 'hash' then
+    for _, f in ipairs(redis.call('HKEYS', key)) do
+      if f ~= 'tk' and f ~= 'ts' and f ~= 'cfg' then return false end
+    end
+    local c = redis.call('HGET', key, 'cfg')
+    return not c or string.match(c, '^token%-bucket ') ~= nil
+  elseif t == 'zset' then
+    -- Members are their own scores; the configuration, scored +inf, last.
+    local first = redis.call('ZRANGE', key, 0, 0)[1]
+    local c = redis.call('ZRANGEBYSCORE', key, '+inf', '+inf', 'LIMIT', 0, 1)[1]
+    if c then return string.match(c, '^sliding%-log ') ~= nil end
+    return first == nil or string.match(first, '^%d+$') ~= nil
+  end
+  return t == 'none'
+end
+
+if ARGV[#ARGV] == '1' and limiterState(KEYS[1]) then
   redis.call('DEL', KEYS[1])
 end
 

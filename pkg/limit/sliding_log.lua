@@ -15,6 +15,10 @@ local t = redis.call('TYPE', key)['ok']
 if t ~= 'zset' and t ~= 'none' then return foreign(key) end
 local stored = redis.call('ZRANGEBYSCORE', key, '+inf', '+inf', 'LIMIT', 0, 1)[1]
 if stored and stored ~= cfg then return {2, stored} end
+-- Entries are their own scores: a sorted set with another member is no
+-- log's (an application's), and is never trimmed or written into.
+local first = redis.call('ZRANGE', key, 0, 0)[1]
+if first and first ~= stored and not string.match(first, '^%d+$') then return foreign(key) end
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
 local count = redis.call('ZCARD', key)

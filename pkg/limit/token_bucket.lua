@@ -16,6 +16,8 @@ local tokens, ts = full, now
 local h = redis.pcall('HMGET', key, 'tk', 'ts', 'cfg')
 if h.err then return foreign(key) end -- WRONGTYPE
 if h[3] and h[3] ~= cfg then return {2, h[3]} end
+-- A hash without tokens is no bucket's (an application's): never written into.
+if not h[1] and redis.call('EXISTS', key) == 1 then return foreign(key) end
 if h[1] then
   tokens, ts = tonumber(h[1]), tonumber(h[2])
   if not tokens or not ts then return wrongtype() end
