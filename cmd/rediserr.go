@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -371,4 +372,30 @@ func explain(err error, f fault, s server) error {
 		msg = strings.TrimSuffix(verb, ": ") + ": " + msg
 	}
 	return &msgError{msg: msg, err: err}
+}
+
+// foreignNil tells a nil reply that reached the top, which lockctl would
+// otherwise call its own bug (every nil a Redis may send, a missing key's
+// GET, is handled where it is read), from one sent by a server that is no
+// Redis (an impostor answering nil to every command): asked PING, a Redis
+// answers PONG. Only then is err unchanged; otherwise it is the server's
+// fault, a reply no Redis sends (69).
+func (f *Factory) foreignNil(err error) error {
+	if f.client == nil || !errors.Is(err, redis.Nil) || classifyRedis(err) != faultNone {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pong, perr := f.client.Ping(ctx).Result()
+	switch {
+	case perr == nil && pong == "PONG":
+		return err // a Redis: the nil is lockctl's to handle
+	case perr == nil:
+		return fmt.Errorf("%s: %w", err, redisreply.Unexpected("reply to PING", pong))
+	case errors.Is(perr, redis.Nil):
+		return fmt.Errorf("%s: %w", err, redisreply.Unexpected("reply to PING", "nil"))
+	case redisreply.IsUnexpected(perr):
+		return fmt.Errorf("%s: %w", err, perr)
+	}
+	return err
 }

@@ -18,6 +18,10 @@ import (
 // as any process of the same user may from a dumpable process.
 const readParent = `if tr '\0' '\n' < /proc/$PPID/environ 2>/dev/null | grep -qx 'LOCKCTL_PASSWORD=Dump4bleSecret'; then echo LEAKED; else echo SAFE; fi`
 
+// readAny is CMD's wider attack: read the environment of every process it
+// may, lockctl's helpers (the guard, the signal witness) included.
+const readAny = `for f in /proc/[0-9]*/environ; do if tr '\0' '\n' < "$f" 2>/dev/null | grep -qx 'LOCKCTL_PASSWORD=Dump4bleSecret'; then echo "LEAKED $f"; exit; fi; done; echo SAFE`
+
 // TestCMDCannotReadLockctlsEnviron: CMD runs as the same user as lockctl,
 // yet cannot read the password from lockctl's /proc/<pid>/environ. The
 // control shows the same read succeeding against a process that does not
@@ -55,12 +59,20 @@ func TestCMDCannotReadLockctlsEnviron(t *testing.T) {
 	if got := run("control", "/bin/sh", "-c", "sh -c \"$0\"", readParent); got != "LEAKED" {
 		t.Fatalf("control: the child of a plain process printed %q, want LEAKED: this system hides environ by other means, the test proves nothing", got)
 	}
+	if got := run("control", "/bin/sh", "-c", "sh -c \"$0\"", readAny); !strings.HasPrefix(got, "LEAKED") {
+		t.Fatalf("control: the child of a plain process scanning /proc printed %q, want LEAKED", got)
+	}
 	// lockctl run (with its guard), once and limit: CMD gets nothing.
 	for _, argv := range [][]string{
 		{bin, "run", "dump", "--", "/bin/sh", "-c", readParent},
 		{bin, "run", "dump", "-c", readParent},
 		{bin, "once", "dump", "--", "/bin/sh", "-c", readParent},
 		{bin, "limit", "dump", "--rate", "10/s", "--", "/bin/sh", "-c", readParent},
+		// every process CMD may read: lockctl, its guard and its
+		// signal witness hold no password CMD can see
+		{bin, "run", "dump", "--", "/bin/sh", "-c", readAny},
+		{bin, "once", "dump-any", "--", "/bin/sh", "-c", readAny},
+		{bin, "limit", "dump", "--rate", "10/s", "--", "/bin/sh", "-c", readAny},
 	} {
 		if got := run(strings.Join(argv[1:3], " "), argv...); got != "SAFE" {
 			t.Errorf("%s: CMD printed %q, want SAFE: it read the password from lockctl's /proc/<pid>/environ", strings.Join(argv[1:], " "), got)

@@ -44,15 +44,26 @@ func TestSecurityScripts(t *testing.T) {
 	})
 }
 
-// impostor [-nohello]: a server on a free loopback port that answers +OK
-// to every command, as a squatter on a Redis port or a careless proxy
-// might; it exports IMPOSTOR_ADDR. With -nohello it refuses HELLO as a
-// Redis before 6 does, so that the client goes on to send its commands. A
-// fault to inject, not a model of Redis.
+// impostor [-nohello] [-nil]: a server on a free loopback port that
+// answers +OK (with -nil, a nil bulk string) to every command, as a
+// squatter on a Redis port or a careless proxy might; it exports
+// IMPOSTOR_ADDR. With -nohello it refuses HELLO as a Redis before 6 does,
+// so that the client goes on to send its commands. A fault to inject, not
+// a model of Redis.
 func cmdImpostor(ts *testscript.TestScript, neg bool, args []string) {
-	nohello := len(args) == 1 && args[0] == "-nohello"
-	if neg || len(args) > 1 || (len(args) == 1 && !nohello) {
-		ts.Fatalf("usage: impostor [-nohello]")
+	nohello, answer := false, "+OK\r\n"
+	for _, a := range args {
+		switch a {
+		case "-nohello":
+			nohello = true
+		case "-nil":
+			answer = "$-1\r\n"
+		default:
+			ts.Fatalf("usage: impostor [-nohello] [-nil]")
+		}
+	}
+	if neg {
+		ts.Fatalf("usage: impostor [-nohello] [-nil]")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	ts.Check(err)
@@ -71,7 +82,7 @@ func cmdImpostor(ts *testscript.TestScript, neg bool, args []string) {
 					if err != nil {
 						return
 					}
-					reply := "+OK\r\n"
+					reply := answer
 					if nohello && strings.EqualFold(name, "hello") {
 						reply = "-ERR unknown command 'HELLO'\r\n"
 					}

@@ -91,6 +91,8 @@ func scriptCall(cmd, key, channel, stream string) []string {
 		return []string{cmd, key, "-inf", "0"}
 	case "ZRANGE":
 		return []string{cmd, key, "0", "-1"}
+	case "LINDEX":
+		return []string{cmd, key, "0"}
 	case "HSET":
 		return []string{cmd, key, "m", "v"}
 	case "PUBLISH":

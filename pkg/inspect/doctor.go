@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,7 +54,12 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 	rtts := make([]time.Duration, 0, 5)
 	for i := 0; i < 5; i++ {
 		start := time.Now()
-		err := c.Ping(ctx).Err()
+		pong, err := c.Ping(ctx).Result()
+		if err == nil && pong != "PONG" {
+			// A Redis answers PING with PONG and nothing else: whatever
+			// answered is no Redis (an impostor answering +OK to all).
+			err = redisreply.Unexpected("reply to PING", pong)
+		}
 		if err != nil && isNoPerm(err) {
 			// Logged in, and the server answered: a user without PING
 			// is the acl check's business, which names what to grant.

@@ -29,9 +29,12 @@ var (
 	fixOrphanScript = redis.NewScript(fixOrphanLua)
 )
 
-// inspectScriptCommands lists, sorted, the commands force-release's and
-// orphans --fix's scripts call.
-func inspectScriptCommands() []string { return scriptcmds.Calls(forceReleaseLua, fixOrphanLua) }
+// inspectScriptCommands lists, sorted, the commands force-release's (with
+// its wake-up of a Redisson fair lock's next waiter) and orphans --fix's
+// scripts call.
+func inspectScriptCommands() []string {
+	return scriptcmds.Calls(forceReleaseLua, fairWakeLua, fixOrphanLua)
+}
 
 // ReleaseOptions tune ForceRelease. A nil *ReleaseOptions means defaults.
 type ReleaseOptions struct {
