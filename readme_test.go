@@ -36,7 +36,8 @@ import (
 //   - a ```cron or ```crontab block runs each job line as cron would:
 //     env -i PATH=/usr/bin:/bin SHELL=/bin/sh plus the crontab's own
 //     variable lines, stdin from /dev/null; lockctl must be named by its
-//     installed path;
+//     installed path; each line runs again with Redis down, and lockctl's
+//     failure must then be printed, for cron to mail;
 //   - ```ini (systemd units) and ```yaml (CI jobs) blocks cannot run here:
 //     every lockctl command line in them must parse.
 //
