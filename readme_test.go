@@ -36,7 +36,8 @@ import (
 //   - a ```cron or ```crontab block runs each job line as cron would:
 //     env -i PATH=/usr/bin:/bin SHELL=/bin/sh plus the crontab's own
 //     variable lines, stdin from /dev/null; lockctl must be named by its
-//     installed path;
+//     installed path; each line runs again with Redis down, and lockctl's
+//     failure must then be printed, for cron to mail;
 //   - ```ini (systemd units) and ```yaml (CI jobs) blocks cannot run here:
 //     every lockctl command line in them must parse.
 //
@@ -486,12 +487,24 @@ func (h *readmeHarness) runShellOnce(t *testing.T, b readmeBlock) {
 	t.Errorf("README.md:%d (```sh block at line %d): the block exited %d, want %d%s\n--- output ---\n%s", line, b.fence, code, b.exit, what, out)
 }
 
-// runCrontab runs each job line of a crontab block as cron runs it.
+// runCrontab runs each job line of a crontab block as cron runs it, twice:
+//
+//   - with Redis up, the job (a stub that prints a line) runs; cron mails
+//     what the line prints, so a line that appends to a log must leave
+//     the job's output in the log and print nothing itself;
+//   - with Redis down, lockctl's own failure (69) must reach what cron
+//     mails: a line may log the job, never lockctl's errors.
 func (h *readmeHarness) runCrontab(t *testing.T, b readmeBlock) {
 	t.Helper()
 	s := h.newSandbox(t)
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
 	vars := []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh", "HOME=" + s.home, "LOGNAME=" + os.Getenv("USER")}
 	assign := regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	appendLog := regexp.MustCompile(`>>\s*(\S+)`)
 	for i, l := range strings.Split(strings.TrimRight(b.text, "\n"), "\n") {
 		l = strings.TrimSpace(l)
 		if l == "" || strings.HasPrefix(l, "#") {
@@ -523,17 +536,56 @@ func (h *readmeHarness) runCrontab(t *testing.T, b readmeBlock) {
 			rest = rest[strings.IndexAny(rest+" ", " \t"):]
 		}
 		command, stdin := cronPercent(strings.TrimSpace(rest))
-		h.flush(t)
-		env := append([]string{"-i"}, vars...)
-		env = append(env, "/bin/sh", "-c", h.rewrite(t, s, command))
-		var in *strings.Reader
-		if stdin != "" {
-			in = strings.NewReader(stdin)
+		// The user's programs print a line, as a job does.
+		for _, m := range systemPath.FindAllStringSubmatch(command, -1) {
+			if p := m[2]; strings.HasSuffix(p, ".sh") || strings.HasPrefix(p, "/opt/") {
+				writeExec(t, s.root+p, "#!/bin/sh\necho \"output of "+p+"\"\n")
+			}
 		}
-		out, code := runWithTimeout(t, time.Minute, s.home, nil, in, "env", env...)
+		command = h.rewrite(t, s, command)
+		run := func(env []string) (string, int) {
+			h.flush(t)
+			args := append(append([]string{"-i"}, env...), "/bin/sh", "-c", command)
+			var in *strings.Reader
+			if stdin != "" {
+				in = strings.NewReader(stdin)
+			}
+			return runWithTimeout(t, time.Minute, s.home, nil, in, "env", args...)
+		}
+		where := fmt.Sprintf("README.md:%d (```%s block at line %d): under cron (env -i PATH=/usr/bin:/bin SHELL=/bin/sh, stdin /dev/null) %q", b.line(i), b.lang, b.fence, command)
+
+		out, code := run(vars)
 		if code != 0 {
-			t.Errorf("README.md:%d (```%s block at line %d): under cron (env -i PATH=/usr/bin:/bin SHELL=/bin/sh, stdin /dev/null) %q exited %d\n--- output ---\n%s",
-				b.line(i), b.lang, b.fence, command, code, out)
+			t.Errorf("%s exited %d\n--- output ---\n%s", where, code, out)
+			continue
+		}
+		if m := appendLog.FindStringSubmatch(command); m != nil {
+			logged, err := os.ReadFile(m[1])
+			if err != nil || !strings.Contains(string(logged), "output of ") {
+				t.Errorf("%s: the job's output did not reach its log %s (%v): %q", where, m[1], err, logged)
+			}
+			if out != "" {
+				t.Errorf("%s logs the job, yet printed (cron mails this on every run):\n%s", where, out)
+			}
+		}
+
+		// Redis down: lockctl's failure is printed, so cron mails it.
+		downVars, named := make([]string, 0, len(vars)+1), false
+		for _, v := range vars {
+			if strings.Contains(v, h.srv.URL) {
+				named = true
+			}
+			downVars = append(downVars, strings.ReplaceAll(v, h.srv.URL, down))
+		}
+		if !named && !strings.Contains(command, h.srv.URL) {
+			downVars = append(downVars, "LOCKCTL_URL="+down)
+		}
+		saved := command
+		command = strings.ReplaceAll(command, h.srv.URL, down)
+		out, code = run(downVars)
+		command = saved
+		if code != 69 || !strings.Contains(out, "lockctl: ") {
+			t.Errorf("%s with Redis down exited %d and printed %q: cron mails only what a job prints, so lockctl's own failure (69) must be printed, not appended to the job's log", where, code, out)
 		}
 	}
 }

@@ -111,7 +111,7 @@ func (s *IOStreams) RenderTop(v TopView, width, height int) string {
 		{"AGE", 8, func(l TopLock) string { return shortDur(l.Age) }},
 		{"MODE", 9, func(l TopLock) string { return l.Mode }},
 		{"TTL", 12, nil},
-		{"WAIT", 4, func(l TopLock) string { return fmt.Sprint(l.Waiters) }},
+		{"WAITERS", 7, func(l TopLock) string { return fmt.Sprint(l.Waiters) }},
 		{"QUEUE", 5, func(l TopLock) string { return fmt.Sprint(l.Queued) }},
 		{"WAITS", 12, nil},
 		{"HOLDS", 12, nil},
@@ -132,7 +132,7 @@ func (s *IOStreams) RenderTop(v TopView, width, height int) string {
 		}
 	}
 	// The sparklines go first; then NAME and HOLDER give up columns (down
-	// to 12 and 14), so that an 80-column terminal keeps WAIT; then
+	// to 12 and 14), so that an 80-column terminal keeps WAITERS; then
 	// queue, TTL bar, mode and waiters go.
 	for _, t := range []string{"HOLDS", "WAITS"} {
 		if need(cols) > width {
@@ -146,7 +146,7 @@ func (s *IOStreams) RenderTop(v TopView, width, height int) string {
 			cols[0].w--
 		}
 	}
-	for _, t := range []string{"QUEUE", "TTL", "MODE", "WAIT"} {
+	for _, t := range []string{"QUEUE", "TTL", "MODE", "WAITERS"} {
 		if need(cols) > width {
 			drop(t)
 		}
