@@ -86,6 +86,7 @@ type Child struct {
 	tty     int      // the terminal handed to the child's group, or -1
 	guard   *guard   // nil without Spec.Guard
 	witness *witness // nil when none could be started
+	polls   int      // times wait slept for the group to go, read after done
 }
 
 // pollGroup is how often a group that outlived its leader is checked.
@@ -295,6 +296,7 @@ func (c *Child) wait() {
 	// we reap by group: before, wait4(-pgid) could steal the leader's
 	// status from os/exec.
 	for groupAlive(c.pgid) {
+		c.polls++
 		time.Sleep(pollGroup)
 	}
 	if c.tty >= 0 {

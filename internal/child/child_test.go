@@ -311,3 +311,20 @@ func BenchmarkStartWait(b *testing.B) {
 		}
 	}
 }
+
+// A command that leaves nothing behind in its group is found gone at the
+// first look: the witness, which lockctl added to the group, is reaped
+// before that look, so it never makes `run` sleep a poll interval (20 ms
+// on every `lockctl run x -- true`).
+func TestWitnessDoesNotDelayTheEnd(t *testing.T) {
+	for i := 0; i < 5; i++ {
+		c := start(t, child.Spec{Argv: []string{"true"}})
+		if !c.HasWitness() {
+			t.Fatal("no witness started; the test needs /bin/sh")
+		}
+		waitDone(t, c)
+		if n := c.Polls(); n != 0 {
+			t.Fatalf("run %d: the group was polled %d time(s) after its only command exited", i, n)
+		}
+	}
+}

@@ -31,8 +31,9 @@ import (
 const DedupWindow = 200 * time.Millisecond
 
 type witness struct {
-	cmd *exec.Cmd
-	in  *os.File // the witness's stdin: closing it ends the witness
+	cmd    *exec.Cmd
+	in     *os.File      // the witness's stdin: closing it ends the witness
+	exited chan struct{} // the witness has been reaped
 
 	mu       sync.Mutex
 	expected map[syscall.Signal]int       // signals lockctl sent the group, not yet reported
@@ -76,8 +77,11 @@ func startWitness(pgid int) (*witness, error) {
 		return nil, err
 	}
 	w := &witness{cmd: cmd, in: inW, expected: map[syscall.Signal]int{},
-		foreign: map[syscall.Signal]time.Time{}, changed: make(chan struct{})}
-	go func() { _ = cmd.Wait() }()
+		foreign: map[syscall.Signal]time.Time{}, changed: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(w.exited)
+	}()
 	go w.read(outR)
 	return w, nil
 }
@@ -126,11 +130,23 @@ func (w *witness) take(s syscall.Signal, since time.Time) (got bool, changed <-c
 }
 
 // stop ends the witness: the group's leader is gone, and the witness must
-// not keep the group alive.
+// not keep the group alive. It returns once the witness has been reaped
+// (or after a bound, should that take unusually long), so that the group's
+// first check after its leader finds it gone at once instead of polling:
+// a `run` whose command leaves nothing behind ends without a poll's delay.
 func (w *witness) stop() {
 	_ = w.in.Close()
 	_ = w.cmd.Process.Kill()
+	t := time.NewTimer(witnessReap)
+	defer t.Stop()
+	select {
+	case <-w.exited:
+	case <-t.C:
+	}
 }
+
+// witnessReap bounds stop's wait for the killed witness to be reaped.
+const witnessReap = time.Second
 
 func witnessed(s syscall.Signal) bool {
 	for _, f := range Forwarded {
