@@ -205,6 +205,19 @@ func (c *Child) Pid() int { return c.pgid }
 // lockctl or the shell that started it.
 func (c *Child) Foreground() bool { return c.tty >= 0 }
 
+// GroupReceived reports whether the group as a whole received s from
+// someone other than lockctl (the terminal's ^C reaches every process of
+// the foreground group), as opposed to s sent to one of its processes
+// alone (a command that kills itself). When lockctl cannot tell (no
+// witness, or it did not see the run through) it reports true. Valid once
+// Exited has closed.
+func (c *Child) GroupReceived(s syscall.Signal) bool {
+	if c.witness == nil {
+		return true
+	}
+	return c.witness.received(s)
+}
+
 // Exited closes when the direct child has exited; members of its group
 // may still run.
 func (c *Child) Exited() <-chan struct{} { return c.exited }
