@@ -105,7 +105,7 @@ func childExit(res runner.Result) error {
 	e := &ExitError{Code: res.Exit, Silent: true}
 	if s := res.Status.Signal; s != 0 && res.Exit == res.Status.ExitCode() {
 		e.Died = s
-		e.Terminal = res.Foreground && !slices.Contains(res.Forwarded, s)
+		e.Terminal = res.Foreground && res.GroupReceived && !slices.Contains(res.Forwarded, s)
 	}
 	return e
 }

@@ -63,3 +63,23 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// TestRunManSignals: lockctl-run(1) says how signals end and are passed
+// on, as the README does: death by ^C and ^\ after the clean-up, and no
+// second copy of a signal the group got by itself (systemd's KillMode).
+func TestRunManSignals(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "man", "lockctl-run.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"dies of the same signal",
+		"not when the group got the same signal by itself",
+		"KillMode=mixed",
+		"a shell sees 130 / 131",
+	} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("man/lockctl-run.1 does not say %q", want)
+		}
+	}
+}

@@ -45,7 +45,9 @@ If the lease is lost while CMD runs (no renewal succeeded in time), CMD's
 group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76;
 so it does if any part of CMD's run fell outside the lease.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
-group. When CMD died of SIGINT or SIGQUIT (^C), or one interrupted the wait,
+group, up to 0.2s late, and not when the group got the same signal by itself
+at that moment (systemd's default KillMode; units set KillMode=mixed).
+When CMD died of SIGINT or SIGQUIT (^C), or one interrupted the wait,
 lockctl releases, writes its report and then dies of the same signal, so
 that the script or loop around it stops, as it does around flock.
 

@@ -86,6 +86,7 @@ type Child struct {
 	tty     int      // the terminal handed to the child's group, or -1
 	guard   *guard   // nil without Spec.Guard
 	witness *witness // nil when none could be started
+	polls   int      // times wait slept for the group to go, read after done
 }
 
 // pollGroup is how often a group that outlived its leader is checked.
@@ -204,6 +205,19 @@ func (c *Child) Pid() int { return c.pgid }
 // lockctl or the shell that started it.
 func (c *Child) Foreground() bool { return c.tty >= 0 }
 
+// GroupReceived reports whether the group as a whole received s from
+// someone other than lockctl (the terminal's ^C reaches every process of
+// the foreground group), as opposed to s sent to one of its processes
+// alone (a command that kills itself). When lockctl cannot tell (no
+// witness, or it did not see the run through) it reports true. Valid once
+// Exited has closed.
+func (c *Child) GroupReceived(s syscall.Signal) bool {
+	if c.witness == nil {
+		return true
+	}
+	return c.witness.received(s)
+}
+
 // Exited closes when the direct child has exited; members of its group
 // may still run.
 func (c *Child) Exited() <-chan struct{} { return c.exited }
@@ -295,6 +309,7 @@ func (c *Child) wait() {
 	// we reap by group: before, wait4(-pgid) could steal the leader's
 	// status from os/exec.
 	for groupAlive(c.pgid) {
+		c.polls++
 		time.Sleep(pollGroup)
 	}
 	if c.tty >= 0 {

@@ -311,3 +311,60 @@ func BenchmarkStartWait(b *testing.B) {
 		}
 	}
 }
+
+// A command that leaves nothing behind in its group is found gone at the
+// first look: the witness, which lockctl added to the group, is reaped
+// before that look, so it never makes `run` sleep a poll interval (20 ms
+// on every `lockctl run x -- true`).
+func TestWitnessDoesNotDelayTheEnd(t *testing.T) {
+	for i := 0; i < 5; i++ {
+		c := start(t, child.Spec{Argv: []string{"true"}})
+		if !c.HasWitness() {
+			t.Fatal("no witness started; the test needs /bin/sh")
+		}
+		waitDone(t, c)
+		if n := c.Polls(); n != 0 {
+			t.Fatalf("run %d: the group was polled %d time(s) after its only command exited", i, n)
+		}
+	}
+}
+
+// GroupReceived tells a signal that reached the whole group (a terminal's
+// ^C) from one a process sent itself: only the first may interrupt the
+// shell that started lockctl.
+func TestGroupReceived(t *testing.T) {
+	dir := t.TempDir()
+	up := filepath.Join(dir, "up")
+	c := start(t, child.Spec{Argv: []string{"sh", "-c", `kill -INT $$`}})
+	if !c.HasWitness() {
+		t.Fatal("no witness started; the test needs /bin/sh")
+	}
+	if st := waitDone(t, c); st.Signal != syscall.SIGINT {
+		t.Fatalf("status %+v, want death by SIGINT", st)
+	}
+	if c.GroupReceived(syscall.SIGINT) {
+		t.Error("a child that killed itself: GroupReceived(SIGINT) = true")
+	}
+
+	c = start(t, child.Spec{Argv: []string{"sh", "-c", `echo > ` + up + `; exec sleep 30`}})
+	for deadline := time.Now().Add(bound); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(up); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("child never started")
+		}
+	}
+	// Leave the witness time to set its traps, then signal the whole
+	// group, as a terminal's ^C does.
+	time.Sleep(500 * time.Millisecond)
+	if err := syscall.Kill(-c.Pid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitDone(t, c); st.Signal != syscall.SIGINT {
+		t.Fatalf("status %+v, want death by SIGINT", st)
+	}
+	if !c.GroupReceived(syscall.SIGINT) {
+		t.Error("a group signalled as a whole: GroupReceived(SIGINT) = false")
+	}
+}

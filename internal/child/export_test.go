@@ -14,3 +14,10 @@ func SetGuardShell(sh string) func() {
 
 // GuardScript is the shell guard's program.
 const GuardScript = guardScript
+
+// Polls is how many times the child's wait slept for its group to go;
+// valid once Done has closed.
+func (c *Child) Polls() int { return c.polls }
+
+// HasWitness reports whether the child's group got a witness.
+func (c *Child) HasWitness() bool { return c.witness != nil }

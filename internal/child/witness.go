@@ -31,13 +31,19 @@ import (
 const DedupWindow = 200 * time.Millisecond
 
 type witness struct {
-	cmd *exec.Cmd
-	in  *os.File // the witness's stdin: closing it ends the witness
+	cmd    *exec.Cmd
+	in     *os.File      // the witness's stdin: closing it ends the witness
+	exited chan struct{} // the witness has been reaped
+	readOK chan struct{} // its reports have all been read
+
+	ready bool // its traps are set: a signal for the group reaches it
+	clean bool // it ended at the end of its input, not by a signal
 
 	mu       sync.Mutex
 	expected map[syscall.Signal]int       // signals lockctl sent the group, not yet reported
 	foreign  map[syscall.Signal]time.Time // reported, sent by someone else, not yet matched
 	changed  chan struct{}                // closed at each report
+	seen     []syscall.Signal             // every signal reported as someone else's
 }
 
 // witnessScript reports each Forwarded signal by name until its input
@@ -47,6 +53,7 @@ type witness struct {
 const witnessScript = `t=0
 trap '' TSTP TTIN TTOU
 for s in HUP INT QUIT TERM USR1 USR2; do trap "t=1; echo SIG$s" $s; done
+echo ready
 while :; do t=0; read -r _ && continue; [ "$t" = 1 ] || break; done`
 
 // startWitness starts a witness in process group pgid: a POSIX shell (it
@@ -76,17 +83,30 @@ func startWitness(pgid int) (*witness, error) {
 		return nil, err
 	}
 	w := &witness{cmd: cmd, in: inW, expected: map[syscall.Signal]int{},
-		foreign: map[syscall.Signal]time.Time{}, changed: make(chan struct{})}
-	go func() { _ = cmd.Wait() }()
+		foreign: map[syscall.Signal]time.Time{}, changed: make(chan struct{}), exited: make(chan struct{}), readOK: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		w.mu.Lock()
+		w.clean = err == nil
+		w.mu.Unlock()
+		close(w.exited)
+	}()
 	go w.read(outR)
 	return w, nil
 }
 
 // read takes the witness's reports, one signal name a line.
 func (w *witness) read(r io.ReadCloser) {
+	defer close(w.readOK)
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
+		if sc.Text() == "ready" {
+			w.mu.Lock()
+			w.ready = true
+			w.mu.Unlock()
+			continue
+		}
 		s, ok := signalNamed(sc.Text())
 		if !ok {
 			continue
@@ -96,6 +116,7 @@ func (w *witness) read(r io.ReadCloser) {
 			w.expected[s]-- // lockctl's own
 		} else {
 			w.foreign[s] = time.Now()
+			w.seen = append(w.seen, s)
 		}
 		close(w.changed)
 		w.changed = make(chan struct{})
@@ -126,10 +147,58 @@ func (w *witness) take(s syscall.Signal, since time.Time) (got bool, changed <-c
 }
 
 // stop ends the witness: the group's leader is gone, and the witness must
-// not keep the group alive.
+// not keep the group alive. Closing its input lets it first report a
+// signal it has received but not yet told (the terminal's ^C, which
+// reached it with the leader); it is killed if it does not end by itself
+// within witnessEnd. stop returns once the witness has been reaped and its
+// reports read (or after a bound, should that take unusually long), so
+// that the group's first check after its leader finds it gone at once
+// instead of polling: a `run` whose command leaves nothing behind ends
+// without a poll's delay.
 func (w *witness) stop() {
 	_ = w.in.Close()
-	_ = w.cmd.Process.Kill()
+	t := time.NewTimer(witnessEnd)
+	defer t.Stop()
+	select {
+	case <-w.exited:
+	case <-t.C:
+		_ = w.cmd.Process.Kill()
+		t.Reset(witnessReap)
+		select {
+		case <-w.exited:
+		case <-t.C:
+		}
+	}
+	r := time.NewTimer(witnessReap)
+	defer r.Stop()
+	select {
+	case <-w.readOK:
+	case <-r.C:
+	}
+}
+
+// witnessEnd is how long the witness has to end by itself at the end of
+// its input; witnessReap bounds the wait for it to be reaped once killed.
+const (
+	witnessEnd  = 500 * time.Millisecond
+	witnessReap = time.Second
+)
+
+// received reports whether the group received s from someone other than
+// lockctl while the witness watched; unsure (the witness was not ready,
+// or did not end by itself after reporting all it got) counts as yes.
+func (w *witness) received(s syscall.Signal) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ready || !w.clean {
+		return true
+	}
+	for _, r := range w.seen {
+		if r == s {
+			return true
+		}
+	}
+	return false
 }
 
 func witnessed(s syscall.Signal) bool {

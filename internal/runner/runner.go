@@ -125,6 +125,10 @@ type Result struct {
 	Exit     int          // the exit code lockctl should end with
 	// Foreground: the group had the terminal (child.Foreground).
 	Foreground bool
+	// GroupReceived: the signal the child died of reached its whole
+	// group from outside, the terminal's ^C say (child.GroupReceived),
+	// rather than the child alone.
+	GroupReceived bool
 	// Forwarded are the signals lockctl received and passed on to the
 	// group, as opposed to those the group got straight from the terminal
 	// or a sender of its own.
@@ -243,6 +247,9 @@ loop:
 	}
 	res.Status = c.Status()
 	res.Foreground = c.Foreground()
+	if sig := res.Status.Signal; sig != 0 {
+		res.GroupReceived = c.GroupReceived(sig)
+	}
 	if cfg.Lease != nil {
 		res.Renewals = cfg.Lease.Renewals()
 	}
