@@ -43,25 +43,48 @@ func TestPileUp(t *testing.T) {
 		t.Run(fmt.Sprintf("13.pile-up/%d%s", n, map[bool]string{true: "-fifo"}[len(v.flags) > 0])+map[bool]string{true: "-unguarded"}[v.pausedOnLost == "ignore"], func(t *testing.T) {
 			e := chaos.NewEnv(t, "13.pile-up", lockctlBin)
 			name := "pile-" + itoa(int(time.Now().UnixNano()%1e6))
-			// The last few processes arrive while the paused holder is
-			// stopped, so that someone waits behind it whatever order the
-			// others got in.
-			killedHolder, pausedHolder, late := n/3, 2*n/3, n-5
+			// Two gated processes (they hold the lock until told) become
+			// the victims in the order they get in: the first is killed,
+			// the second paused. The last few processes arrive while the
+			// paused holder is stopped, so that someone waits behind it
+			// whatever order the others got in.
+			gated := []int{n / 3, 2 * n / 3}
+			late := n - 5
 			procs := make([]*chaos.Proc, n)
 			spawn := func(i int) {
 				flags := append([]string{"-w", "300s", "--ttl", ttl.String()}, v.flags...)
-				if i == pausedHolder {
+				if slices.Contains(gated, i) {
 					flags = append(flags, "--on-lost", v.pausedOnLost)
 				}
 				procs[i] = e.Spawn(i, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: name, TTL: ttl,
-					Flags: flags, Work: 20 * time.Millisecond, Writes: 2, Gate: i == killedHolder || i == pausedHolder})
+					Flags: flags, Work: 20 * time.Millisecond, Writes: 2, Gate: slices.Contains(gated, i)})
 			}
 			for i := range late {
 				spawn(i)
 			}
+			// Runs before the Env's clean-up: a gated command without a
+			// guard (--on-lost ignore) would outlive its lockctl and keep
+			// the process's output open.
+			t.Cleanup(func() {
+				for _, i := range gated {
+					for _, c := range procs[i].Commands() {
+						syscall.Kill(-c, syscall.SIGKILL)
+					}
+					e.Res.OpenGate(procs[i].Holder)
+				}
+			})
 			limit := time.Duration(n)*time.Second + 60*time.Second
-			k := procs[killedHolder]
-			if !e.WaitEntered(k.Holder, limit) {
+			deadline := time.Now().Add(limit)
+			first := -1
+			for first < 0 && time.Now().Before(deadline) {
+				for _, i := range gated {
+					if e.Res.Entered(procs[i].Holder) >= 0 {
+						first = i
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if first < 0 {
 				var in, out []string
 				for _, q := range procs[:late] {
 					if e.Res.Entered(q.Holder) >= 0 {
@@ -73,11 +96,16 @@ func TestPileUp(t *testing.T) {
 				c := client(t, srv.Addr, time.Second)
 				ctx := context.Background()
 				key := "lock:" + name
-				t.Fatalf("holder %s never got in; in: %v; waiting: %v; lock %v; queue %v; heartbeats %v; writers %v", k.Holder, in, out,
+				t.Fatalf("no gated holder got in; in: %v; waiting: %v; lock %v; queue %v; heartbeats %v; writers %v", in, out,
 					c.Get(ctx, key).Val(), c.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueue, key), 0, -1).Val(),
 					c.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueueHB, key), 0, -1).Val(),
 					c.ZRangeWithScores(ctx, lock.AuxKey(lock.KindWriters, key), 0, -1).Val())
 			}
+			killedHolder, pausedHolder := gated[0], gated[1]
+			if first == gated[1] {
+				killedHolder, pausedHolder = gated[1], gated[0]
+			}
+			k := procs[killedHolder]
 			// The processes that still wait are listed as waiters by now
 			// (each was refused at least once); kill three of them.
 			var deadKilled []int
@@ -166,7 +194,7 @@ func TestPileUp(t *testing.T) {
 			safe := f.Fenced.AcceptedStale == 0
 			live := len(failed) == 0 && len(stranded) == 0 && afterKill > 0 && afterKill <= bound && afterPause > 0 && afterPause <= bound && worst <= bound
 			if v.pausedOnLost == "ignore" {
-				f.Verdict = verdictOf(f.Fenced.StaleAttempts > 0 && p.Exit != 143,
+				f.Verdict = verdictOf((f.Fenced.StaleAttempts > 0 || f.Fenced.Rejected > 0) && p.Exit != 143,
 					"the paused holder's command keeps writing after the loss; only the fence refuses it")
 			} else {
 				f.Verdict = verdictOf(safe && live && p.Exit == 76,
@@ -201,7 +229,7 @@ func TestPileUp(t *testing.T) {
 				t.Errorf("a hand-off took %v (the entry at %v), want within %v", worst, worstAt, bound)
 			}
 			if v.pausedOnLost == "ignore" {
-				if f.Fenced.StaleAttempts == 0 {
+				if f.Fenced.StaleAttempts == 0 && f.Fenced.Rejected == 0 {
 					t.Errorf("--on-lost ignore: the paused holder's command made no write after the loss")
 				}
 				return

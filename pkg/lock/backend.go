@@ -228,9 +228,9 @@ func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
 	// The channel is no key, but is built with them: one allocation.
-	keys := withAux(key, KindSem, KindQueue, KindQueueHB, KindWriters, KindChannel)
-	keys, channel := keys[:5], keys[5]
-	v, err := releaseScript().Run(ctx, s.c, keys, token, channel).Result()
+	keys := withAux(key, KindSem, KindQueue, KindQueueHB, KindWriters, KindChannel, KindWake)
+	keys, channel, base := keys[:5], keys[5], keys[6]
+	v, err := releaseScript().Run(ctx, s.c, keys, token, channel, base).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys...)
 	}

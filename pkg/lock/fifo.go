@@ -58,7 +58,7 @@ func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, que
 
 func (s *single) fifoLeave(ctx context.Context, key, token string) error {
 	keys := append(queueKeys(key), AuxKey(KindWriters, key), key)
-	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, keys, token, Channel(key)).Err(), keys...)
+	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, keys, token, Channel(key), AuxKey(KindWake, key)).Err(), keys...)
 }
 
 // decodeFIFO reads fifo_acquire.lua's replies: acquire.lua's, with the

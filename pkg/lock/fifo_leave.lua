@@ -1,6 +1,7 @@
 -- KEYS[1] queue; KEYS[2] waiters' heartbeats; KEYS[3] the exclusive
 -- acquirers waiting (acquire.lua); KEYS[4] the lock key. ARGV[1] token;
--- ARGV[2] the wake-up channel. A waiter that gives up leaves the queue and
+-- ARGV[2] the wake-up channel; ARGV[3] the base of the waiters' own
+-- channels (wake.lua). A waiter that gives up leaves the queue and
 -- the list of exclusive acquirers at once. Unless an exclusive holder has
 -- the lock (whose release wakes the next), it wakes the waiter that can
 -- take the lock now, since it may have been the head that everyone else
@@ -15,6 +16,6 @@ if redis.call('ZREM', KEYS[3], ARGV[1]) > 0 then
 end
 if n > 0 and redis.call('EXISTS', KEYS[4]) == 0 then
   -- Best effort, as a release's (wake.lua): the waiter has left.
-  wake(ARGV[2], KEYS[1], KEYS[2], KEYS[3])
+  wake(ARGV[2], ARGV[3], KEYS[1], KEYS[2], KEYS[3])
 end
 return n

@@ -169,7 +169,7 @@ func TestReleaseNamingADeadWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every channel of the lock: the common one and each waiter's own.
-	sub := c.PSubscribe(ctx, lock.Channel(key)+"*")
+	sub := c.PSubscribe(ctx, lock.Channel(key), lock.AuxKey(lock.KindWake, key)+":*")
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestReleaseNamingADeadWaiter(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no wake-up published within 5s: %v", err)
 	}
-	if msg.Channel != lock.Channel(key)+":dead-waiter" || msg.Payload != "next dead-waiter" {
+	if msg.Channel != lock.AuxKey(lock.KindWake, key)+":dead-waiter" || msg.Payload != "next dead-waiter" {
 		t.Fatalf("the release published %q on %s, want it to name the waiter listed longest ago on that waiter's own channel", msg.Payload, msg.Channel)
 	}
 	// Nothing on the channel every waiting process listens on: the others

@@ -16,6 +16,7 @@ const (
 	KindSemVal  = "semval"  // semaphore holders' values: HASH token -> lockctl JSON value
 	KindQueueHB = "queuehb" // FIFO waiters' heartbeats: ZSET token -> expiry (server ms)
 	KindChannel = "chan"    // pub/sub channel a release publishes on
+	KindWake    = "wake"    // with ":<token>", a listed waiter's own channel (wake.lua)
 	KindChecked = "checked" // highest fence accepted by Check, per resource
 	KindWriters = "writers" // exclusive acquirers waiting (see shared.go): ZSET token -> expiry (server ms)
 )

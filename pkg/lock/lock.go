@@ -666,7 +666,7 @@ func Channel(key string) string { return AuxKey(KindChannel, key) }
 
 // waiterChannel is the channel of one listed waiter (token) of key, on
 // which a release that names it wakes it (wake.lua).
-func waiterChannel(key, token string) string { return Channel(key) + ":" + token }
+func waiterChannel(key, token string) string { return AuxKey(KindWake, key) + ":" + token }
 
 // Wake tells everyone waiting for key to try again now, as a release does.
 // Code that frees a lock key by other means (a semaphore slot, a forced

@@ -1,7 +1,8 @@
 -- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem); KEYS[3],
 -- KEYS[4] the FIFO queue and its heartbeats; KEYS[5] the exclusive
 -- acquirers waiting (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel
--- waiters subscribe to. Replies: {0} no lock and no semaphore; {3} no
+-- waiters subscribe to; ARGV[3] the base of the waiters' own channels
+-- (wake.lua). Replies: {0} no lock and no semaphore; {3} no
 -- lock, but a semaphore; {1} deleted; {5, error} deleted, but the server
 -- refused the wake-up (wake.lua); {4, holds left} the token had re-entered:
 -- one hold released, the lock stays with its TTL; {2, ...} another holder,
@@ -29,7 +30,7 @@ if type(v) == 'string' then
     -- Waiters sleep until this message (or their holder's TTL), so the
     -- hand-off costs one round trip instead of a polling interval; it
     -- wakes the one waiter that can take the lock where one is listed.
-    local err = wake(ARGV[2], KEYS[3], KEYS[4], KEYS[5])
+    local err = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
     if err then
       return {5, err}
     end

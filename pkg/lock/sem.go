@@ -67,9 +67,9 @@ func (s *single) semRenew(ctx context.Context, key, token string, ttl time.Durat
 }
 
 func (s *single) semRelease(ctx context.Context, key, token string) (reply, error) {
-	keys := withAux(key, KindSem, KindSemVal, KindQueue, KindQueueHB, KindWriters, KindChannel)
-	keys, channel := keys[1:6], keys[6]
-	v, err := semReleaseScript().Run(ctx, s.c, keys, token, channel).Result()
+	keys := withAux(key, KindSem, KindSemVal, KindQueue, KindQueueHB, KindWriters, KindChannel, KindWake)
+	keys, channel, base := keys[1:6], keys[6], keys[7]
+	v, err := semReleaseScript().Run(ctx, s.c, keys, token, channel, base).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys[:2]...)
 	}

@@ -1,6 +1,7 @@
 -- KEYS[1] semaphore zset; KEYS[2] holders' values; KEYS[3], KEYS[4] the
 -- FIFO queue and its heartbeats; KEYS[5] the exclusive acquirers waiting
--- (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel. Replies: {0} the
+-- (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel; ARGV[3] the base
+-- of the waiters' own channels (wake.lua). Replies: {0} the
 -- token holds no slot; {1} released; {5, error} released, but the server
 -- refused the wake-up (wake.lua); {4, holds left} the token had re-entered
 -- its slot: one hold released.
@@ -19,7 +20,7 @@ end
 redis.call('ZREM', z, ARGV[1])
 redis.call('HDEL', vals, ARGV[1])
 expire(z, ms, {z, vals})
-local err = wake(ARGV[2], KEYS[3], KEYS[4], KEYS[5])
+local err = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
 if err then
   return {5, err}
 end

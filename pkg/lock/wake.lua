@@ -3,7 +3,7 @@
 --
 -- wake publishes the message that gets the lock to the waiter who can take
 -- it, without waking the rest: 'next <token>' on that waiter's own channel
--- (channel, ':', its token; lock.waiterChannel) wakes it alone, in
+-- (base, ':', its token; lock.waiterChannel) wakes it alone, in
 -- whichever process it waits; 'released' on channel wakes every process's
 -- first waiter, as a release did before waiters were listed.
 --   q, hb: the FIFO queue (token -> arrival) and its heartbeats (token ->
@@ -30,7 +30,7 @@ local function publish(channel, msg)
   end
   return nil
 end
-local function wake(channel, q, hb, w)
+local function wake(channel, base, q, hb, w)
   if redis.call('EXISTS', q, w) == 0 then
     return publish(channel, 'released')
   end
@@ -41,7 +41,7 @@ local function wake(channel, q, hb, w)
     local beat = redis.call('ZSCORE', hb, tok)
     if beat and tonumber(beat) > ms then
       if redis.call('ZSCORE', w, tok) then
-        return publish(channel .. ':' .. tok, 'next ' .. tok)
+        return publish(base .. ':' .. tok, 'next ' .. tok)
       end
       return publish(channel, 'released')
     end
@@ -51,5 +51,5 @@ local function wake(channel, q, hb, w)
     return publish(channel, 'released')
   end
   redis.call('ZADD', w, 'XX', 'LT', string.format('%d', ms + wakeGraceMS), next[1])
-  return publish(channel .. ':' .. next[1], 'next ' .. next[1])
+  return publish(base .. ':' .. next[1], 'next ' .. next[1])
 end
