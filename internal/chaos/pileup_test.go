@@ -129,7 +129,23 @@ func TestPileUp(t *testing.T) {
 			for i := late; i < n; i++ {
 				spawn(i)
 			}
+			// Resume once the next holder has written with its fence (it
+			// does so as it enters), as in scenario 2: a write of the
+			// paused holder's before any newer one is no stale write the
+			// fence could refuse.
 			time.Sleep(2 * ttl)
+			for resume := time.Now().Add(limit); time.Now().Before(resume); time.Sleep(10 * time.Millisecond) {
+				entered := false
+				for i, q := range procs {
+					if q != nil && i != pausedHolder && e.Res.Entered(q.Holder) > stoppedAt {
+						entered = true
+						break
+					}
+				}
+				if entered {
+					break
+				}
+			}
 			p.Signal(syscall.SIGCONT)
 			p.SignalChildren(syscall.SIGCONT)
 			e.Res.OpenGate(p.Holder)
