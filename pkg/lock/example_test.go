@@ -1,0 +1,307 @@
+package lock_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
+)
+
+// exampleName gives each run of an example its own lock name, so that
+// examples do not meet each other's locks (nor their own under -count).
+func exampleName(base string) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return "example." + base + "." + hex.EncodeToString(b[:])
+}
+
+// Take a lock, see that a second caller is refused while it is held, and
+// release it with its token.
+func Example() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	locker := lock.New(client, nil)
+	name := exampleName("deploy")
+
+	lease, err := locker.Acquire(ctx, name, 30*time.Second, nil)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	fmt.Println("acquired")
+
+	// Someone else, meanwhile: the lock is held, no wait was asked for.
+	_, err = locker.Acquire(ctx, name, 30*time.Second, nil)
+	fmt.Println("second caller not obtained:", errors.Is(err, lock.ErrNotObtained))
+
+	if err := locker.Release(ctx, name, lease.Token); err != nil {
+		fmt.Println("release:", err)
+		return
+	}
+	fmt.Println("released")
+
+	// Releasing again finds nothing to release.
+	err = locker.Release(ctx, name, lease.Token)
+	fmt.Println("second release not held:", errors.Is(err, lock.ErrNotHeld))
+	// Output:
+	// acquired
+	// second caller not obtained: true
+	// released
+	// second release not held: true
+}
+
+// A watchdog keeps a short lease alive around a job that runs longer than
+// the lease's TTL, and tells the job if the lease is lost.
+func ExampleLocker_Watch() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	locker := lock.New(client, nil)
+	name := exampleName("report")
+
+	ttl := 1500 * time.Millisecond
+	lease, err := locker.Acquire(ctx, name, ttl, nil)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	fmt.Println("acquired")
+
+	wd, err := locker.Watch(ctx, lease, nil) // renews every ttl/3
+	if err != nil {
+		fmt.Println("watch:", err)
+		return
+	}
+
+	// The job: longer than the TTL. It stops early if the lease is lost.
+	select {
+	case err := <-wd.Lost():
+		fmt.Println("lost:", err)
+		return
+	case <-time.After(2 * time.Second):
+	}
+	wd.Stop()
+	fmt.Println("renewed during the job:", wd.Renewals() > 0)
+	fmt.Println("still held:", wd.Err() == nil)
+
+	if err := locker.Release(ctx, name, lease.Token); err != nil {
+		fmt.Println("release:", err)
+		return
+	}
+	fmt.Println("released")
+	// Output:
+	// acquired
+	// renewed during the job: true
+	// still held: true
+	// released
+}
+
+// Fencing a write: each holder hands its lease's fence to the storage,
+// which checks it with Fences.Check before writing. A holder whose lease
+// expired while it was paused comes back with an older fence than the
+// current holder's, and its write is refused.
+func ExampleFences_Check() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	locker := lock.New(client, nil)
+	fences := locker.Fences()
+	name := exampleName("ledger")
+	resource := name + ".table" // the protected resource's own record
+
+	// The first holder's lease runs out before it writes.
+	old, err := locker.Acquire(ctx, name, 500*time.Millisecond, nil)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	time.Sleep(time.Second) // a GC pause, a stopped VM, a slow disk...
+
+	// The next holder takes the lock and writes with its fence.
+	cur, err := locker.Acquire(ctx, name, 30*time.Second, nil)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	fmt.Println("fence increased:", cur.Fence > old.Fence)
+	if err := fences.Check(ctx, resource, cur.Fence, cur.Token); err != nil {
+		fmt.Println("check:", err)
+		return
+	}
+	fmt.Println("current holder writes")
+
+	// The first holder wakes up and tries to write: refused.
+	err = fences.Check(ctx, resource, old.Fence, old.Token)
+	fmt.Println("old holder refused:", errors.Is(err, lock.ErrStaleFence))
+
+	// The current holder writes again with the same fence.
+	fmt.Println("current holder writes again:", fences.Check(ctx, resource, cur.Fence, cur.Token) == nil)
+
+	if err := locker.Release(ctx, name, cur.Token); err != nil {
+		fmt.Println("release:", err)
+		return
+	}
+	fmt.Println("released")
+	// Output:
+	// fence increased: true
+	// current holder writes
+	// old holder refused: true
+	// current holder writes again: true
+	// released
+}
+
+// A semaphore: AcquireOptions.Limit lets up to Limit holders in at once.
+func Example_semaphore() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	locker := lock.New(client, nil)
+	name := exampleName("workers")
+	opts := &lock.AcquireOptions{Limit: 2}
+
+	var leases []*lock.Lease
+	for i := 1; i <= 3; i++ {
+		lease, err := locker.Acquire(ctx, name, 30*time.Second, opts)
+		switch {
+		case err == nil:
+			fmt.Printf("worker %d: acquired a slot\n", i)
+			leases = append(leases, lease)
+		case errors.Is(err, lock.ErrNotObtained):
+			fmt.Printf("worker %d: all slots taken\n", i)
+		default:
+			fmt.Println("acquire:", err)
+			return
+		}
+	}
+
+	// A slot given back lets the next worker in.
+	if err := locker.ReleaseLease(ctx, leases[0]); err != nil {
+		fmt.Println("release:", err)
+		return
+	}
+	lease, err := locker.Acquire(ctx, name, 30*time.Second, opts)
+	fmt.Println("worker 3 after a release: acquired", err == nil)
+	if err == nil {
+		leases = append(leases[1:], lease)
+	}
+	for _, l := range leases {
+		if err := locker.ReleaseLease(ctx, l); err != nil {
+			fmt.Println("release:", err)
+			return
+		}
+	}
+	fmt.Println("released")
+	// Output:
+	// worker 1: acquired a slot
+	// worker 2: acquired a slot
+	// worker 3: all slots taken
+	// worker 3 after a release: acquired true
+	// released
+}
+
+// Shared locks: any number of shared holders at once (readers), none while
+// an exclusive holder (a writer) has the lock, and no exclusive holder while
+// a shared one does.
+func Example_shared() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	locker := lock.New(client, nil)
+	name := exampleName("catalog")
+	shared := &lock.AcquireOptions{Shared: true}
+
+	r1, err := locker.Acquire(ctx, name, 30*time.Second, shared)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	r2, err := locker.Acquire(ctx, name, 30*time.Second, shared)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	fmt.Println("two readers acquired")
+
+	_, err = locker.Acquire(ctx, name, 30*time.Second, nil)
+	fmt.Println("writer while readers hold it, not obtained:", errors.Is(err, lock.ErrNotObtained))
+
+	for _, r := range []*lock.Lease{r1, r2} {
+		if err := locker.ReleaseLease(ctx, r); err != nil {
+			fmt.Println("release:", err)
+			return
+		}
+	}
+	fmt.Println("readers released")
+
+	w, err := locker.Acquire(ctx, name, 30*time.Second, nil)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	fmt.Println("writer acquired")
+	_, err = locker.Acquire(ctx, name, 30*time.Second, shared)
+	fmt.Println("reader while the writer holds it, not obtained:", errors.Is(err, lock.ErrNotObtained))
+	if err := locker.ReleaseLease(ctx, w); err != nil {
+		fmt.Println("release:", err)
+		return
+	}
+	fmt.Println("writer released")
+	// Output:
+	// two readers acquired
+	// writer while readers hold it, not obtained: true
+	// readers released
+	// writer acquired
+	// reader while the writer holds it, not obtained: true
+	// writer released
+}
+
+// Redlock: the lock is held when a majority of independent Redis servers
+// granted it. Here, three servers started for the example.
+func ExampleNewRedlock() {
+	ctx := context.Background()
+	var clients []redis.UniversalClient
+	for range 3 {
+		s, err := redistest.Start(nil)
+		if err != nil {
+			fmt.Println("start redis:", err)
+			return
+		}
+		defer s.Stop()
+		c := redis.NewClient(&redis.Options{Addr: s.Addr})
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	locker, err := lock.NewRedlock(clients, nil)
+	if err != nil {
+		fmt.Println("redlock:", err)
+		return
+	}
+	name := exampleName("migration")
+
+	lease, err := locker.Acquire(ctx, name, 30*time.Second, nil)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	fmt.Println("acquired on a quorum")
+
+	_, err = locker.Acquire(ctx, name, 30*time.Second, nil)
+	fmt.Println("second caller not obtained:", errors.Is(err, lock.ErrNotObtained))
+
+	if err := locker.Release(ctx, name, lease.Token); err != nil {
+		fmt.Println("release:", err)
+		return
+	}
+	fmt.Println("released")
+	// Output:
+	// acquired on a quorum
+	// second caller not obtained: true
+	// released
+}
