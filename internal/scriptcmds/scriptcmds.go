@@ -5,7 +5,11 @@
 package scriptcmds
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -27,4 +31,32 @@ func Calls(scripts ...string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Uncovered reads every script in dir (*.lua, a new one included) and
+// says, one line each, which command a script calls that is not in listed:
+// a package's tests check that the list doctor is built from leaves none
+// out. It also returns every command the scripts call.
+func Uncovered(dir string, listed []string) (missing, all []string, err error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.lua"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(files) == 0 {
+		return nil, nil, fmt.Errorf("no scripts in %s", dir)
+	}
+	srcs := make([]string, 0, len(files))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		srcs = append(srcs, string(b))
+		for _, c := range Calls(string(b)) {
+			if !slices.Contains(listed, c) {
+				missing = append(missing, fmt.Sprintf("%s calls %s, which is not listed", filepath.Base(f), c))
+			}
+		}
+	}
+	return missing, Calls(srcs...), nil
 }
