@@ -87,21 +87,7 @@ func parallel(b *testing.B, g int, body func(next func() bool)) {
 // each time, beside 16 goroutines doing the same with a sync.Mutex.
 func BenchmarkContention(b *testing.B) {
 	const workers, hold = 16, time.Millisecond
-	b.Run("lock", func(b *testing.B) {
-		l := lock.New(benchClient(b), nil)
-		name := uniqueName(b)
-		contend(b, workers, func(w int) func() {
-			lease, err := l.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Wait: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return func() {
-				if err := l.Release(ctx, name, lease.Token); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}, hold)
-	})
+	b.Run("lock", func(b *testing.B) { contendLock(b, workers, hold, &lock.AcquireOptions{Wait: -1}) })
 	b.Run("sync.Mutex", func(b *testing.B) {
 		var mu sync.Mutex
 		contend(b, workers, func(int) func() { mu.Lock(); return mu.Unlock }, hold)
@@ -115,21 +101,26 @@ func BenchmarkPileUp(b *testing.B) {
 	const workers, hold = 200, 2 * time.Millisecond
 	for _, fifo := range []bool{false, true} {
 		b.Run(fmt.Sprintf("goroutines=%d/fifo=%v", workers, fifo), func(b *testing.B) {
-			l := lock.New(benchClient(b), nil)
-			name := uniqueName(b)
-			contend(b, workers, func(w int) func() {
-				lease, err := l.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Wait: -1, FIFO: fifo})
-				if err != nil {
-					b.Fatal(err)
-				}
-				return func() {
-					if err := l.Release(ctx, name, lease.Token); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}, hold)
+			contendLock(b, workers, hold, &lock.AcquireOptions{Wait: -1, FIFO: fifo})
 		})
 	}
+}
+
+// contendLock is contend on one lock of a Locker, acquired with o.
+func contendLock(b *testing.B, workers int, hold time.Duration, o *lock.AcquireOptions) {
+	l := lock.New(benchClient(b), nil)
+	name := uniqueName(b)
+	contend(b, workers, func(int) func() {
+		lease, err := l.Acquire(ctx, name, 30*time.Second, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func() {
+			if err := l.Release(ctx, name, lease.Token); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}, hold)
 }
 
 func contend(b *testing.B, workers int, acquire func(worker int) (release func()), hold time.Duration) {
