@@ -87,17 +87,17 @@ bench:
 	./scripts/ensure-redis.sh
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/...
 
-# The full fault-injection tier (internal/chaos; up to 30 minutes). `make test` runs its short
+# The full fault-injection tier (internal/testkit/chaos; up to 30 minutes). `make test` runs its short
 # tier. Replay a run with LOCKCTL_CHAOS_SEED=<seed> make chaos.
 chaos:
 	./scripts/ensure-redis.sh
-	LOCKCTL_CHAOS=full $(GO) test -count=1 -timeout 30m -v ./internal/chaos
+	LOCKCTL_CHAOS=full $(GO) test -count=1 -timeout 30m -v ./internal/testkit/chaos
 
 # Regenerates RELIABILITY.md from a full run; the file is written even when a scenario fails,
 # and the target then fails too.
 reliability:
 	./scripts/ensure-redis.sh
-	LOCKCTL_CHAOS=full LOCKCTL_CHAOS_REPORT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 30m ./internal/chaos
+	LOCKCTL_CHAOS=full LOCKCTL_CHAOS_REPORT=$(CURDIR)/RELIABILITY.md $(GO) test -count=1 -timeout 30m ./internal/testkit/chaos
 
 # lockctl beside redislock, redsync and redis_rate, interleaved (bench/peers
 # is a module of its own, so peers never enter lockctl's go.mod).

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockctl/lockctl/cmd"
-	"github.com/lockctl/lockctl/internal/scripttest"
+	"github.com/lockctl/lockctl/internal/testkit/scripttest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/promtest"
+	"github.com/lockctl/lockctl/internal/testkit/promtest"
 	"github.com/rogpeppe/go-internal/txtar"
 )
 

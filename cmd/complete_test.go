@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/faultproxy"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/faultproxy"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 )
 
 // complete runs `lockctl __complete ARGS...` and returns the offered values

@@ -6,7 +6,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 )
 
 // On a terminal, ls prints a table with a header, sorted by name; doctor

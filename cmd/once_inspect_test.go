@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/redis/go-redis/v9"
 )

@@ -2,7 +2,7 @@
 // redis-server: bsm/redislock and go-redsync/redsync for locks,
 // go-redis/redis_rate for rate limits, each beside a floor (or, for
 // contention, the ceiling of an in-process sync.Mutex). Contenders run
-// interleaved in short slices (internal/benchcmp), so that the machine's
+// interleaved in short slices (internal/testkit/benchcmp), so that the machine's
 // drift hits all of them alike; every ratio is printed with its min–max
 // over rounds. Output is Markdown tables on stdout.
 //
@@ -20,8 +20,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/benchcmp"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/benchcmp"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )

@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/benchcmp"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/benchcmp"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

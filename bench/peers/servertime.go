@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/benchcmp"
+	"github.com/lockctl/lockctl/internal/testkit/benchcmp"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/promtest"
+	"github.com/lockctl/lockctl/internal/testkit/promtest"
 )
 
 func promtool(t *testing.T, args ...string) string {

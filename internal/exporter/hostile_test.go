@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/promtest"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/promtest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/redis/go-redis/v9"
 )

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/benchcmp"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/benchcmp"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/benchcmp"
+	"github.com/lockctl/lockctl/internal/testkit/benchcmp"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/redis/go-redis/v9"
 )

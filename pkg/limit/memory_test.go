@@ -3,7 +3,7 @@ package limit_test
 import (
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/limit"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/plant"
+	"github.com/lockctl/lockctl/internal/testkit/plant"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 )
 
 var srv *redistest.Server

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/once"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/faultproxy"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/faultproxy"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/chaos"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/chaos"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 )
 
 // TestRedlock: five independent masters. With one and with two killed, a

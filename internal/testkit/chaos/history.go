@@ -3,7 +3,7 @@
 // while faults are injected, every operation recorded, and both the lock
 // history (with porcupine) and the protected resource checked.
 //
-// The tests live in this package; `go test ./internal/chaos` runs the short
+// The tests live in this package; `go test ./internal/testkit/chaos` runs the short
 // tier, LOCKCTL_CHAOS=full the full one, and LOCKCTL_CHAOS_REPORT=FILE writes
 // the figures as Markdown (RELIABILITY.md).
 package chaos

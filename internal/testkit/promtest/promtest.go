@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 )
 
 // InstallHint is the command that installs every tool this package runs.

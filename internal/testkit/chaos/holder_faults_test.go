@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/chaos"
+	"github.com/lockctl/lockctl/internal/testkit/chaos"
 )
 
 // TestHolderPaused: lockctl run holds a lock, is stopped for 3x TTL while a

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/chaos"
+	"github.com/lockctl/lockctl/internal/testkit/chaos"
 )
 
 // TestOnceConcurrent: 8 processes run `lockctl once` on one key at the same

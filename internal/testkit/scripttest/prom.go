@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/promtest"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/promtest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 

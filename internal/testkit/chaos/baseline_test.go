@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/chaos"
+	"github.com/lockctl/lockctl/internal/testkit/chaos"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 

@@ -11,7 +11,7 @@ import (
 // catches what would tie it to one Grafana: a hard-coded datasource UID,
 // no datasource variable, an old schema, a panel without a query.
 func TestDashboardCheck(t *testing.T) {
-	const path = "../../deploy/grafana/lockctl.json"
+	const path = "../../../deploy/grafana/lockctl.json"
 	d, err := LoadDashboard(path)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/chaos"
+	"github.com/lockctl/lockctl/internal/testkit/chaos"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/chaos"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/chaos"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/faultproxy"
+	"github.com/lockctl/lockctl/internal/testkit/faultproxy"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -13,7 +13,7 @@ var (
 	proxies   = map[*testscript.TestScript]*faultproxy.Proxy{}
 )
 
-// proxy: put a fault proxy (internal/faultproxy) in front of the script's
+// proxy: put a fault proxy (internal/testkit/faultproxy) in front of the script's
 // redis-server and export PROXY_URL and PROXY_ADDR; lockctl pointed at
 // PROXY_URL sees the faults `proxy-set` chooses, while `redis` and
 // redis-cli on REDIS_PORT still reach the server directly.

@@ -3,7 +3,7 @@ package redistest_test
 import (
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 )
 
 func TestStartStop(t *testing.T) {

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/chaos"
-	"github.com/lockctl/lockctl/internal/faultproxy"
-	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/internal/testkit/chaos"
+	"github.com/lockctl/lockctl/internal/testkit/faultproxy"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 )
 
 // replicaVia starts a replica of master whose replication link goes through
