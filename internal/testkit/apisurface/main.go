@@ -1,0 +1,103 @@
+// Command apisurface counts the exported names of a package: top-level
+// functions, types, variables and constants, plus the exported methods and
+// struct fields of exported types. Usage: go run ./internal/testkit/apisurface DIR...
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"sort"
+	"strings"
+)
+
+func main() {
+	verbose := len(os.Args) > 1 && os.Args[1] == "-v"
+	dirs := os.Args[1:]
+	if verbose {
+		dirs = dirs[1:]
+	}
+	for _, dir := range dirs {
+		names := surface(dir)
+		fmt.Printf("%s\t%d\n", dir, len(names))
+		if verbose {
+			for _, n := range names {
+				fmt.Println("\t" + n)
+			}
+		}
+	}
+}
+
+func surface(dir string) []string {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var names []string
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					if !d.Name.IsExported() {
+						continue
+					}
+					if d.Recv != nil {
+						recv := recvName(d.Recv.List[0].Type)
+						if !ast.IsExported(recv) {
+							continue
+						}
+						names = append(names, recv+"."+d.Name.Name)
+						continue
+					}
+					names = append(names, d.Name.Name)
+				case *ast.GenDecl:
+					for _, s := range d.Specs {
+						switch s := s.(type) {
+						case *ast.TypeSpec:
+							if !s.Name.IsExported() {
+								continue
+							}
+							names = append(names, s.Name.Name)
+							if st, ok := s.Type.(*ast.StructType); ok {
+								for _, fl := range st.Fields.List {
+									for _, n := range fl.Names {
+										if n.IsExported() {
+											names = append(names, s.Name.Name+"."+n.Name)
+										}
+									}
+								}
+							}
+						case *ast.ValueSpec:
+							for _, n := range s.Names {
+								if n.IsExported() {
+									names = append(names, n.Name)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func recvName(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.StarExpr:
+		return recvName(t.X)
+	case *ast.IndexExpr:
+		return recvName(t.X)
+	case *ast.Ident:
+		return t.Name
+	}
+	return ""
+}
