@@ -15,17 +15,8 @@ import (
 // gauges are those of its longest-held holder and its longest TTL; an
 // exclusive acquirer waiting for them adds no holder.
 func TestScanCountsSharedHolders(t *testing.T) {
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	opt, err := redis.ParseURL(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	defer c.Close()
+	s := redistest.StartTest(t, nil)
+	c := redistest.ClientFor(t, s.URL)
 	ctx := context.Background()
 	l := lock.New(c, nil)
 	for _, ttl := range []time.Duration{40 * time.Second, time.Minute, 50 * time.Second} {

@@ -310,11 +310,7 @@ func TestSharedKeysNotOrphans(t *testing.T) {
 // for. (A server of its own: Names reads a bounded part of the keyspace,
 // which the package's shared server outgrows.)
 func TestNamesSharedHolders(t *testing.T) {
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, nil)
 	c := clientFor(t, s.URL)
 	ctx := context.Background()
 	sharedHolders(t, c, "lock:", "rw")
