@@ -84,6 +84,26 @@ func (f *Factory) quietLocker(l *lock.Locker) *lock.Locker {
 	return q
 }
 
+// lockerRecordingTo is a Locker like l whose events go to sink instead of
+// the recorder, for an operation whose event depends on what the command
+// makes of its outcome. It falls back to l when events are off.
+func (f *Factory) lockerRecordingTo(l *lock.Locker, sink lock.EventSink) *lock.Locker {
+	if f.Events() == nil {
+		return l
+	}
+	r, err := f.locker(sink)
+	if err != nil {
+		return l
+	}
+	return r
+}
+
+// heldEvents keeps the events recorded to it, to be recorded or dropped
+// later.
+type heldEvents []events.Event
+
+func (h *heldEvents) Record(_ context.Context, e events.Event) { *h = append(*h, e) }
+
 // record writes one event; it never fails the command.
 func (f *Factory) record(ctx context.Context, kind, name string, d time.Duration) {
 	r := f.Events()

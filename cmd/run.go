@@ -221,6 +221,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		wd.Stop()
 		rep.Renewals = wd.Renewals()
 		rl := l
+		var held heldEvents
 		if rep.Lost {
 			rl = f.quietLocker(l)
 			if wd.Err() == nil {
@@ -229,6 +230,10 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 				// the watchdog, stopped, recorded nothing.
 				f.record(ctx, events.LeaseLost, lease.Name, 0)
 			}
+		} else {
+			// What the release records waits for what it found: a lock
+			// gone or taken at the end of CMD is a lease lost, one event.
+			rl = f.lockerRecordingTo(l, &held)
 		}
 		gone := releaseAfterRun(f, rl, lease, rep.Lost)
 		rep.HeldMS = time.Since(heldSince).Milliseconds()
@@ -239,6 +244,10 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 			rep.Lost = true
 			f.record(ctx, events.LeaseLost, lease.Name, 0)
 			err = uncoveredEnd(f, name, gone, err, onLost)
+			return
+		}
+		for _, e := range held {
+			f.record(ctx, e.Kind, e.Name, e.Duration)
 		}
 	}()
 
