@@ -70,23 +70,11 @@ func (f *Factory) eventSink() lock.EventSink {
 	return nil
 }
 
-// quietLocker is a Locker like Locker() that records nothing, for a
-// release after the watchdog recorded the loss: the loss is the event, not
-// the refused (or late) release that follows it. It falls back to l.
-func (f *Factory) quietLocker(l *lock.Locker) *lock.Locker {
-	if f.events == nil {
-		return l
-	}
-	q, err := f.locker(nil)
-	if err != nil {
-		return l
-	}
-	return q
-}
-
-// lockerRecordingTo is a Locker like l whose events go to sink instead of
-// the recorder, for an operation whose event depends on what the command
-// makes of its outcome. It falls back to l when events are off.
+// lockerRecordingTo is a Locker like l whose events go to sink (nil:
+// nowhere) instead of the recorder: for a release whose event depends on
+// what run makes of its outcome, or that follows a loss already recorded
+// (the loss is the event, not the refused or late release after it). It
+// is l when events are off.
 func (f *Factory) lockerRecordingTo(l *lock.Locker, sink lock.EventSink) *lock.Locker {
 	if f.Events() == nil {
 		return l
@@ -97,12 +85,6 @@ func (f *Factory) lockerRecordingTo(l *lock.Locker, sink lock.EventSink) *lock.L
 	}
 	return r
 }
-
-// heldEvents keeps the events recorded to it, to be recorded or dropped
-// later.
-type heldEvents []events.Event
-
-func (h *heldEvents) Record(_ context.Context, e events.Event) { *h = append(*h, e) }
 
 // record writes one event; it never fails the command.
 func (f *Factory) record(ctx context.Context, kind, name string, d time.Duration) {
