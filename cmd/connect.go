@@ -100,6 +100,8 @@ func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
 	l.f.Verbosef("redis: "+format, v...)
 }
 
+// newClient makes the client of --cluster, --sentinel or --url (in that
+// order of precedence), with clientOptions' settings.
 func (f *Factory) newClient() (redis.UniversalClient, error) {
 	g := &f.G
 	redis.SetLogger(redisLogger{f})
@@ -113,30 +115,28 @@ func (f *Factory) newClient() (redis.UniversalClient, error) {
 	if err := checkAddrs("--sentinel", g.Sentinel); err != nil {
 		return nil, err
 	}
+	var o *redis.UniversalOptions
 	switch {
 	case len(g.Cluster) > 0:
-		o := &redis.UniversalOptions{Addrs: g.Cluster, IsClusterMode: true, Password: password}
-		if o.TLSConfig, err = f.tlsConfig(false, ""); err != nil {
-			return nil, err
-		}
-		clientOptions(g, o)
-		return redis.NewUniversalClient(o), nil
+		o = &redis.UniversalOptions{Addrs: g.Cluster, IsClusterMode: true}
 	case len(g.Sentinel) > 0:
 		if g.SentinelMaster == "" {
 			return nil, usageErrorf("--sentinel needs --sentinel-master NAME")
 		}
-		o := &redis.UniversalOptions{Addrs: g.Sentinel, MasterName: g.SentinelMaster, Password: password}
-		if o.TLSConfig, err = f.tlsConfig(false, ""); err != nil {
+		o = &redis.UniversalOptions{Addrs: g.Sentinel, MasterName: g.SentinelMaster}
+	default:
+		opt, err := f.nodeOptions(password)
+		if err != nil {
 			return nil, err
 		}
-		clientOptions(g, o)
-		return redis.NewUniversalClient(o), nil
+		return redis.NewClient(opt), nil
 	}
-	opt, err := f.nodeOptions(password)
-	if err != nil {
+	o.Password = password
+	if o.TLSConfig, err = f.tlsConfig(false, ""); err != nil {
 		return nil, err
 	}
-	return redis.NewClient(opt), nil
+	clientOptions(g, o)
+	return redis.NewUniversalClient(o), nil
 }
 
 // NodeOptions returns the client options for the one server --url names,
