@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/plant"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
-var plantTargets = []string{"lock", lock.KindFence, lock.KindSem, lock.KindSemVal, lock.KindQueue,
-	lock.KindQueueHB, "audit"}
+var plantTargets = []string{"lock", lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue,
+	lockwire.KindQueueHB, "audit"}
 
 var plantSeq atomic.Int64
 
@@ -66,7 +67,7 @@ func FuzzPlantedInspect(f *testing.F) {
 		case "audit":
 			at = inspect.AuditKey
 		default:
-			at = lock.AuxKey(where, key)
+			at = lockwire.AuxKey(where, key)
 		}
 		if err := plant.Value(ctx, c, at, typ, payload, plant.Size(huge)); err != nil {
 			t.Fatalf("plant at %s: %v", at, err)
@@ -74,7 +75,7 @@ func FuzzPlantedInspect(f *testing.F) {
 		defer func() {
 			keys := []string{key, inspect.AuditKey}
 			for _, k := range plantTargets[1 : len(plantTargets)-1] {
-				keys = append(keys, lock.AuxKey(k, key))
+				keys = append(keys, lockwire.AuxKey(k, key))
 			}
 			c.Del(context.Background(), keys...)
 		}()
@@ -101,7 +102,7 @@ func FuzzPlantedInspect(f *testing.F) {
 			check("ForceRelease (listed hash)", err)
 			if errors.Is(err, lock.ErrNotOwner) {
 				t.Fatalf("with %s: the listed holder (kind %s, token %q) is not released by its listed hash %s: %v",
-					what, d.Lock.Kind, plant.Abbrev(d.Lock.Token), d.Lock.TokenHash, err)
+					what, d.Lock.Kind(), plant.Abbrev(d.Lock.Token), d.Lock.TokenHash, err)
 			}
 		}
 	})
