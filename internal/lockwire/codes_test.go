@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lockctl/lockctl/internal/scriptcmds"
 )
 
 // The scripts live with the packages that run them.
@@ -173,5 +175,30 @@ func TestDecodersRefuseOtherScriptsCodes(t *testing.T) {
 	}
 	if !strings.Contains(Codes["release.lua"][ReleaseNotWoken], "wake-up refused") {
 		t.Errorf("release.lua's code 5: %q", Codes["release.lua"][ReleaseNotWoken])
+	}
+}
+
+// Only value.lua knows the stored value's layout: no other script names a
+// member of it.
+func TestOnlyValueLuaKnowsTheValue(t *testing.T) {
+	members := regexp.MustCompile(`"(token|fence|owner|note|ci|limit|mode|ttl_ms|acquired_ms|holds|holders)":|\.owner\b`)
+	for name, src := range readScripts(t) {
+		if name == "value.lua" {
+			continue
+		}
+		if m := members.FindString(src); m != "" {
+			t.Errorf("%s reads or writes the stored value itself (%s): use value.lua's functions", name, m)
+		}
+	}
+}
+
+// ValueLua is prepended to scripts whose command lists (doctor's ACL check)
+// are read from their own files: it must call no command of its own.
+func TestValueLuaCallsNoCommand(t *testing.T) {
+	if calls := scriptcmds.Calls(ValueLua); len(calls) > 0 {
+		t.Errorf("value.lua calls %v: add ValueLua to the scripts' command lists (pkg/lock ScriptCommands, pkg/inspect)", calls)
+	}
+	if !strings.Contains(ValueLua, "local function newValue(") {
+		t.Error("ValueLua does not hold value.lua")
 	}
 }

@@ -21,7 +21,7 @@ import (
 var (
 	//go:embed forcerelease.lua
 	forceReleaseLua    string
-	forceReleaseScript = redis.NewScript(forceReleaseLua)
+	forceReleaseScript = redis.NewScript(lockwire.ValueLua + forceReleaseLua)
 	//go:embed fairwake.lua
 	fairWakeLua    string
 	fairWakeScript = redis.NewScript(fairWakeLua)
@@ -34,7 +34,7 @@ var (
 // its wake-up of a Redisson fair lock's next waiter) and orphans --fix's
 // scripts call.
 func inspectScriptCommands() []string {
-	return scriptcmds.Calls(forceReleaseLua, fairWakeLua, fixOrphanLua)
+	return scriptcmds.Calls(lockwire.ValueLua, forceReleaseLua, fairWakeLua, fixOrphanLua)
 }
 
 // ReleaseOptions tune ForceRelease. A nil *ReleaseOptions means defaults.

@@ -107,13 +107,13 @@ var (
 	// EVALSHA falls back to EVAL on NOSCRIPT, which also reloads the script
 	// into the server's cache, so SCRIPT FLUSH or a restart costs one extra
 	// round trip.
-	acquireScript   = lazyScript(func() string { return fenceLua + holderLua + acquireLua })
-	renewScript     = lazyScript(func() string { return holderLua + renewLua })
-	releaseScript   = lazyScript(func() string { return holderLua + wakeLua + releaseLua })
-	inspectScript   = lazyScript(func() string { return holderLua + inspectLua })
+	acquireScript   = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + acquireLua })
+	renewScript     = lazyScript(func() string { return lockwire.ValueLua + holderLua + renewLua })
+	releaseScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + wakeLua + releaseLua })
+	inspectScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + inspectLua })
 	checkScript     = lazyScript(func() string { return fenceLua + checkLua })
 	fenceNextScript = lazyScript(func() string { return fenceLua + fenceNextLua })
-	reenterScript   = lazyScript(func() string { return holderLua + reenterLua })
+	reenterScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + reenterLua })
 )
 
 // single is a backend on one logical Redis: a server, a Sentinel-managed

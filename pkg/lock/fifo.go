@@ -37,7 +37,7 @@ var (
 	//go:embed fifo_leave.lua
 	fifoLeaveLua string
 
-	fifoAcquireScript = lazyScript(func() string { return fenceLua + holderLua + auxLua + fifoAcquireLua })
+	fifoAcquireScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + fifoAcquireLua })
 	fifoLeaveScript   = lazyScript(func() string { return auxLua + wakeLua + fifoLeaveLua })
 )
 

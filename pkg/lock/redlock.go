@@ -85,7 +85,7 @@ var (
 	//go:embed redlock_raise.lua
 	raiseLua string
 
-	raiseScript = lazyScript(func() string { return fenceLua + raiseLua })
+	raiseScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + raiseLua })
 )
 
 // ErrNoQuorum: too few Redlock nodes answered (*QuorumError).
