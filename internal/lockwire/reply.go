@@ -132,12 +132,27 @@ type Reply struct {
 	Arrival int64 // FIFO refusal: the waiter's arrival in the queue (server µs)
 }
 
-// known checks that code is one of script's.
-func known(script string, r Reply, err error, v any) (Reply, error) {
+// Each decoder's codes, looked up once.
+var (
+	acquireCodes       = Codes["acquire.lua"]
+	fifoAcquireCodes   = Codes["fifo_acquire.lua"]
+	semAcquireCodes    = Codes["sem_acquire.lua"]
+	sharedAcquireCodes = Codes["shared_acquire.lua"]
+	renewCodes         = Codes["renew.lua"]
+	semRenewCodes      = Codes["sem_renew.lua"]
+	releaseCodes       = Codes["release.lua"]
+	semReleaseCodes    = Codes["sem_release.lua"]
+	reenterCodes       = Codes["reenter.lua"]
+	inspectCodes       = Codes["inspect.lua"]
+	fenceNextCodes     = Codes["fence_next.lua"]
+)
+
+// known checks that the reply's code is one of the script's codes.
+func known(codes map[int64]string, r Reply, err error, v any) (Reply, error) {
 	if err != nil {
 		return r, err
 	}
-	if _, ok := Codes[script][r.Code]; !ok {
+	if _, ok := codes[r.Code]; !ok {
 		return Reply{}, redisreply.Unexpected("script reply", v)
 	}
 	return r, nil
@@ -146,7 +161,7 @@ func known(script string, r Reply, err error, v any) (Reply, error) {
 // DecodeAcquire reads acquire.lua's replies.
 func DecodeAcquire(v any) (Reply, error) {
 	r, err := decodeSemAcquire(v)
-	return known("acquire.lua", r, err, v)
+	return known(acquireCodes, r, err, v)
 }
 
 // DecodeFIFOAcquire reads fifo_acquire.lua's replies: acquire.lua's, with
@@ -154,13 +169,13 @@ func DecodeAcquire(v any) (Reply, error) {
 // refusal.
 func DecodeFIFOAcquire(v any) (Reply, error) {
 	r, err := withQueue(decodeSemAcquire)(v)
-	return known("fifo_acquire.lua", r, err, v)
+	return known(fifoAcquireCodes, r, err, v)
 }
 
 // DecodeSemAcquire reads sem_acquire.lua's replies.
 func DecodeSemAcquire(v any) (Reply, error) {
 	r, err := decodeSemAcquire(v)
-	return known("sem_acquire.lua", r, err, v)
+	return known(semAcquireCodes, r, err, v)
 }
 
 // DecodeSharedAcquire reads shared_acquire.lua's replies; fifo: a FIFO
@@ -171,32 +186,32 @@ func DecodeSharedAcquire(v any, fifo bool) (Reply, error) {
 		dec = withQueue(decodeShared)
 	}
 	r, err := dec(v)
-	return known("shared_acquire.lua", r, err, v)
+	return known(sharedAcquireCodes, r, err, v)
 }
 
 // DecodeRenew reads renew.lua's replies.
 func DecodeRenew(v any) (Reply, error) {
 	r, err := decode(v)
-	return known("renew.lua", r, err, v)
+	return known(renewCodes, r, err, v)
 }
 
 // DecodeSemRenew reads sem_renew.lua's replies.
 func DecodeSemRenew(v any) (Reply, error) {
 	r, err := decode(v)
-	return known("sem_renew.lua", r, err, v)
+	return known(semRenewCodes, r, err, v)
 }
 
 // DecodeRelease reads release.lua's replies. The server's refusal of a
 // wake-up ({5, error}) is left in Type.
 func DecodeRelease(v any) (Reply, error) {
 	r, err := decode(v)
-	return known("release.lua", r, err, v)
+	return known(releaseCodes, r, err, v)
 }
 
 // DecodeSemRelease reads sem_release.lua's replies, as DecodeRelease.
 func DecodeSemRelease(v any) (Reply, error) {
 	r, err := decode(v)
-	return known("sem_release.lua", r, err, v)
+	return known(semReleaseCodes, r, err, v)
 }
 
 // DecodeReenter reads reenter.lua's {1|3, value, pttl, server ms}, else the
@@ -212,19 +227,19 @@ func DecodeReenter(v any) (Reply, error) {
 		}
 	}
 	r, err := decode(v)
-	return known("reenter.lua", r, err, v)
+	return known(reenterCodes, r, err, v)
 }
 
 // DecodeInspect reads inspect.lua's replies.
 func DecodeInspect(v any) (Reply, error) {
 	r, err := decodeSemAcquire(v)
-	return known("inspect.lua", r, err, v)
+	return known(inspectCodes, r, err, v)
 }
 
 // DecodeFenceNext reads fence_next.lua's reply, shaped as acquire.lua's.
 func DecodeFenceNext(v any) (Reply, error) {
 	r, err := decode(v)
-	return known("fence_next.lua", r, err, v)
+	return known(fenceNextCodes, r, err, v)
 }
 
 // DecodeCheck reads check.lua's replies: {code, fence}, the fence (the

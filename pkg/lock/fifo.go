@@ -11,8 +11,8 @@ import (
 // FIFO waiting: AcquireOptions.FIFO serves waiters in arrival order. Each
 // waiter joins a queue kept in two auxiliary keys of the lock key:
 //
-//	lockwire.AuxKey(lockwire.KindQueue, key)   ZSET  token -> arrival (server µs)
-//	lockwire.AuxKey(lockwire.KindQueueHB, key) ZSET  token -> heartbeat expiry (server ms)
+//	AuxKey(KindQueue, key)   ZSET  token -> arrival (server µs)
+//	AuxKey(KindQueueHB, key) ZSET  token -> heartbeat expiry (server ms)
 //
 // Only the head of the queue may take the free lock. Every attempt refreshes
 // the waiter's heartbeat; a waiter that stops trying (killed, partitioned)

@@ -17,8 +17,8 @@ import (
 // the holders live in two auxiliary keys of the lock key (same cluster slot,
 // outside the lock pattern):
 //
-//	lockwire.AuxKey(lockwire.KindSem, key)    ZSET  token -> expiry (server ms)
-//	lockwire.AuxKey(lockwire.KindSemVal, key) HASH  token -> lockctl JSON value (as ParseValue
+//	AuxKey(KindSem, key)    ZSET  token -> expiry (server ms)
+//	AuxKey(KindSemVal, key) HASH  token -> lockctl JSON value (as lockwire.ParseValue
 //	                              reads it, with a "limit" member)
 //
 // Every script on them first drops members whose expiry has passed, so a

@@ -25,7 +25,7 @@ import (
 // (*LimitError).
 //
 // Writers never starve: an exclusive acquire that is refused and goes on
-// waiting lists itself in lockwire.AuxKey(lockwire.KindWriters, key), a zset token -> expiry
+// waiting lists itself in AuxKey(KindWriters, key), a zset token -> expiry
 // (server ms) refreshed by every attempt and kept for the queue TTL (3× the
 // polling interval, at least 3s), and a shared acquire is refused while
 // anyone is listed, though the lock may be free or held only by shared
