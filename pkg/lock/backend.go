@@ -106,7 +106,8 @@ var (
 	// The SHA-1 of each script is computed once, at first use (lazyScript);
 	// EVALSHA falls back to EVAL on NOSCRIPT, which also reloads the script
 	// into the server's cache, so SCRIPT FLUSH or a restart costs one extra
-	// round trip.
+	// round trip. Every script that builds, reads or edits a stored value
+	// starts with lockwire.ValueLua (value.lua), the value's Lua side.
 	acquireScript   = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + acquireLua })
 	renewScript     = lazyScript(func() string { return lockwire.ValueLua + holderLua + renewLua })
 	releaseScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + wakeLua + releaseLua })
@@ -151,8 +152,8 @@ func (s *single) sendSource(sc *redis.Script) bool {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.writeRaw(ctx, acquireScript(), lockwire.WithAux(key, lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindWriters), 0, lockwire.DecodeAcquire,
-		a.token, ms(a.ttl), a.rest, ms(a.intent))
+	keys := lockwire.WithAux(key, lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindWriters)
+	return s.writeRaw(ctx, acquireScript(), keys, 0, lockwire.DecodeAcquire, a.token, ms(a.ttl), a.rest, ms(a.intent))
 }
 
 func (s *single) reenter(ctx context.Context, key, token string) (reply, error) {
