@@ -6,17 +6,17 @@ import (
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/plant"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
-	"github.com/lockctl/lockctl/pkg/lock"
 )
 
 // cliTargets are where FuzzPlantedCLI plants data: the lock key, each
 // auxiliary key, a fence-check record, a once record, a rate-limit key and
 // the audit stream.
-var cliTargets = []string{"lock", lock.KindFence, lock.KindSem, lock.KindSemVal, lock.KindQueue,
-	lock.KindQueueHB, lock.KindChecked, "once", "limit", "audit"}
+var cliTargets = []string{"lock", lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue,
+	lockwire.KindQueueHB, lockwire.KindChecked, "once", "limit", "audit"}
 
 // FuzzPlantedCLI drives lockctl, in process, over foreign, corrupted, huge
 // and wrong-type data at every key it reads. Whatever the data, the exit
@@ -49,10 +49,10 @@ func FuzzPlantedCLI(f *testing.F) {
 		name := "f" + plant.Unique()
 		key := "lock:" + name
 		where := cliTargets[int(target)%len(cliTargets)]
-		at := map[string]string{"lock": key, lock.KindChecked: lock.AuxKey(lock.KindChecked, name),
+		at := map[string]string{"lock": key, lockwire.KindChecked: lockwire.AuxKey(lockwire.KindChecked, name),
 			"once": "once:" + name, "limit": "limit:" + name, "audit": inspect.AuditKey}[where]
 		if at == "" {
-			at = lock.AuxKey(where, key)
+			at = lockwire.AuxKey(where, key)
 		}
 		plant.At(ctx, t, c, at, typ, payload, size)
 		defer c.Del(ctx, at, "limit:"+name)

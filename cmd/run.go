@@ -306,16 +306,16 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 	case errors.As(err, &le):
 		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; this call asks for --limit %d", name, le.Limit, le.Want),
 			Hints: []string{fmt.Sprintf("every holder of %s must use the same --limit (%d while its holders live)", name, le.Limit)}}
-	case errors.As(err, &held) && held.Holder.Kind == "shared":
+	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonShared:
 		return reword(err, "%s is held shared by %d holder(s); an exclusive holder waits until none is; the first lease ends within %s",
 			name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
-	case errors.As(err, &held) && held.Holder.Kind == "writers":
+	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonWriters:
 		return reword(err, "%s: %d exclusive waiter(s) go first; shared holders wait for them (%d shared holder(s) now)",
 			name, held.Holder.Queue, held.Holder.Holders)
-	case errors.As(err, &held) && held.Holder.Kind == "semaphore" && w.limit == 0:
+	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore && w.limit == 0:
 		return reword(err, "%s is held as a semaphore (%d slot(s) taken); a plain lock waits until none is; the next frees within %s",
 			name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
-	case errors.As(err, &held) && held.Holder.Kind == "semaphore":
+	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore:
 		return reword(err, "%s: all %d slots are taken; the next frees within %s", name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
 	case errors.As(err, &held) && w.limit > 0:
 		return reword(err, "%s is held as a plain lock by %s%s; semaphore slots wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -27,7 +28,7 @@ func TestScanCountsSharedHolders(t *testing.T) {
 	if _, err := l.Acquire(ctx, "deploy", time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ZAdd(ctx, lock.AuxKey(lock.KindWriters, "lock:rw"), redis.Z{Score: 99999999999999, Member: "w"}).Err(); err != nil {
+	if err := c.ZAdd(ctx, lockwire.AuxKey(lockwire.KindWriters, "lock:rw"), redis.Z{Score: 99999999999999, Member: "w"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	e := New(Config{Client: c, Inspector: inspect.New(c, nil), MaxNames: 10})

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/plant"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
-var plantTargets = []string{"lock", lock.KindFence, lock.KindSem, lock.KindSemVal, lock.KindQueue,
-	lock.KindQueueHB, "audit"}
+var plantTargets = []string{"lock", lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue,
+	lockwire.KindQueueHB, "audit"}
 
 func typedInspectErr(err error) bool {
 	return plant.Typed(err, lock.ErrNotHeld, lock.ErrNotOwner, lock.ErrWrongType, lock.ErrInvalid)
@@ -48,13 +49,13 @@ func FuzzPlantedInspect(f *testing.F) {
 		case "audit":
 			at = inspect.AuditKey
 		default:
-			at = lock.AuxKey(where, key)
+			at = lockwire.AuxKey(where, key)
 		}
 		plant.At(ctx, t, c, at, typ, payload, plant.Size(huge))
 		defer func() {
 			keys := []string{key, inspect.AuditKey}
 			for _, k := range plantTargets[1 : len(plantTargets)-1] {
-				keys = append(keys, lock.AuxKey(k, key))
+				keys = append(keys, lockwire.AuxKey(k, key))
 			}
 			c.Del(context.Background(), keys...)
 		}()
@@ -76,7 +77,7 @@ func FuzzPlantedInspect(f *testing.F) {
 			check("ForceRelease (listed hash)", err)
 			if errors.Is(err, lock.ErrNotOwner) {
 				t.Fatalf("with %s: the listed holder (kind %s, token %q) is not released by its listed hash %s: %v",
-					what, d.Lock.Kind, plant.Abbrev(d.Lock.Token), d.Lock.TokenHash, err)
+					what, d.Lock.Kind(), plant.Abbrev(d.Lock.Token), d.Lock.TokenHash, err)
 			}
 		}
 	})
