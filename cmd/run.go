@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -156,7 +157,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	ctx := c.Context()
 	owner := o.owner
 	if owner == "" {
-		owner = lock.DefaultOwner()
+		owner = lockinternal.DefaultOwner()
 	}
 	rep := &runReport{Name: name, Key: l.Key(name), Owner: owner}
 	if o.metricsFile != "" {
@@ -291,7 +292,7 @@ func renewWarning(f *Factory, name string) func(error) {
 func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), f.G.Timeout)
 	defer cancel()
-	left, err := l.ReleaseHold(ctx, lease)
+	left, err := lockinternal.ReleaseHold(ctx, l, lease)
 	gone := errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner)
 	switch {
 	case err == nil && left > 0 && lease.Holds == 1:

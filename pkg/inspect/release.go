@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/scriptcmds"
 	"os"
 	"os/user"
@@ -179,7 +180,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 		if errors.As(err, &rerr) {
 			// An error reply: the script stopped before its first write,
 			// or withdrew its audit record (see forcerelease.lua).
-			return nil, fmt.Errorf("inspect: force-release %s: nothing changed: %w", key, lock.DataErrorOf(ctx, in.c, err, keys...))
+			return nil, fmt.Errorf("inspect: force-release %s: nothing changed: %w", key, lockinternal.DataErrorOf(ctx, in.c, err, keys...))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("inspect: force-release %s: %w", key, err)
@@ -209,7 +210,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	}}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("inspect: force-release %s: nothing changed: the audit record could not be written: %w",
-			key, lock.DataErrorOf(ctx, in.c, err, AuditKey))
+			key, lockinternal.DataErrorOf(ctx, in.c, err, AuditKey))
 	}
 	v, err = run(exact, "")
 	if err == nil {
@@ -249,7 +250,7 @@ func released(key, name string, v []any) (*Released, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, lock.NewHeldError(lock.ErrNotOwner, h)
+		return nil, lockinternal.NewHeldError(lock.ErrNotOwner, h)
 	case 1:
 	default:
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
@@ -359,7 +360,7 @@ func (in *Inspector) Audit(ctx context.Context, n int64) ([]AuditEntry, error) {
 		msgs, err = in.c.XRange(ctx, AuditKey, "-", "+").Result()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("inspect: audit: %w", lock.DataErrorOf(ctx, in.c, err, AuditKey))
+		return nil, fmt.Errorf("inspect: audit: %w", lockinternal.DataErrorOf(ctx, in.c, err, AuditKey))
 	}
 	out := make([]AuditEntry, 0, len(msgs))
 	for _, m := range msgs {

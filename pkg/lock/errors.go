@@ -90,8 +90,8 @@ type HeldError struct {
 	kind   error
 }
 
-// NewHeldError builds a HeldError of the given kind (ErrNotObtained or ErrNotOwner).
-func NewHeldError(kind error, h Holder) *HeldError { return &HeldError{Holder: h, kind: kind} }
+// newHeldError builds a HeldError of the given kind (ErrNotObtained or ErrNotOwner).
+func newHeldError(kind error, h Holder) *HeldError { return &HeldError{Holder: h, kind: kind} }
 
 func (e *HeldError) Error() string {
 	if e.Holder.Kind == "queue" {

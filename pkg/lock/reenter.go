@@ -18,7 +18,7 @@ import (
 //   - Reenter leaves the TTL alone: whoever already renews the lease keeps
 //     doing so, and a nested holder renewing with the lease's own TTL never
 //     shortens it;
-//   - each release (Release, ReleaseLease) gives back one hold; the last one
+//   - each release (Lease.Release, Locker.Release) gives back one hold; the last one
 //     deletes the key, normally the outermost holder's;
 //   - Acquire with the token that holds the lock stays an idempotent retry
 //     (a lost reply must not leave a hold nobody gives back): only Reenter
@@ -61,7 +61,7 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 	}
 	h := ParseValue(key, r.value, r.pttl)
 	now := time.UnixMilli(r.nowMS).UTC()
-	lease := &Lease{Name: name, Key: key, Token: token, Owner: h.Owner, Note: h.Note, Fence: h.Fence,
+	lease := &Lease{l: l, Name: name, Key: key, Token: token, Owner: h.Owner, Note: h.Note, Fence: h.Fence,
 		TTL: time.Duration(v.TTLMS) * time.Millisecond, AcquiredAt: h.AcquiredAt, ExpiresAt: now.Add(r.pttl),
 		Holds: int(max(v.Holds, 1)), Waited: l.clock.Now().Sub(start)}
 	if r.code == 3 {
