@@ -63,8 +63,8 @@ type Released struct {
 	Wake error
 }
 
-// ErrOwnKey: force-release was asked to free a key in lockctl's own
-// namespace (lock.AuxPrefix: fence counters, fence-check records, queues,
+// ErrOwnKey is the error of a force-release asked to free a key in
+// lockctl's own namespace (lock.AuxPrefix: fence counters, fence-check records, queues,
 // the audit and event streams), which no lock lives in.
 var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 
