@@ -158,10 +158,10 @@ func (e *StaleFenceError) Error() string {
 func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
 
 // PanicError: code the lock package runs in the background (a Watchdog's
-// loop, or the Renewer it calls) panicked. The Watchdog then reports the
+// loop, or the renewal it calls) panicked. The Watchdog then reports the
 // lease as lost with it, so that the caller stops the protected work
 // instead of the process dying with it still running: a bug, in lockctl or
-// in a caller's Renewer.
+// in what a watchdog renews with.
 type PanicError struct {
 	Where string // "watchdog" or "renewal"
 	Value any    // what was passed to panic

@@ -22,15 +22,16 @@ func exampleName(base string) string {
 }
 
 // Take a lock, see that a second caller is refused while it is held, and
-// release it with its token.
+// release it.
 func Example() {
 	ctx := context.Background()
+	// srv is the redis-server the examples run against: yours has an
+	// address of its own, such as "localhost:6379".
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer client.Close()
 	locker := lock.New(client, nil)
-	name := exampleName("deploy")
 
-	lease, err := locker.Acquire(ctx, name, 30*time.Second, nil)
+	lease, err := locker.Acquire(ctx, "deploy", 30*time.Second, nil)
 	if err != nil {
 		fmt.Println("acquire:", err)
 		return
@@ -38,17 +39,17 @@ func Example() {
 	fmt.Println("acquired")
 
 	// Someone else, meanwhile: the lock is held, no wait was asked for.
-	_, err = locker.Acquire(ctx, name, 30*time.Second, nil)
+	_, err = locker.Acquire(ctx, "deploy", 30*time.Second, nil)
 	fmt.Println("second caller not obtained:", errors.Is(err, lock.ErrNotObtained))
 
-	if err := locker.Release(ctx, name, lease.Token); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		fmt.Println("release:", err)
 		return
 	}
 	fmt.Println("released")
 
 	// Releasing again finds nothing to release.
-	err = locker.Release(ctx, name, lease.Token)
+	err = lease.Release(ctx)
 	fmt.Println("second release not held:", errors.Is(err, lock.ErrNotHeld))
 	// Output:
 	// acquired

@@ -111,13 +111,16 @@ func checkTTL(ttl time.Duration) error {
 
 // AcquireOptions tune one Acquire. A nil *AcquireOptions means all defaults.
 type AcquireOptions struct {
-	// Token identifies this lease; "" means newToken(). A given token must
+	// Token identifies this lease; "" means 128 random bits, as 32 hex
+	// digits: unguessable, so that no other client releases or renews the
+	// lease by accident. A given token must
 	// be printable ASCII without '"' or '\' (it is stored verbatim in JSON).
 	// Acquiring again with the token that already holds the lock succeeds
 	// and refreshes its TTL, so a retry after a lost reply is safe; it
 	// adds no hold (Reenter does).
 	Token string
-	// Owner is shown to other users; "" means DefaultOwner().
+	// Owner is shown to other users; "" means user@host:pid of this
+	// process.
 	Owner string
 	Note  string
 	// CI is the URL of the CI job acquiring the lock, recorded in the
