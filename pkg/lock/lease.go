@@ -78,6 +78,9 @@ func (l *Lease) release(ctx context.Context, by *Locker) (int, error) {
 // the master: the deadline moves); Redis errors (nothing is known: the
 // deadline stays). Done is closed on the errors that mean the lease is
 // lost (ErrNotHeld, ErrNotOwner, ErrWrongType).
+//
+// Refresh writes the lease's TTL and Sent: read them from the goroutine
+// that calls it. The other methods are safe for concurrent use.
 func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	if l.l == nil {
 		return errNoLocker
