@@ -21,10 +21,12 @@ type Renewer = hook.Renewer
 
 // StartWatchdog starts renewing name's lease, held with token, with r, for
 // ttl at a time: a watchdog on something else than a lease a Locker
-// granted (lock.Locker.Watch), such as a once claim. Cancelling ctx stops
-// it like Stop (cancellation is not a loss).
-func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.Duration, opt *lock.WatchdogOptions) (*lock.Watchdog, error) {
-	return hook.StartWatchdog.(func(context.Context, hook.Renewer, string, string, time.Duration, *lock.WatchdogOptions) (*lock.Watchdog, error))(ctx, r, name, token, ttl, opt)
+// granted (lock.Locker.Watch), such as a once claim. since is the send
+// time of the command that acquired (or last renewed) the lease; zero means
+// "now", which is later than the truth and so gives a later deadline.
+// Cancelling ctx stops it like Stop (cancellation is not a loss).
+func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.Duration, since time.Time, opt *lock.WatchdogOptions) (*lock.Watchdog, error) {
+	return hook.StartWatchdog.(func(context.Context, hook.Renewer, string, string, time.Duration, time.Time, *lock.WatchdogOptions) (*lock.Watchdog, error))(ctx, r, name, token, ttl, since, opt)
 }
 
 // NewHeldError builds a *lock.HeldError of the given kind (lock.ErrNotObtained

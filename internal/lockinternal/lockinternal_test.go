@@ -72,7 +72,7 @@ func TestStartWatchdog(t *testing.T) {
 	gone := renewFunc(func(context.Context, string, string, time.Duration) (time.Duration, error) {
 		return 0, lock.ErrNotHeld
 	})
-	w, err := lockinternal.StartWatchdog(ctx, gone, "x", "tok", 300*time.Millisecond, nil)
+	w, err := lockinternal.StartWatchdog(ctx, gone, "x", "tok", 300*time.Millisecond, time.Time{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,13 +10,22 @@ import (
 type Renewer = renewer
 
 var (
-	StartWatchdog = startWatchdog
 	NewHeldError  = newHeldError
 	NewToken      = newToken
 	OwnerWithPID  = ownerWithPID
 )
 
 func DefaultOwner() string { return defaultOwner() }
+
+// StartWatchdog starts a watchdog whose schedule counts from now.
+func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, error) {
+	return startWatchdog(ctx, r, name, token, ttl, time.Time{}, opt)
+}
+
+// StartWatchdogSince starts a watchdog whose schedule counts from since.
+func StartWatchdogSince(ctx context.Context, r Renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
+	return startWatchdog(ctx, r, name, token, ttl, since, opt)
+}
 
 func ScriptCommands() []string { return scriptCommands() }
 

@@ -194,7 +194,7 @@ type Lease struct {
 	// Sent is when the call that granted (or re-confirmed) the lease was
 	// sent, on the Locker's clock: the lease lasts at least until Sent+TTL
 	// on the server, and counts as held until Deadline(). It is the
-	// WatchdogOptions.Since that Locker.Watch passes.
+	// send time a watchdog started by Watch counts from.
 	Sent time.Time
 	// Holds is how many holds the token has on the lease after this call:
 	// 1 for an acquisition, more for a Reenter.

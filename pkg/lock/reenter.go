@@ -72,7 +72,7 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 		lease.TTL = r.pttl
 	}
 	// The lease lasts at least until start+pttl: Sent is set so that
-	// Sent+TTL is that moment, as a watchdog's Since expects.
+	// Sent+TTL is that moment, as a watchdog (Watch) expects.
 	lease.Sent = start.Add(r.pttl - lease.TTL)
 	if now := l.clock.Now(); !now.Before(lease.Deadline()) {
 		// The lease rule (LeaseDeadline), as for any grant: too late to

@@ -56,11 +56,6 @@ type WatchdogOptions struct {
 	// Margin is how long before the lease would expire on the server the
 	// lock already counts as lost; 0 means DefaultMargin(ttl).
 	Margin time.Duration
-	// Since is the send time of the command that acquired (or last renewed)
-	// the lease; zero means "now", which is later than the truth and so
-	// gives a later deadline: callers should pass the time they took just
-	// before sending the acquire.
-	Since time.Time
 	// Clock drives the watchdog's schedules; nil is the real, monotonic clock.
 	Clock Clock
 	// RetryMin and RetryMax bound the back-off between attempts after a
@@ -150,9 +145,13 @@ type Watchdog struct {
 }
 
 // startWatchdog starts renewing name's lease, held with token, for ttl at a
-// time. Cancelling ctx stops it like Stop (cancellation is not a loss).
-func startWatchdog(ctx context.Context, r renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, error) {
-	w, since, err := newWatchdog(r, name, token, ttl, opt)
+// time. since is the send time of the command that acquired (or last
+// renewed) the lease; zero means "now", which is later than the truth and
+// so gives a later deadline: callers pass the time they took just before
+// sending the acquire. Cancelling ctx stops it like Stop (cancellation is
+// not a loss).
+func startWatchdog(ctx context.Context, r renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
+	w, since, err := newWatchdog(r, name, token, ttl, since, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +161,7 @@ func startWatchdog(ctx context.Context, r renewer, name, token string, ttl time.
 
 // newWatchdog is startWatchdog without the start: the watchdog and the
 // send time its schedule counts from.
-func newWatchdog(r renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, time.Time, error) {
+func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, time.Time, error) {
 	if opt == nil {
 		opt = &WatchdogOptions{}
 	}
@@ -205,7 +204,6 @@ func newWatchdog(r renewer, name, token string, ttl time.Duration, opt *Watchdog
 	if w.retryMax <= 0 {
 		w.retryMax = max(min(time.Second, w.every, w.margin/3), w.retryMin)
 	}
-	since := opt.Since
 	if since.IsZero() {
 		since = w.clk.Now()
 	}
@@ -216,22 +214,21 @@ func newWatchdog(r renewer, name, token string, ttl time.Duration, opt *Watchdog
 
 // Watch starts a Watchdog on lease: renewed as the lease's kind needs (a
 // lock, or a semaphore or shared slot), from the lease's own send time, so
-// that its deadline starts at lease.Deadline(). opt may be nil; its Since
-// is ignored. The watchdog's loss closes lease.Done(), and lease.Release
+// that its deadline starts at lease.Deadline(). opt may be nil. The
+// watchdog's loss closes lease.Done(), and lease.Release
 // stops it before releasing. Lease.Watch is the same call.
 func (l *Locker) Watch(ctx context.Context, lease *Lease, opt *WatchdogOptions) (*Watchdog, error) {
 	o := WatchdogOptions{}
 	if opt != nil {
 		o = *opt
 	}
-	o.Since = lease.Sent
 	if o.Clock == nil {
 		o.Clock = l.clock
 	}
 	if o.Events == nil {
 		o.Events = l.events
 	}
-	w, since, err := newWatchdog(l.renewerFor(lease), lease.Name, lease.Token, lease.TTL, &o)
+	w, since, err := newWatchdog(l.renewerFor(lease), lease.Name, lease.Token, lease.TTL, lease.Sent, &o)
 	if err != nil {
 		return nil, err
 	}

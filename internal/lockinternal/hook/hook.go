@@ -25,7 +25,7 @@ var (
 	// NewHeldError is func(kind error, h lock.Holder) *lock.HeldError.
 	NewHeldError any
 	// StartWatchdog is func(context.Context, Renewer, string, string,
-	// time.Duration, *lock.WatchdogOptions) (*lock.Watchdog, error).
+	// time.Duration, time.Time, *lock.WatchdogOptions) (*lock.Watchdog, error).
 	StartWatchdog any
 	// ReleaseHold is func(context.Context, *lock.Locker, *lock.Lease) (int, error).
 	ReleaseHold any
