@@ -91,9 +91,7 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	var got time.Duration
 	var err error
 	if l.Limit > 0 || l.Shared {
-		if ttl, err = renewTTL(ttl); err == nil {
-			got, err = l.l.renewSem(ctx, l.Key, l.Token, ttl)
-		}
+		got, err = l.l.renewSem(ctx, l.Key, l.Token, ttl)
 	} else {
 		got, err = l.l.renewKey(ctx, l.Key, l.Token, ttl)
 	}
