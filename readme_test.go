@@ -667,7 +667,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("acquired readme-go with fence", lease.Fence)
-	if err := l.ReleaseLease(ctx, lease); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		fmt.Println(err)
 		os.Exit(1)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/pflag"
@@ -114,7 +115,7 @@ func (f *Factory) holdStart(ctx context.Context, l *lock.Locker, name, token str
 	if f.Events() == nil {
 		return time.Time{}
 	}
-	at, ok, err := l.HeldSince(ctx, name, token)
+	at, ok, err := lockinternal.HeldSince(ctx, l, name, token)
 	if err != nil || !ok {
 		return time.Time{}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -269,7 +270,7 @@ func (f *Factory) target() server {
 }
 
 // OnMasterSwitch calls fn each time a --sentinel announces a new master for
-// --sentinel-master (lock.WatchMasterSwitch), until the returned stop is
+// --sentinel-master (lockinternal.WatchMasterSwitch), until the returned stop is
 // called. Without --sentinel it does nothing.
 func (f *Factory) OnMasterSwitch(fn func()) (stop func()) {
 	g := &f.G
@@ -280,5 +281,5 @@ func (f *Factory) OnMasterSwitch(fn func()) (stop func()) {
 	if err != nil {
 		return func() {}
 	}
-	return lock.WatchMasterSwitch(g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout, fn)
+	return lockinternal.WatchMasterSwitch(g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout, fn)
 }

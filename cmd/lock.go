@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -237,7 +238,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		// lock returns at once; the process that holds the token (and
 		// that a person looking at the lock wants to find) is the
 		// shell or script that called it.
-		owner = lock.OwnerWithPID(callerPID())
+		owner = lockinternal.OwnerWithPID(callerPID())
 	}
 	status := newWaitStatus(f, name)
 	opts, err := o.acquireOptions(c, f, owner, status)
@@ -253,7 +254,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		// Held up between the grant and now (stopped, starved): a token
 		// printed now would name a lease that no longer counts.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
-		_ = l.ReleaseLease(rctx, lease)
+		_ = lease.Release(rctx)
 		cancel()
 		return o.notAcquired(&lock.LateError{Key: lease.Key, Op: "acquire", TTL: lease.TTL, Took: time.Since(lease.Sent)})
 	}
@@ -524,7 +525,7 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			since := f.holdStart(c.Context(), l, name, token)
-			left, err := l.ReleaseHold(c.Context(), &lock.Lease{Name: name, Key: l.Key(name), Token: token, AcquiredAt: since})
+			left, err := lockinternal.ReleaseHold(c.Context(), l, &lock.Lease{Name: name, Key: l.Key(name), Token: token, AcquiredAt: since})
 			if err != nil && !notWoken(f, "released "+name, err) {
 				return explainRefusal(name, err)
 			}

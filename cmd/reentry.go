@@ -44,7 +44,7 @@ func (w *waitFlags) reenter(ctx context.Context, f *Factory, l *lock.Locker, nam
 		// one it holds is confused, and must not count as inside.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
 		defer cancel()
-		_ = l.ReleaseLease(rctx, lease)
+		_ = lease.Release(rctx)
 		hint := "use the same --limit as the holder, or --no-reentry to wait for the lock as a separate holder"
 		if lease.Shared {
 			hint = "a shared holder cannot take the lock exclusively inside its hold (it would wait for itself); take it exclusively from the start"

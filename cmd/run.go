@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
@@ -155,7 +156,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	ctx := c.Context()
 	owner := o.owner
 	if owner == "" {
-		owner = lock.DefaultOwner()
+		owner = lockinternal.DefaultOwner()
 	}
 	rep := &runReport{Name: name, Key: l.Key(name), Owner: owner}
 	if o.metricsFile != "" {

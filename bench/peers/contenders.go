@@ -12,6 +12,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/testkit/benchcmp"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -89,7 +90,7 @@ func lockContenders() []contender {
 		{"floor", func(c *redis.Client) benchcmp.Op {
 			keys := workerKeys("peers:floor:")
 			return func(w int) error {
-				tok, err := lock.NewToken()
+				tok, err := lockinternal.NewToken()
 				if err != nil {
 					return err
 				}

@@ -61,7 +61,7 @@ func TestNamesChosenByScanSurviveRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		loud.ReleaseLease(ctx, l)
+		l.Release(ctx)
 		scrape(t, e)
 	}
 	rec.Close()

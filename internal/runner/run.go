@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
@@ -161,7 +162,7 @@ func Run(ctx context.Context, job *Job) *Outcome {
 func (job *Job) release(lease *lock.Lease, l *lock.Locker, lost bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), job.ReleaseTimeout)
 	defer cancel()
-	left, err := l.ReleaseHold(ctx, lease)
+	left, err := lockinternal.ReleaseHold(ctx, l, lease)
 	if job.Released != nil {
 		job.Released(lease, left, err, lost)
 	}

@@ -79,7 +79,7 @@ func (e *env) warm(n *node, l *lock.Locker) {
 	l.Renew(ctx, name, tok, time.Second)
 	l.Release(ctx, name, tok)
 	if lease, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Token: tok, Owner: "warmup", Shared: true}); err == nil {
-		l.ReleaseLease(ctx, lease)
+		lease.Release(ctx)
 	}
 	res := n.key("lockctl-simulate-warmup")
 	l.Fences().Check(ctx, res, 1, tok)

@@ -114,7 +114,7 @@ func (t *tornRun) wait(ctx context.Context, actor string, shared bool) *waiter {
 // release gives back a lease, shared or exclusive, in one compare-and-delete.
 func (t *tornRun) release(ctx context.Context, actor string, lease *lock.Lease) {
 	if lease != nil {
-		t.e.expect(t.locker().ReleaseLease(ctx, lease), lock.ErrNotHeld, lock.ErrNotOwner)
+		t.e.expect(lease.Release(ctx), lock.ErrNotHeld, lock.ErrNotOwner)
 	}
 	t.e.drop(actor)
 }

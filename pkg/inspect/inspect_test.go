@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -151,7 +152,7 @@ func fifoWaiters(t *testing.T, c *redis.Client, prefix, name string, n int) []st
 }
 
 func token(t *testing.T) string {
-	tok, err := lock.NewToken()
+	tok, err := lockinternal.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +340,7 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 	if _, err := l.Acquire(ctx, "pool", time.Minute, &lock.AcquireOptions{Limit: 2}); err != nil {
 		t.Fatalf("slot not free: %v", err)
 	}
-	if err := l.ReleaseLease(ctx, a); !errors.Is(err, lock.ErrNotHeld) {
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("released holder's own release: %v", err)
 	}
 	// By full token: b's slot.

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/scriptcmds"
 	"os"
@@ -63,8 +64,8 @@ type Released struct {
 	Wake error
 }
 
-// ErrOwnKey: force-release was asked to free a key in lockctl's own
-// namespace (lockwire.AuxPrefix: fence counters, fence-check records, queues,
+// ErrOwnKey is the error of a force-release asked to free a key in
+// lockctl's own namespace (lockwire.AuxPrefix: fence counters, fence-check records, queues,
 // the audit and event streams), which no lock lives in.
 var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 
@@ -180,7 +181,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 		if errors.As(err, &rerr) {
 			// An error reply: the script stopped before its first write,
 			// or withdrew its audit record (see forcerelease.lua).
-			return nil, fmt.Errorf("inspect: force-release %s: nothing changed: %w", key, lock.DataErrorOf(ctx, in.c, err, keys...))
+			return nil, fmt.Errorf("inspect: force-release %s: nothing changed: %w", key, lockinternal.DataErrorOf(ctx, in.c, err, keys...))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("inspect: force-release %s: %w", key, err)
@@ -210,7 +211,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	}}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("inspect: force-release %s: nothing changed: the audit record could not be written: %w",
-			key, lock.DataErrorOf(ctx, in.c, err, AuditKey))
+			key, lockinternal.DataErrorOf(ctx, in.c, err, AuditKey))
 	}
 	v, err = run(exact, "")
 	if err == nil {
@@ -247,7 +248,7 @@ func released(key, name string, v []any) (*Released, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, lock.NewHeldError(lock.ErrNotOwner, h)
+		return nil, lockinternal.NewHeldError(lock.ErrNotOwner, h)
 	case lockwire.ForceReleased:
 	default:
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
@@ -357,7 +358,7 @@ func (in *Inspector) Audit(ctx context.Context, n int64) ([]AuditEntry, error) {
 		msgs, err = in.c.XRange(ctx, AuditKey, "-", "+").Result()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("inspect: audit: %w", lock.DataErrorOf(ctx, in.c, err, AuditKey))
+		return nil, fmt.Errorf("inspect: audit: %w", lockinternal.DataErrorOf(ctx, in.c, err, AuditKey))
 	}
 	out := make([]AuditEntry, 0, len(msgs))
 	for _, m := range msgs {

@@ -229,11 +229,11 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 		t.Errorf("slots after freeing b: %s", got)
 	}
 	l := lock.New(c, &lock.Options{Prefix: prefix})
-	if err := l.ReleaseLease(ctx, b); !errors.Is(err, lock.ErrNotHeld) {
+	if err := b.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("released holder's own release: %v", err)
 	}
 	// The others still renew; the writer still waits, listed.
-	if _, err := l.Renewer(shared[0]).Renew(ctx, "rw", shared[0].Token, time.Minute); err != nil {
+	if _, err := l.Renew(ctx, "rw", shared[0].Token, time.Minute); err != nil {
 		t.Errorf("remaining holder's renew: %v", err)
 	}
 	if c.ZScore(ctx, lockwire.AuxKey(lockwire.KindWriters, prefix+"rw"), writer).Err() != nil {

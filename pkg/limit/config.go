@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// ErrConfigMismatch: the key's state was written under another algorithm,
-// rate or burst (*ConfigError). It also matches ErrInvalid: the caller's
+// ErrConfigMismatch is the error of a call on a key whose state was written
+// under another algorithm, rate or burst (*ConfigError). It also matches ErrInvalid: the caller's
 // configuration disagrees with the one every other caller of the key uses,
 // which no retry fixes.
 var ErrConfigMismatch = errors.New("limit: key is limited under another configuration")

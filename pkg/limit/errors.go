@@ -8,15 +8,18 @@ import (
 )
 
 var (
-	// ErrInvalid: an unusable rate, burst, cost, key or algorithm.
+	// ErrInvalid is the error of a call given an unusable rate, burst,
+	// cost, key or algorithm.
 	ErrInvalid = errors.New("limit: invalid argument")
-	// ErrNeverAllowed: the cost exceeds the burst, so no amount of waiting
-	// would admit it (*CostError).
+	// ErrNeverAllowed is the error of a cost that exceeds the burst, so no
+	// amount of waiting would admit it (*CostError).
 	ErrNeverAllowed = errors.New("limit: cost can never be allowed")
-	// ErrLimited: the call was refused for now (*LimitedError, from Result.Err).
+	// ErrLimited is the error of a call refused for now (*LimitedError,
+	// from Result.Err).
 	ErrLimited = errors.New("limit: rate limited")
-	// ErrWrongType: the key holds a value this algorithm did not write
-	// (another Redis type, or another algorithm's state).
+	// ErrWrongType is the error of a call on a key that holds a value this
+	// algorithm did not write (another Redis type, or another algorithm's
+	// state).
 	ErrWrongType = errors.New("limit: key holds another kind of value")
 )
 

@@ -17,8 +17,9 @@ type Timer interface {
 	Stop() bool
 }
 
-// SystemClock is the real, monotonic clock.
-func SystemClock() Clock { return systemClock{} }
+// realClock is the real, monotonic clock: a nil Options.Clock or
+// WatchdogOptions.Clock.
+func realClock() Clock { return systemClock{} }
 
 type systemClock struct{}
 

@@ -68,15 +68,15 @@ func wantOf(key string) (typ, what string, counter bool) {
 }
 
 func (s *single) dataError(ctx context.Context, err error, keys ...string) error {
-	return DataErrorOf(ctx, s.c, err, keys...)
+	return dataErrorOf(ctx, s.c, err, keys...)
 }
 
-// DataErrorOf turns a data reply (WRONGTYPE, a counter that is no integer)
+// dataErrorOf turns a data reply (WRONGTYPE, a counter that is no integer)
 // to a call on a lock's keys into a *DataError naming the key at fault;
 // other errors pass through unchanged. It is for code that runs its own
 // scripts on those keys (inspect). Telling the key costs a TYPE (and a GET
 // for counters) per key, paid only on this path.
-func DataErrorOf(ctx context.Context, c redis.Cmdable, err error, keys ...string) error {
+func dataErrorOf(ctx context.Context, c redis.Cmdable, err error, keys ...string) error {
 	if !redisreply.IsData(err) {
 		return err
 	}

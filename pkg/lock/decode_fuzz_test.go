@@ -104,7 +104,7 @@ func FuzzDecode(f *testing.F) {
 			if h.TTL < -1 {
 				t.Fatalf("%s(%#v).holder TTL %v: a negative TTL is -1 (none)", name, v, h.TTL)
 			}
-			_ = NewHeldError(ErrNotOwner, h).Error()
+			_ = newHeldError(ErrNotOwner, h).Error()
 		}
 	})
 }

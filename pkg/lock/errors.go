@@ -7,23 +7,30 @@ import (
 )
 
 var (
-	// ErrNotObtained: the lock is held by someone else (non-blocking
-	// acquire), or the wait deadline passed. Errors carrying the holder are
-	// *HeldError values that match ErrNotObtained with errors.Is.
+	// ErrNotObtained is the error of an Acquire that did not get the lock:
+	// it is held by someone else (non-blocking acquire), or the wait
+	// deadline passed. Errors carrying the holder are *HeldError values
+	// that match ErrNotObtained with errors.Is.
 	ErrNotObtained = errors.New("lock: not obtained")
-	// ErrNotHeld: renew or release found no lock at all (expired or never taken).
+	// ErrNotHeld is the error of a renew or release that found no lock at
+	// all (expired or never taken).
 	ErrNotHeld = errors.New("lock: not held")
-	// ErrNotOwner: the lock exists but another token holds it (*HeldError).
+	// ErrNotOwner is the error of a renew or release of a lock that
+	// another token holds (*HeldError).
 	ErrNotOwner = errors.New("lock: held by another owner")
-	// ErrWrongType: the key at the lock's name is not a lock (*WrongTypeError),
-	// or one of its auxiliary keys holds what someone else wrote (*DataError).
+	// ErrWrongType is the error of a call whose key at the lock's name is
+	// not a lock (*WrongTypeError), or one of whose auxiliary keys holds
+	// what someone else wrote (*DataError).
 	ErrWrongType = errors.New("lock: key is not a lock")
-	// ErrStaleFence: fence check refused a fence not newer than the highest seen (*StaleFenceError).
+	// ErrStaleFence is the error of a fence check that refused a fence not
+	// newer than the highest seen (*StaleFenceError).
 	ErrStaleFence = errors.New("lock: stale fence")
-	// ErrInvalid: a caller passed an unusable argument (empty name, ttl < 1ms, ...).
+	// ErrInvalid is the error of a call given an unusable argument (empty
+	// name, ttl < 1ms, ...).
 	ErrInvalid = errors.New("lock: invalid argument")
-	// ErrLimitMismatch: a semaphore acquire asked for another limit than
-	// the live holders use (*LimitError). It also matches ErrInvalid: the
+	// ErrLimitMismatch is the error of a semaphore acquire that asked for
+	// another limit than the live holders use (*LimitError). It also
+	// matches ErrInvalid: the
 	// caller's configuration disagrees with the semaphore's, which waiting
 	// does not fix.
 	ErrLimitMismatch = errors.New("lock: semaphore limit differs from its holders'")
@@ -91,8 +98,8 @@ type HeldError struct {
 	kind   error
 }
 
-// NewHeldError builds a HeldError of the given kind (ErrNotObtained or ErrNotOwner).
-func NewHeldError(kind error, h Holder) *HeldError { return &HeldError{Holder: h, kind: kind} }
+// newHeldError builds a HeldError of the given kind (ErrNotObtained or ErrNotOwner).
+func newHeldError(kind error, h Holder) *HeldError { return &HeldError{Holder: h, kind: kind} }
 
 func (e *HeldError) Error() string {
 	if e.Holder.Reason == ReasonQueue {
@@ -152,10 +159,10 @@ func (e *StaleFenceError) Error() string {
 func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
 
 // PanicError: code the lock package runs in the background (a Watchdog's
-// loop, or the Renewer it calls) panicked. The Watchdog then reports the
+// loop, or the renewal it calls) panicked. The Watchdog then reports the
 // lease as lost with it, so that the caller stops the protected work
 // instead of the process dying with it still running: a bug, in lockctl or
-// in a caller's Renewer.
+// in what a watchdog renews with.
 type PanicError struct {
 	Where string // "watchdog" or "renewal"
 	Value any    // what was passed to panic
@@ -166,8 +173,8 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("lock: panic in the %s: %v (a bug)", e.Where, e.Value)
 }
 
-// ErrNotReplicated: Options.WaitReplicas was set and fewer replicas than
-// asked acknowledged a lock write in time (*ReplicationError).
+// ErrNotReplicated is the error of a lock write that fewer replicas than
+// Options.WaitReplicas asked for acknowledged in time (*ReplicationError).
 var ErrNotReplicated = errors.New("lock: not replicated")
 
 // ReplicationError: WAIT after a lock write counted fewer replicas than Want.
@@ -185,8 +192,8 @@ func (e *ReplicationError) Error() string {
 
 func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplicated }
 
-// ErrNotWoken: a release freed the lock, but the server refused the message
-// that wakes its waiters (an ACL without PUBLISH, or without the channel:
+// ErrNotWoken is the warning of a release that freed the lock while the
+// server refused the message that wakes its waiters (an ACL without PUBLISH, or without the channel:
 // Redis 7 gives new users no channels unless granted, e.g. &lockctl:*).
 // The release stands: waiters find the lock free at their next poll or
 // when the holder's TTL would have run out. Errors are *WakeError values;

@@ -22,15 +22,16 @@ func exampleName(base string) string {
 }
 
 // Take a lock, see that a second caller is refused while it is held, and
-// release it with its token.
+// release it.
 func Example() {
 	ctx := context.Background()
+	// srv is the redis-server the examples run against: yours has an
+	// address of its own, such as "localhost:6379".
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer client.Close()
 	locker := lock.New(client, nil)
-	name := exampleName("deploy")
 
-	lease, err := locker.Acquire(ctx, name, 30*time.Second, nil)
+	lease, err := locker.Acquire(ctx, "deploy", 30*time.Second, nil)
 	if err != nil {
 		fmt.Println("acquire:", err)
 		return
@@ -38,17 +39,17 @@ func Example() {
 	fmt.Println("acquired")
 
 	// Someone else, meanwhile: the lock is held, no wait was asked for.
-	_, err = locker.Acquire(ctx, name, 30*time.Second, nil)
+	_, err = locker.Acquire(ctx, "deploy", 30*time.Second, nil)
 	fmt.Println("second caller not obtained:", errors.Is(err, lock.ErrNotObtained))
 
-	if err := locker.Release(ctx, name, lease.Token); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		fmt.Println("release:", err)
 		return
 	}
 	fmt.Println("released")
 
 	// Releasing again finds nothing to release.
-	err = locker.Release(ctx, name, lease.Token)
+	err = lease.Release(ctx)
 	fmt.Println("second release not held:", errors.Is(err, lock.ErrNotHeld))
 	// Output:
 	// acquired
@@ -100,6 +101,46 @@ func ExampleLocker_Watch() {
 	// acquired
 	// renewed during the job: true
 	// still held: true
+	// released
+}
+
+// The lease-centric form of the watchdog: Watch keeps the lease renewed,
+// Done tells the job when it is lost, and Release stops the watchdog
+// before it gives the lease back.
+func ExampleLease_Watch() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	locker := lock.New(client, nil)
+
+	lease, err := locker.Acquire(ctx, exampleName("export"), 1500*time.Millisecond, nil)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	wd, err := lease.Watch(ctx, nil) // renews every ttl/3
+	if err != nil {
+		fmt.Println("watch:", err)
+		return
+	}
+
+	// The job: longer than the TTL. It stops early if the lease is lost.
+	select {
+	case <-lease.Done():
+		fmt.Println("lost:", wd.Err())
+		return
+	case <-time.After(2 * time.Second):
+	}
+	fmt.Println("renewed during the job:", wd.Renewals() > 0)
+
+	if err := lease.Release(ctx); err != nil {
+		fmt.Println("release:", err)
+		return
+	}
+	<-lease.Done() // closed by the release too
+	fmt.Println("released")
+	// Output:
+	// renewed during the job: true
 	// released
 }
 
@@ -182,7 +223,7 @@ func Example_semaphore() {
 	}
 
 	// A slot given back lets the next worker in.
-	if err := locker.ReleaseLease(ctx, leases[0]); err != nil {
+	if err := leases[0].Release(ctx); err != nil {
 		fmt.Println("release:", err)
 		return
 	}
@@ -192,7 +233,7 @@ func Example_semaphore() {
 		leases = append(leases[1:], lease)
 	}
 	for _, l := range leases {
-		if err := locker.ReleaseLease(ctx, l); err != nil {
+		if err := l.Release(ctx); err != nil {
 			fmt.Println("release:", err)
 			return
 		}
@@ -233,7 +274,7 @@ func Example_shared() {
 	fmt.Println("writer while readers hold it, not obtained:", errors.Is(err, lock.ErrNotObtained))
 
 	for _, r := range []*lock.Lease{r1, r2} {
-		if err := locker.ReleaseLease(ctx, r); err != nil {
+		if err := r.Release(ctx); err != nil {
 			fmt.Println("release:", err)
 			return
 		}
@@ -248,7 +289,7 @@ func Example_shared() {
 	fmt.Println("writer acquired")
 	_, err = locker.Acquire(ctx, name, 30*time.Second, shared)
 	fmt.Println("reader while the writer holds it, not obtained:", errors.Is(err, lock.ErrNotObtained))
-	if err := locker.ReleaseLease(ctx, w); err != nil {
+	if err := w.Release(ctx); err != nil {
 		fmt.Println("release:", err)
 		return
 	}

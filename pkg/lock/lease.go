@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -26,12 +27,141 @@ func LeaseDeadline(sent time.Time, ttl, margin time.Duration) time.Time {
 }
 
 // Deadline is the moment the lease stops counting as held unless renewed
-// before (a Watchdog started with Since: Sent renews it and keeps its own,
-// later, deadline).
+// before: Refresh moves it; a Watchdog (Watch) renews the lease and keeps
+// its own, later, deadline.
 func (l *Lease) Deadline() time.Time { return LeaseDeadline(l.Sent, l.TTL, 0) }
 
-// ErrLate: a reply arrived after the local deadline of the lease it granted
-// or renewed, so that lease does not count as held (*LateError).
+// Release gives the lease back: it stops the watchdogs started on it (Watch),
+// then deletes the lock, or frees the semaphore or shared slot, if the
+// lease's token still holds it, and wakes the waiters. For a re-entered
+// lease (Reenter) it gives back this hold only; the last one frees the lock.
+// Done is closed once the lease is given back or found lost.
+//
+// Errors as Locker.Release: ErrNotHeld when the lock is gone; *HeldError
+// (errors.Is ErrNotOwner) when another token holds it; a *WakeError
+// (errors.Is ErrNotWoken) is a warning: the lease was given back.
+func (l *Lease) Release(ctx context.Context) error {
+	_, err := l.release(ctx, l.l)
+	return err
+}
+
+// release is Release through by (which records it, Options.Events),
+// returning how many holds of the token remain.
+func (l *Lease) release(ctx context.Context, by *Locker) (int, error) {
+	if by == nil {
+		return 0, errNoLocker
+	}
+	l.mu.Lock()
+	dogs := l.dogs
+	l.dogs = nil
+	l.mu.Unlock()
+	for _, w := range dogs {
+		// No renewal may race the release.
+		w.Stop()
+	}
+	left, err := by.releaseHoldRecorded(ctx, l)
+	if err == nil || errors.Is(err, ErrNotWoken) || gone(err) {
+		l.end()
+	}
+	return left, err
+}
+
+// Refresh renews the lease for ttl from now (0: the TTL it was taken with)
+// if its token still holds it, as Locker.Renew does, and moves the lease's
+// TTL and Sent, and so its Deadline, to the renewal's. A reply that comes
+// after the renewal's own deadline does not count (LeaseDeadline): that is
+// a *LateError, and the lease is lost. It never re-creates an expired lock.
+//
+// Errors: ErrNotHeld when the lock is gone; *HeldError (errors.Is
+// ErrNotOwner) when another token holds it; *LateError (errors.Is
+// ErrNotHeld); *WrongTypeError; ErrInvalid; *ReplicationError (renewed on
+// the master: the deadline moves); Redis errors (nothing is known: the
+// deadline stays). Done is closed on the errors that mean the lease is
+// lost (ErrNotHeld, ErrNotOwner, ErrWrongType).
+//
+// Refresh writes the lease's TTL and Sent: read them from the goroutine
+// that calls it. The other methods are safe for concurrent use.
+func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
+	if l.l == nil {
+		return errNoLocker
+	}
+	// Taken before the call: no later than the server's renewal, so the
+	// deadline counted from it is safe (LeaseDeadline).
+	sent := l.l.clock.Now()
+	var got time.Duration
+	var err error
+	if l.Limit > 0 || l.Shared {
+		got, err = l.l.renewSem(ctx, l.Key, l.Token, ttl)
+	} else {
+		got, err = l.l.renewKey(ctx, l.Key, l.Token, ttl)
+	}
+	if err == nil || errors.Is(err, ErrNotReplicated) {
+		l.Sent, l.TTL = sent, got
+		return err
+	}
+	if gone(err) {
+		l.end()
+	}
+	return err
+}
+
+// Done returns a channel that is closed when the lease is lost or given back:
+// when a Watchdog started on it (Watch, Locker.Watch) loses it, when Refresh
+// finds it lost, or when Release gives it back. Nothing watches a lease
+// without a watchdog: its expiry closes nothing, so a holder that does not
+// start one keeps to Deadline itself.
+func (l *Lease) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+	}
+	return l.done
+}
+
+// Watch starts a Watchdog that keeps the lease renewed in the background
+// until it is stopped (Watchdog.Stop, Release, or ctx) or the lease is lost,
+// which closes Done. It is Locker.Watch on the Locker that granted the lease.
+func (l *Lease) Watch(ctx context.Context, opt *WatchdogOptions) (*Watchdog, error) {
+	if l.l == nil {
+		return nil, errNoLocker
+	}
+	return l.l.Watch(ctx, l, opt)
+}
+
+// errNoLocker: a Lease built by hand, not granted by a Locker.
+var errNoLocker = fmt.Errorf("%w: the lease was not granted by a Locker (Acquire or Reenter)", ErrInvalid)
+
+// gone reports an error that says the lease is lost for good.
+func gone(err error) bool {
+	return errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrWrongType)
+}
+
+// attach makes w's loss close Done, and Release stop w. Before w runs.
+func (l *Lease) attach(w *Watchdog) {
+	w.onLost = l.end
+	l.mu.Lock()
+	l.dogs = append(l.dogs, w)
+	l.mu.Unlock()
+}
+
+// end closes Done, once.
+func (l *Lease) end() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+	}
+	select {
+	case <-l.done:
+	default:
+		close(l.done)
+	}
+}
+
+// ErrLate is the error of a reply that arrived after the local deadline of
+// the lease it granted or renewed, so that lease does not count as held
+// (*LateError).
 var ErrLate = errors.New("lock: reply after the lease's local deadline")
 
 // LateError reports a grant or renewal whose reply came too late to count.
@@ -66,8 +196,8 @@ func (e *LateError) Is(target error) bool {
 	return false
 }
 
-// ErrSlowLink: replies take longer than the lease's TTL less its margin, so
-// no grant can count as held (*SlowLinkError).
+// ErrSlowLink is the error of replies that take longer than the lease's TTL
+// less its margin, so that no grant can count as held (*SlowLinkError).
 var ErrSlowLink = errors.New("lock: replies slower than the lease allows")
 
 // SlowLinkError: a grant and its re-confirmation both came too late to

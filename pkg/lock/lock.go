@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockwire"
@@ -82,7 +83,7 @@ func newLocker(opts *Options) *Locker {
 		l.prefix = DefaultPrefix
 	}
 	if l.clock == nil {
-		l.clock = SystemClock()
+		l.clock = realClock()
 	}
 	if l.poll <= 0 {
 		l.poll = time.Second
@@ -109,13 +110,16 @@ func checkTTL(ttl time.Duration) error {
 
 // AcquireOptions tune one Acquire. A nil *AcquireOptions means all defaults.
 type AcquireOptions struct {
-	// Token identifies this lease; "" means NewToken(). A given token must
+	// Token identifies this lease; "" means 128 random bits, as 32 hex
+	// digits: unguessable, so that no other client releases or renews the
+	// lease by accident. A given token must
 	// be printable ASCII without '"' or '\' (it is stored verbatim in JSON).
 	// Acquiring again with the token that already holds the lock succeeds
 	// and refreshes its TTL, so a retry after a lost reply is safe; it
 	// adds no hold (Reenter does).
 	Token string
-	// Owner is shown to other users; "" means DefaultOwner().
+	// Owner is shown to other users; "" means user@host:pid of this
+	// process.
 	Owner string
 	Note  string
 	// CI is the URL of the CI job acquiring the lock, recorded in the
@@ -125,7 +129,7 @@ type AcquireOptions struct {
 	// holders (see sem.go). Every user of the semaphore must pass the same
 	// Limit: another Limit than the live holders' fails with *LimitError.
 	// Slots and a plain lock of the same name exclude each other. Renew,
-	// Release and ReleaseLease find semaphore slots by token.
+	// Release and Lease.Release find semaphore slots by token.
 	Limit int
 	// FIFO serves waiters in arrival order (see fifo.go). Not supported
 	// together with Limit.
@@ -162,7 +166,10 @@ type AcquireOptions struct {
 	OnLate func(error)
 }
 
-// Lease is a held lock.
+// Lease is a held lock: a lock, a semaphore slot or a shared hold, as
+// Acquire or Reenter returned it. Release gives it back, Refresh renews it,
+// Watch keeps it renewed in the background, and Done closes once it is
+// lost (or given back).
 type Lease struct {
 	Name, Key, Token, Owner, Note string
 	// Fence grows with every acquisition of Key (and every Fences.Next):
@@ -186,11 +193,16 @@ type Lease struct {
 	// Sent is when the call that granted (or re-confirmed) the lease was
 	// sent, on the Locker's clock: the lease lasts at least until Sent+TTL
 	// on the server, and counts as held until Deadline(). It is the
-	// WatchdogOptions.Since that Locker.Watch passes.
+	// send time a watchdog started by Watch counts from.
 	Sent time.Time
 	// Holds is how many holds the token has on the lease after this call:
 	// 1 for an acquisition, more for a Reenter.
 	Holds int
+
+	l    *Locker // the Locker that granted it
+	mu   sync.Mutex
+	done chan struct{} // closed once the lease is lost or given back
+	dogs []*Watchdog   // the watchdogs started on it
 }
 
 // Acquire takes the lock called name for ttl, waiting as o.Wait says.
@@ -216,7 +228,7 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	ttl = ttl.Truncate(time.Millisecond)
 	token := o.Token
 	if token == "" {
-		if token, err = NewToken(); err != nil {
+		if token, err = newToken(); err != nil {
 			return nil, err
 		}
 	} else if !validToken(token) {
@@ -224,7 +236,7 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	}
 	owner := o.Owner
 	if owner == "" {
-		owner = DefaultOwner()
+		owner = defaultOwner()
 	}
 	if o.Limit < 0 || (o.Limit > 0 && o.FIFO) {
 		return nil, fmt.Errorf("%w: limit %d (FIFO waiting is not supported for semaphores)", ErrInvalid, o.Limit)
@@ -294,7 +306,7 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 		if o.OnBusy != nil {
 			o.OnBusy(held)
 		}
-		return nil, NewHeldError(ErrNotObtained, held)
+		return nil, newHeldError(ErrNotObtained, held)
 	}
 	if late && o.OnLate != nil {
 		o.OnLate(err)
@@ -307,7 +319,7 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 		if late {
 			return nil, err
 		}
-		return nil, NewHeldError(ErrNotObtained, held)
+		return nil, newHeldError(ErrNotObtained, held)
 	}
 	return a.wait(ctx, o, true)
 }
@@ -422,7 +434,7 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 	if err != nil {
 		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", a.key, err)
 	}
-	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Shared: a.shared, Sent: sent, Holds: 1}
+	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Shared: a.shared, Sent: sent, Holds: 1, l: a.l}
 	now := time.UnixMilli(r.NowMS).UTC()
 	switch r.Code {
 	case lockwire.AcquireAcquired:
@@ -471,11 +483,11 @@ func (l *Locker) Renew(ctx context.Context, name, token string, ttl time.Duratio
 	if err != nil {
 		return 0, err
 	}
-	return l.RenewKey(ctx, key, token, ttl)
+	return l.renewKey(ctx, key, token, ttl)
 }
 
-// RenewKey is Renew on a raw Redis key.
-func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
+// renewKey is Renew on a raw Redis key.
+func (l *Locker) renewKey(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)
 	}
@@ -536,7 +548,12 @@ func noLeaseTTL(key string) error {
 }
 
 // Release deletes the lock called name if token holds it, and wakes its
-// waiters.
+// waiters: the release of a lease known by its name and token, such as one
+// taken by another process. A lease at hand is released with Lease.Release.
+//
+// A token that re-entered its lease (Reenter) gives back one hold per
+// release; the last one deletes the lock. A semaphore or shared slot is
+// found by its token.
 //
 // A *WakeError (errors.Is ErrNotWoken) means the lock was released but the
 // server refused to publish the wake-up: a warning, not a failure.
@@ -549,15 +566,11 @@ func (l *Locker) Release(ctx context.Context, name, token string) error {
 	if err != nil {
 		return err
 	}
-	return l.ReleaseKey(ctx, key, token)
+	return l.releaseKeyRecorded(ctx, key, token)
 }
 
-// ReleaseKey is Release on a raw Redis key: the same compare-and-delete, for
-// callers (such as a forced release by token) that start from a key.
-//
-// A token that re-entered its lease (Reenter) gives back one hold per
-// release; the last one deletes the lock.
-func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
+// releaseKeyRecorded is Release on a raw Redis key, recorded (Options.Events).
+func (l *Locker) releaseKeyRecorded(ctx context.Context, key, token string) error {
 	left, err := l.releaseKey(ctx, key, token)
 	if l.events != nil {
 		l.recordRelease(ctx, l.nameOf(key), 0, left, err)
@@ -565,7 +578,7 @@ func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
 	return err
 }
 
-// releaseKey is ReleaseKey returning the holds the token has left.
+// releaseKey is releaseKeyRecorded, unrecorded, returning the holds the token has left.
 func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error) {
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)
@@ -605,7 +618,7 @@ func refused(key string, r reply) error {
 	if err != nil {
 		return err
 	}
-	return NewHeldError(ErrNotOwner, h)
+	return newHeldError(ErrNotOwner, h)
 }
 
 // Get describes the holder of the lock called name: a lockctl lock, a
@@ -617,11 +630,11 @@ func (l *Locker) Get(ctx context.Context, name string) (*Holder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.GetKey(ctx, key)
+	return l.getKey(ctx, key)
 }
 
-// GetKey is Get on a raw Redis key.
-func (l *Locker) GetKey(ctx context.Context, key string) (*Holder, error) {
+// getKey is Get on a raw Redis key.
+func (l *Locker) getKey(ctx context.Context, key string) (*Holder, error) {
 	r, err := l.b.inspect(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("lock: get %s: %w", key, err)
@@ -636,10 +649,10 @@ func (l *Locker) GetKey(ctx context.Context, key string) (*Holder, error) {
 	return &h, nil
 }
 
-// Wake tells everyone waiting for key to try again now, as a release does.
+// wake tells everyone waiting for key to try again now, as a release does.
 // Code that frees a lock key by other means (a semaphore slot, a forced
 // delete) calls it so waiters need not wait for their polling timer.
-func (l *Locker) Wake(ctx context.Context, key string) error {
+func (l *Locker) wake(ctx context.Context, key string) error {
 	if err := l.b.publish(ctx, lockwire.Channel(key)); err != nil {
 		return fmt.Errorf("lock: wake %s: %w", key, err)
 	}

@@ -12,15 +12,13 @@ import (
 	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
-// DefaultOwner is user@host:pid, enough for a person reading a listing to
-// find the process that holds a lock.
-func DefaultOwner() string { return defaultOwner() }
+// defaultOwner is user@host:pid, enough for a person reading a listing to
+// find the process that holds a lock: the owner of an Acquire without one.
+var defaultOwner = sync.OnceValue(func() string { return ownerWithPID(os.Getpid()) })
 
-var defaultOwner = sync.OnceValue(func() string { return OwnerWithPID(os.Getpid()) })
-
-// OwnerWithPID is user@host:pid for another process than this one: the
+// ownerWithPID is user@host:pid for another process than this one: the
 // shell that called a command which returns while its lock lives on.
-func OwnerWithPID(pid int) string {
+func ownerWithPID(pid int) string {
 	return userHost() + ":" + strconv.Itoa(pid)
 }
 
@@ -43,13 +41,13 @@ var userHost = sync.OnceValue(func() string {
 	return name + "@" + host
 })
 
-// defaultOwnerJSON is DefaultOwner as a JSON string, encoded once: every
+// defaultOwnerJSON is defaultOwner as a JSON string, encoded once: every
 // Acquire without an Owner stores it.
-var defaultOwnerJSON = sync.OnceValue(func() string { return lockwire.EncodeJSONString(DefaultOwner()) })
+var defaultOwnerJSON = sync.OnceValue(func() string { return lockwire.EncodeJSONString(defaultOwner()) })
 
-// NewToken returns 128 random bits as 32 hex digits: unguessable, so no
+// newToken returns 128 random bits as 32 hex digits: unguessable, so no
 // other client can release or renew a lock it does not hold by accident.
-func NewToken() (string, error) {
+func newToken() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("lock: token: %w", err)

@@ -88,7 +88,8 @@ var (
 	raiseScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + raiseLua })
 )
 
-// ErrNoQuorum: too few Redlock nodes answered (*QuorumError).
+// ErrNoQuorum is the error of a Redlock call that too few nodes answered
+// (*QuorumError).
 var ErrNoQuorum = errors.New("lock: no quorum of Redlock nodes")
 
 // QuorumError: a Redlock call could not reach a quorum of nodes in time. It

@@ -19,7 +19,7 @@ import (
 //   - Reenter leaves the TTL alone: whoever already renews the lease keeps
 //     doing so, and a nested holder renewing with the lease's own TTL never
 //     shortens it;
-//   - each release (Release, ReleaseLease) gives back one hold; the last one
+//   - each release (Lease.Release, Locker.Release) gives back one hold; the last one
 //     deletes the key, normally the outermost holder's;
 //   - Acquire with the token that holds the lock stays an idempotent retry
 //     (a lost reply must not leave a hold nobody gives back): only Reenter
@@ -61,7 +61,7 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 		return nil, fmt.Errorf("lock: re-enter %s: stored value: %w", key, err)
 	}
 	now := time.UnixMilli(r.NowMS).UTC()
-	lease := &Lease{Name: name, Key: key, Token: token, Owner: v.Owner, Note: v.Note, Fence: v.Fence,
+	lease := &Lease{l: l, Name: name, Key: key, Token: token, Owner: v.Owner, Note: v.Note, Fence: v.Fence,
 		TTL: v.LeaseTTL, AcquiredAt: v.AcquiredAt, ExpiresAt: now.Add(r.PTTL),
 		Holds: int(v.Holds), Waited: l.clock.Now().Sub(start)}
 	if r.Code == lockwire.ReenterSlot {
@@ -72,7 +72,7 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 		lease.TTL = r.PTTL
 	}
 	// The lease lasts at least until start+pttl: Sent is set so that
-	// Sent+TTL is that moment, as a watchdog's Since expects.
+	// Sent+TTL is that moment, as a watchdog (Watch) expects.
 	lease.Sent = start.Add(r.PTTL - lease.TTL)
 	if now := l.clock.Now(); !now.Before(lease.Deadline()) {
 		// The lease rule (LeaseDeadline), as for any grant: too late to

@@ -85,12 +85,12 @@ func (s *single) slotValue(ctx context.Context, key, token string) (string, erro
 	return v, err
 }
 
-// HeldSince is when the lease token holds on the lock called name was
+// heldSince is when the lease token holds on the lock called name was
 // acquired, whether it holds the lock, a semaphore slot or a shared slot;
 // ok is false when token holds nothing there (or the value does not say).
 // It reads, and does not check the lease's validity: for reports, such as
 // the hold time of a release.
-func (l *Locker) HeldSince(ctx context.Context, name, token string) (at time.Time, ok bool, err error) {
+func (l *Locker) heldSince(ctx context.Context, name, token string) (at time.Time, ok bool, err error) {
 	h, err := l.Get(ctx, name)
 	if errors.Is(err, ErrNotHeld) {
 		return time.Time{}, false, nil
@@ -164,27 +164,21 @@ func (l *Locker) releaseSem(ctx context.Context, key, token string) (int, error)
 	return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 }
 
-// Renewer returns what renews lease: the Locker itself for a lock, or a
-// renewer of its semaphore slot. Hand it to StartWatchdog.
-func (l *Locker) Renewer(lease *Lease) Renewer {
+// renewerFor returns what renews lease: the Locker itself for a lock, or a
+// renewer of its semaphore slot. Watchdogs renew with it.
+func (l *Locker) renewerFor(lease *Lease) renewer {
 	if lease.Limit > 0 || lease.Shared {
 		return semRenewer{l}
 	}
 	return l
 }
 
-// ReleaseLease releases lease, whether a lock or a semaphore slot. For a
-// re-entered lease it gives back one hold (see Reenter). Errors as Release.
-func (l *Locker) ReleaseLease(ctx context.Context, lease *Lease) error {
-	_, err := l.ReleaseHold(ctx, lease)
-	return err
-}
-
-// ReleaseHold is ReleaseLease that also reports how many holds of lease's
-// token remain: 0 when the lock (or slot) is now free, more when re-entered
-// holds were not given back yet (the lock then stays until its TTL unless
-// they are). Errors as Release.
-func (l *Locker) ReleaseHold(ctx context.Context, lease *Lease) (int, error) {
+// releaseHoldRecorded releases lease, whether a lock or a semaphore slot,
+// recorded (Options.Events), and reports how many holds of lease's token
+// remain: 0 when the lock (or slot) is now free, more when re-entered holds
+// were not given back yet (the lock then stays until its TTL unless they
+// are). Errors as Release.
+func (l *Locker) releaseHoldRecorded(ctx context.Context, lease *Lease) (int, error) {
 	left, err := l.releaseHold(ctx, lease)
 	if l.events != nil {
 		name := lease.Name

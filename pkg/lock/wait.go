@@ -197,7 +197,7 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 				if late != nil {
 					return nil, late
 				}
-				return nil, NewHeldError(ErrNotObtained, held)
+				return nil, newHeldError(ErrNotObtained, held)
 			}
 			delay = min(delay, left)
 		}

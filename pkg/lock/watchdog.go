@@ -9,20 +9,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockinternal/hook"
 	"github.com/lockctl/lockctl/pkg/events"
 )
 
-// ErrLost: a Watchdog gave up a lease, either because a renewal was refused
-// or because its local deadline passed without a successful renewal
-// (*LostError).
+// ErrLost is the error of a Watchdog that gave up a lease, either because
+// a renewal was refused or because its local deadline passed without a
+// successful renewal (*LostError).
 var ErrLost = errors.New("lock: lost")
 
-// Renewer extends a lease. *Locker satisfies it. Renew returns the TTL the
+// renewer extends a lease. *Locker satisfies it. Renew returns the TTL the
 // lease now has; an error matching ErrNotHeld, ErrNotOwner or ErrWrongType
 // means the lease is gone for good.
-type Renewer interface {
-	Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error)
-}
+type renewer = hook.Renewer
 
 // LostError says why a Watchdog gave up a lease.
 type LostError struct {
@@ -57,12 +56,7 @@ type WatchdogOptions struct {
 	// Margin is how long before the lease would expire on the server the
 	// lock already counts as lost; 0 means DefaultMargin(ttl).
 	Margin time.Duration
-	// Since is the send time of the command that acquired (or last renewed)
-	// the lease; zero means "now", which is later than the truth and so
-	// gives a later deadline: callers should pass the time they took just
-	// before sending the acquire.
-	Since time.Time
-	// Clock drives the watchdog's schedules; nil is SystemClock().
+	// Clock drives the watchdog's schedules; nil is the real, monotonic clock.
 	Clock Clock
 	// RetryMin and RetryMax bound the back-off between attempts after a
 	// failed renewal (Redis unreachable, timeout, a failover under way);
@@ -129,7 +123,7 @@ func DefaultMargin(ttl time.Duration) time.Duration {
 // to a replica that missed every such renewal can lose it, which is the
 // window WaitReplicas narrows but never closes.
 type Watchdog struct {
-	r                  Renewer
+	r                  renewer
 	name, token        string
 	ttl, every, margin time.Duration
 	retryMin, retryMax time.Duration
@@ -145,11 +139,29 @@ type Watchdog struct {
 	renewals           int64
 	last, deadline     time.Time
 	err                error
+	// onLost, if set before the watchdog starts, is called once with the
+	// loss (Lease.Done closes on it).
+	onLost func()
 }
 
-// StartWatchdog starts renewing name's lease, held with token, for ttl at a
-// time. Cancelling ctx stops it like Stop (cancellation is not a loss).
-func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, error) {
+// startWatchdog starts renewing name's lease, held with token, for ttl at a
+// time. since is the send time of the command that acquired (or last
+// renewed) the lease; zero means "now", which is later than the truth and
+// so gives a later deadline: callers pass the time they took just before
+// sending the acquire. Cancelling ctx stops it like Stop (cancellation is
+// not a loss).
+func startWatchdog(ctx context.Context, r renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
+	w, since, err := newWatchdog(r, name, token, ttl, since, opt)
+	if err != nil {
+		return nil, err
+	}
+	go w.run(ctx, since)
+	return w, nil
+}
+
+// newWatchdog is startWatchdog without the start: the watchdog and the
+// send time its schedule counts from.
+func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, time.Time, error) {
 	if opt == nil {
 		opt = &WatchdogOptions{}
 	}
@@ -166,13 +178,13 @@ func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.
 	}
 	w.events = opt.Events
 	if r == nil || token == "" {
-		return nil, fmt.Errorf("%w: watchdog needs a renewer and a token", ErrInvalid)
+		return nil, time.Time{}, fmt.Errorf("%w: watchdog needs a renewer and a token", ErrInvalid)
 	}
 	if ttl <= 0 {
-		return nil, fmt.Errorf("%w: ttl %v", ErrInvalid, ttl)
+		return nil, time.Time{}, fmt.Errorf("%w: ttl %v", ErrInvalid, ttl)
 	}
 	if w.clk == nil {
-		w.clk = SystemClock()
+		w.clk = realClock()
 	}
 	if w.margin == 0 {
 		w.margin = DefaultMargin(ttl)
@@ -181,10 +193,10 @@ func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.
 		w.every = ttl / 3
 	}
 	if w.margin < 0 || w.margin >= ttl {
-		return nil, fmt.Errorf("%w: margin %v must be in [0, ttl %v)", ErrInvalid, w.margin, ttl)
+		return nil, time.Time{}, fmt.Errorf("%w: margin %v must be in [0, ttl %v)", ErrInvalid, w.margin, ttl)
 	}
 	if w.every <= 0 || w.every >= ttl-w.margin {
-		return nil, fmt.Errorf("%w: renew period %v must be shorter than ttl-margin %v", ErrInvalid, w.every, ttl-w.margin)
+		return nil, time.Time{}, fmt.Errorf("%w: renew period %v must be shorter than ttl-margin %v", ErrInvalid, w.every, ttl-w.margin)
 	}
 	if w.retryMin <= 0 {
 		w.retryMin = 100 * time.Millisecond
@@ -192,32 +204,37 @@ func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.
 	if w.retryMax <= 0 {
 		w.retryMax = max(min(time.Second, w.every, w.margin/3), w.retryMin)
 	}
-	since := opt.Since
 	if since.IsZero() {
 		since = w.clk.Now()
 	}
 	w.last = since
 	w.deadline = LeaseDeadline(since, ttl, w.margin)
-	go w.run(ctx, since)
-	return w, nil
+	return w, since, nil
 }
 
-// Watch starts a Watchdog on lease: renewed by l.Renewer(lease), from the
-// lease's own send time, so that its deadline starts at lease.Deadline().
-// opt may be nil; its Since is ignored.
+// Watch starts a Watchdog on lease: renewed as the lease's kind needs (a
+// lock, or a semaphore or shared slot), from the lease's own send time, so
+// that its deadline starts at lease.Deadline(). opt may be nil. The
+// watchdog's loss closes lease.Done(), and lease.Release
+// stops it before releasing. Lease.Watch is the same call.
 func (l *Locker) Watch(ctx context.Context, lease *Lease, opt *WatchdogOptions) (*Watchdog, error) {
 	o := WatchdogOptions{}
 	if opt != nil {
 		o = *opt
 	}
-	o.Since = lease.Sent
 	if o.Clock == nil {
 		o.Clock = l.clock
 	}
 	if o.Events == nil {
 		o.Events = l.events
 	}
-	return StartWatchdog(ctx, l.Renewer(lease), lease.Name, lease.Token, lease.TTL, &o)
+	w, since, err := newWatchdog(l.renewerFor(lease), lease.Name, lease.Token, lease.TTL, lease.Sent, &o)
+	if err != nil {
+		return nil, err
+	}
+	lease.attach(w)
+	go w.run(ctx, since)
+	return w, nil
 }
 
 // Lost delivers one *LostError when the lease is lost. It is never closed,
@@ -322,6 +339,9 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 			select {
 			case w.lost <- err:
 			default: // a loss was delivered already
+			}
+			if w.onLost != nil {
+				w.onLost()
 			}
 		}
 	}()
@@ -476,4 +496,7 @@ func (w *Watchdog) lose(ctx context.Context, err error) {
 	w.mu.Unlock()
 	w.record(ctx, events.LeaseLost)
 	w.lost <- err
+	if w.onLost != nil {
+		w.onLost()
+	}
 }

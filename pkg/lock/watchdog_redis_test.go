@@ -43,7 +43,7 @@ func acquireWatched(t *testing.T, l *lock.Locker, ttl time.Duration) (*lock.Leas
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := lock.StartWatchdog(ctx, l, name, lease.Token, ttl, &lock.WatchdogOptions{Since: sent})
+	w, err := lock.StartWatchdogSince(ctx, l, name, lease.Token, ttl, sent, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,27 +7,33 @@ import (
 )
 
 var (
-	// ErrInProgress: another claimant is running KEY now (*InProgressError).
+	// ErrInProgress is the error of a claim of a KEY another claimant is
+	// running now (*InProgressError).
 	ErrInProgress = errors.New("once: in progress elsewhere")
-	// ErrDone: KEY already ran; its outcome is in the *DoneError.
+	// ErrDone is the error of a claim of a KEY that already ran; its
+	// outcome is in the *DoneError.
 	ErrDone = errors.New("once: already done")
-	// ErrFingerprint: KEY was claimed with another fingerprint (*FingerprintError).
+	// ErrFingerprint is the error of a claim of a KEY claimed with another
+	// fingerprint (*FingerprintError).
 	ErrFingerprint = errors.New("once: fingerprint mismatch")
-	// ErrNotOwner: the claim now belongs to someone else, who took it over
-	// after this one's TTL lapsed (*NotOwnerError).
+	// ErrNotOwner is the error of a claim that now belongs to someone else,
+	// who took it over after this one's TTL lapsed (*NotOwnerError).
 	ErrNotOwner = errors.New("once: claim held by another owner")
-	// ErrLost: renewing found no record at all (the claim expired), or no
-	// renewal succeeded by the claim's local deadline (the Keeper's Err).
+	// ErrLost is the error of a claim whose renewal found no record at all
+	// (the claim expired), or none of whose renewals succeeded by its
+	// local deadline (the Keeper's Err).
 	ErrLost = errors.New("once: claim lost")
-	// ErrLate: the claim's reply arrived after its local deadline
-	// (lock.LeaseDeadline) and could not be re-confirmed in time: the claim
-	// was given up and the command must not run.
+	// ErrLate is the error of a claim whose reply arrived after its local
+	// deadline (lock.LeaseDeadline) and could not be re-confirmed in time:
+	// the claim was given up and the command must not run.
 	ErrLate = errors.New("once: claim reply after its local deadline")
-	// ErrNotFound: Get found no record.
+	// ErrNotFound is the error of a Get that found no record.
 	ErrNotFound = errors.New("once: no record")
-	// ErrWrongType: the key holds something that is not a once record.
+	// ErrWrongType is the error of a call on a key that holds something
+	// that is not a once record.
 	ErrWrongType = errors.New("once: key is not a once record")
-	// ErrInvalid: an unusable argument (empty key, TTL under 1ms, ...).
+	// ErrInvalid is the error of a call given an unusable argument (empty
+	// key, TTL under 1ms, ...).
 	ErrInvalid = errors.New("once: invalid argument")
 )
 

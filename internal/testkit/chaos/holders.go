@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -269,7 +270,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: Unknown, Call: call, Return: ret, Ghost: c.TTL})
 		return
 	}
-	wd, err := lock.StartWatchdog(ctx, c.Locker, c.Name, lease.Token, c.TTL, &lock.WatchdogOptions{Since: lease.Sent})
+	wd, err := lockinternal.StartWatchdog(ctx, c.Locker, c.Name, lease.Token, c.TTL, lease.Sent, nil)
 	if err != nil {
 		e.T.Errorf("watchdog: %v", err)
 		return

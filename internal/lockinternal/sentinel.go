@@ -1,4 +1,4 @@
-package lock
+package lockinternal
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // tlsConfig (nil for none) and timeout apply to the connections to the
 // Sentinels.
 //
-// A holder renews at once on it (Watchdog.RenewNow): a Sentinel client
+// A holder renews at once on it (lock.Watchdog.RenewNow): a Sentinel client
 // follows the switch on its own, but only for its next call, and the
 // promoted replica's copy of the lease runs out a TTL after the last renewal
 // it replicated, which can come before the next periodic renewal (Sentinel

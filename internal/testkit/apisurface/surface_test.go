@@ -1,0 +1,78 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const root = "../../.."
+
+// pkg/lock offers what a library user needs: the lease-centric API, and no
+// name that only lockctl's own packages use (those are reached through
+// internal/lockinternal).
+func TestLockSurface(t *testing.T) {
+	names := surface(filepath.Join(root, "pkg/lock"))
+	for _, want := range []string{"Lease.Release", "Lease.Refresh", "Lease.Done", "Lease.Watch", "Lease.Fence",
+		"Locker.Release", "Locker.Renew", "Locker.Get", "Locker.Watch"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("pkg/lock has no %s", want)
+		}
+	}
+	for _, internal := range []string{"StartWatchdog", "Renewer", "NewHeldError", "DataErrorOf", "ScriptCommands",
+		"WatchMasterSwitch", "NewToken", "DefaultOwner", "OwnerWithPID", "SystemClock",
+		"Locker.ReleaseKey", "Locker.ReleaseLease", "Locker.ReleaseHold", "Locker.RenewKey", "Locker.GetKey",
+		"Locker.Wake", "Locker.HeldSince", "Locker.Renewer", "WatchdogOptions.Since"} {
+		if slices.Contains(names, internal) {
+			t.Errorf("pkg/lock exports %s", internal)
+		}
+	}
+}
+
+// Every sentinel error of the library's packages is documented as "ErrX is ...".
+func TestSentinelErrorDocs(t *testing.T) {
+	n := 0
+	for _, dir := range []string{"pkg/lock", "pkg/limit", "pkg/once", "pkg/events", "pkg/inspect"} {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), func(fi os.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pkgs {
+			for _, f := range p.Files {
+				for _, d := range f.Decls {
+					g, ok := d.(*ast.GenDecl)
+					if !ok || g.Tok != token.VAR {
+						continue
+					}
+					for _, s := range g.Specs {
+						vs := s.(*ast.ValueSpec)
+						for _, name := range vs.Names {
+							if !name.IsExported() || !strings.HasPrefix(name.Name, "Err") {
+								continue
+							}
+							n++
+							doc := vs.Doc
+							if doc == nil && len(g.Specs) == 1 {
+								doc = g.Doc
+							}
+							if text := doc.Text(); !strings.HasPrefix(text, name.Name+" is ") {
+								t.Errorf("%s: %s.%s's doc does not start %q: %q", fset.Position(name.Pos()), dir, name.Name, name.Name+" is ", text)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d sentinel errors found: the packages were not read", n)
+	}
+}
