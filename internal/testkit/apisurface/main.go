@@ -21,7 +21,15 @@ func main() {
 	}
 	for _, dir := range dirs {
 		names := surface(dir)
-		fmt.Printf("%s\t%d\n", dir, len(names))
+		m, f := 0, 0
+		for _, n := range names {
+			if methods[n] {
+				m++
+			} else if fields[n] {
+				f++
+			}
+		}
+		fmt.Printf("%s\t%d\t(%d top-level, %d methods, %d fields)\n", dir, len(names), len(names)-m-f, m, f)
 		if verbose {
 			for _, n := range names {
 				fmt.Println("\t" + n)
@@ -29,6 +37,10 @@ func main() {
 		}
 	}
 }
+
+// methods and fields mark which of surface's dotted names are methods and
+// which are struct fields.
+var methods, fields = map[string]bool{}, map[string]bool{}
 
 func surface(dir string) []string {
 	fset := token.NewFileSet()
@@ -54,6 +66,7 @@ func surface(dir string) []string {
 							continue
 						}
 						names = append(names, recv+"."+d.Name.Name)
+						methods[recv+"."+d.Name.Name] = true
 						continue
 					}
 					names = append(names, d.Name.Name)
@@ -70,6 +83,7 @@ func surface(dir string) []string {
 									for _, n := range fl.Names {
 										if n.IsExported() {
 											names = append(names, s.Name.Name+"."+n.Name)
+											fields[s.Name.Name+"."+n.Name] = true
 										}
 									}
 								}
