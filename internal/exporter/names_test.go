@@ -65,7 +65,9 @@ func TestNamesChosenByScanSurviveRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		loud.ReleaseLease(ctx, l)
+		if err := loud.ReleaseLease(ctx, l); err != nil {
+			t.Fatal(err)
+		}
 		scrape(t, e)
 	}
 	rec.Close()

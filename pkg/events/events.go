@@ -273,7 +273,7 @@ type Entry struct {
 	Event
 }
 
-// ErrMalformed: a stream entry is not an event of this package.
+// ErrMalformed is returned when a stream entry is not an event of this package.
 var ErrMalformed = errors.New("events: malformed entry")
 
 // Parse turns a stream message into an Entry.

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// ErrConfigMismatch: the key's state was written under another algorithm,
+// ErrConfigMismatch is returned when the key's state was written under another algorithm,
 // rate or burst (*ConfigError). It also matches ErrInvalid: the caller's
 // configuration disagrees with the one every other caller of the key uses,
 // which no retry fixes.
@@ -68,7 +68,7 @@ func parseConfig(s string) (Config, bool) {
 	return c, true
 }
 
-// ConfigError: a call under Want on Key, whose state was written under
+// ConfigError is the refusal of a call under Want on Key, whose state was written under
 // Stored.
 type ConfigError struct {
 	Key          string

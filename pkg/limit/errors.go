@@ -8,29 +8,31 @@ import (
 )
 
 var (
-	// ErrInvalid: an unusable rate, burst, cost, key or algorithm.
+	// ErrInvalid is returned for an unusable rate, burst, cost, key or algorithm.
 	ErrInvalid = errors.New("limit: invalid argument")
-	// ErrNeverAllowed: the cost exceeds the burst, so no amount of waiting
+	// ErrNeverAllowed is returned when the cost exceeds the burst, so no amount of waiting
 	// would admit it (*CostError).
 	ErrNeverAllowed = errors.New("limit: cost can never be allowed")
-	// ErrLimited: the call was refused for now (*LimitedError, from Result.Err).
+	// ErrLimited is the error of a call refused for now (*LimitedError, from Result.Err).
 	ErrLimited = errors.New("limit: rate limited")
-	// ErrWrongType: the key holds a value this algorithm did not write
+	// ErrWrongType is returned when the key holds a value this algorithm did not write
 	// (another Redis type, or another algorithm's state).
 	ErrWrongType = errors.New("limit: key holds another kind of value")
 )
 
-// CostError: a cost larger than the burst. Refused before any round trip
+// CostError is a cost larger than the burst, Refused before any round trip
 // rather than retried forever.
 type CostError struct {
 	Cost  int64
 	Burst int64
 }
 
+// Error says the cost and the burst.
 func (e *CostError) Error() string {
 	return fmt.Sprintf("limit: cost %d can never be allowed: burst is %d", e.Cost, e.Burst)
 }
 
+// Is makes a *CostError match ErrNeverAllowed.
 func (e *CostError) Is(target error) bool { return target == ErrNeverAllowed }
 
 // LimitedError carries the refused decision, so callers that turn a refusal
@@ -43,6 +45,7 @@ func (e *LimitedError) Error() string {
 	return fmt.Sprintf("limit: %s rate limited: retry after %s", e.Result.Key, e.Result.RetryAfter)
 }
 
+// Is makes a *LimitedError match ErrLimited.
 func (e *LimitedError) Is(target error) bool { return target == ErrLimited }
 
 // WrongTypeError names the key that holds something else.
@@ -55,6 +58,7 @@ func (e *WrongTypeError) Error() string {
 	return fmt.Sprintf("limit: %s holds a value this algorithm does not use: %s", e.Key, e.Msg)
 }
 
+// Is makes a *WrongTypeError match ErrWrongType.
 func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 
 // ceilMS rounds a microsecond count up to whole milliseconds, so a caller

@@ -7,27 +7,27 @@ import (
 )
 
 var (
-	// ErrInProgress: another claimant is running KEY now (*InProgressError).
+	// ErrInProgress is returned when another claimant is running KEY now (*InProgressError).
 	ErrInProgress = errors.New("once: in progress elsewhere")
-	// ErrDone: KEY already ran; its outcome is in the *DoneError.
+	// ErrDone is returned when KEY already ran; its outcome is in the *DoneError.
 	ErrDone = errors.New("once: already done")
-	// ErrFingerprint: KEY was claimed with another fingerprint (*FingerprintError).
+	// ErrFingerprint is returned when KEY was claimed with another fingerprint (*FingerprintError).
 	ErrFingerprint = errors.New("once: fingerprint mismatch")
-	// ErrNotOwner: the claim now belongs to someone else, who took it over
+	// ErrNotOwner is returned when the claim now belongs to someone else, who took it over
 	// after this one's TTL lapsed (*NotOwnerError).
 	ErrNotOwner = errors.New("once: claim held by another owner")
-	// ErrLost: renewing found no record at all (the claim expired), or no
+	// ErrLost is returned when renewing found no record at all (the claim expired), or no
 	// renewal succeeded by the claim's local deadline (the Keeper's Err).
 	ErrLost = errors.New("once: claim lost")
-	// ErrLate: the claim's reply arrived after its local deadline
+	// ErrLate is returned when the claim's reply arrived after its local deadline
 	// (lock.LeaseDeadline) and could not be re-confirmed in time: the claim
 	// was given up and the command must not run.
 	ErrLate = errors.New("once: claim reply after its local deadline")
-	// ErrNotFound: Get found no record.
+	// ErrNotFound is returned when Get finds no record.
 	ErrNotFound = errors.New("once: no record")
-	// ErrWrongType: the key holds something that is not a once record.
+	// ErrWrongType is returned when the key holds something that is not a once record.
 	ErrWrongType = errors.New("once: key is not a once record")
-	// ErrInvalid: an unusable argument (empty key, TTL under 1ms, ...).
+	// ErrInvalid is returned for an unusable argument (empty key, TTL under 1ms, ...).
 	ErrInvalid = errors.New("once: invalid argument")
 )
 
@@ -38,6 +38,7 @@ func (e *InProgressError) Error() string {
 	return fmt.Sprintf("once: %s is in progress: started by %s %s ago", e.Record.Key, e.Record.Owner, since(e.Record.StartedAt))
 }
 
+// Is makes an *InProgressError match ErrInProgress.
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
 // DoneError carries the recorded outcome the caller should replay.
@@ -48,9 +49,11 @@ func (e *DoneError) Error() string {
 		e.Record.FinishedAt.Format(time.RFC3339), e.Record.Owner)
 }
 
+// Is makes a *DoneError match ErrDone.
 func (e *DoneError) Is(target error) bool { return target == ErrDone }
 
-// FingerprintError: the record was made for another request.
+// FingerprintError is the refusal of a claim whose record was made for
+// another request.
 type FingerprintError struct {
 	Key      string
 	Recorded string // the record's fingerprint
@@ -62,6 +65,7 @@ func (e *FingerprintError) Error() string {
 	return fmt.Sprintf("once: %s was claimed with fingerprint %q, not %q", e.Key, e.Recorded, e.Given)
 }
 
+// Is makes a *FingerprintError match ErrFingerprint.
 func (e *FingerprintError) Is(target error) bool { return target == ErrFingerprint }
 
 // NotOwnerError carries the record of whoever holds KEY now.
@@ -71,6 +75,7 @@ func (e *NotOwnerError) Error() string {
 	return fmt.Sprintf("once: %s is now held by %s (%s)", e.Record.Key, e.Record.Owner, e.Record.State)
 }
 
+// Is makes a *NotOwnerError match ErrNotOwner.
 func (e *NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
 
 // WrongTypeError names the key that is not a once record.
@@ -83,6 +88,7 @@ func (e *WrongTypeError) Error() string {
 	return fmt.Sprintf("once: %s is not a once record: %s", e.Key, e.Msg)
 }
 
+// Is makes a *WrongTypeError match ErrWrongType.
 func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 
 func since(t time.Time) time.Duration {

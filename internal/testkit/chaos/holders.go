@@ -435,7 +435,7 @@ func Alive(pgids []int) int {
 func (p *Proc) SignalChildren(sig syscall.Signal) int {
 	kids := p.Children()
 	for _, k := range kids {
-		syscall.Kill(-k, sig)
+		_ = syscall.Kill(-k, sig) // a child that exited meanwhile is no error
 	}
 	return len(kids)
 }

@@ -156,7 +156,8 @@ func (s *Server) Restart(args ...string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		info, err := s.Do("INFO", "persistence")
-		if err != nil || !(strings.Contains(info, "aof_rewrite_in_progress:1") || strings.Contains(info, "aof_rewrite_scheduled:1")) {
+		rewriting := strings.Contains(info, "aof_rewrite_in_progress:1") || strings.Contains(info, "aof_rewrite_scheduled:1")
+		if err != nil || !rewriting {
 			break
 		}
 		if time.Now().After(deadline) {

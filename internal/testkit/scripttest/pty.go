@@ -76,10 +76,7 @@ func cmdPtyStart(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	p.cmd = exec.Command(path, args[1:]...)
 	p.cmd.Dir = ts.Getenv("WORK")
-	var env []string
-	for _, kv := range os.Environ() {
-		env = append(env, kv)
-	}
+	env := os.Environ()
 	for _, k := range []string{"PATH", "HOME", "LOCKCTL_URL", "XDG_CONFIG_HOME", "NO_COLOR", "REDIS_URL", "TERM", "LOCKCTL_NO_EVENTS"} {
 		env = append(env, k+"="+ts.Getenv(k))
 	}

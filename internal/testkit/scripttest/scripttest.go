@@ -95,8 +95,6 @@ func cmdRedisRestart(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(Server(ts).Restart(args...))
 }
 
-const replicaKey = "redistest.replica"
-
 // replica: start a replica of the script's server, wait until it has
 // synchronised, and export REPLICA_URL and REPLICA_ADDR. `replica-sig
 // STOP|CONT|KILL` signals it; `replica-redis CMD ARGS...` runs a command on
