@@ -282,7 +282,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 	for i := 0; i < c.Writes; i++ {
 		select {
 		case <-time.After(c.Work / time.Duration(c.Writes)):
-		case <-wd.Lost():
+		case <-wd.Lost(): //nolint:errcheck // the loss is the event; its LostError's detail is not used
 			lost = true
 		}
 		if lost || !wd.Held() {

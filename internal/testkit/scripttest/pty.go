@@ -2,6 +2,7 @@ package scripttest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -101,10 +102,12 @@ func cmdPtyStart(ts *testscript.TestScript, neg bool, args []string) {
 	ptys[ts] = p
 	ptysMu.Unlock()
 	ts.Defer(func() {
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-		ptmx.Close()
-		tty.Close()
+		// The script is over: the process may have exited, and its status
+		// was checked (or not wanted) by the script.
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		_ = ptmx.Close()
+		_ = tty.Close()
 		ptysMu.Lock()
 		delete(ptys, ts)
 		ptysMu.Unlock()
@@ -277,5 +280,5 @@ func cmdPtyWait(ts *testscript.TestScript, neg bool, args []string) {
 	p.mu.Lock()
 	out := p.out.String()
 	p.mu.Unlock()
-	ts.Stdout().Write([]byte(out))
+	fmt.Fprint(ts.Stdout(), out)
 }

@@ -357,7 +357,7 @@ func runRedis(ts *testscript.TestScript, s *redistest.Server, neg bool, args []s
 	}
 	var b strings.Builder
 	writeReply(&b, v)
-	ts.Stdout().Write([]byte(b.String()))
+	fmt.Fprint(ts.Stdout(), b.String())
 }
 
 // redis-sub [-p|-s] FILE CHANNEL...: subscribe on the script's server in
@@ -405,10 +405,11 @@ func cmdRedisSub(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}()
 	ts.Defer(func() {
-		ps.Close()
+		// The script is over: nothing reads f after this.
+		_ = ps.Close()
 		<-done
-		f.Close()
-		c.Close()
+		_ = f.Close()
+		_ = c.Close()
 	})
 }
 
