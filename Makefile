@@ -56,14 +56,24 @@ deb:
 	VERSION="$(DEB_VERSION)" ARCH="$(DEB_ARCH)" $(NFPM) package --config packaging/nfpm.yaml --packager deb --target dist/
 	@ls dist/lockctl_*.deb
 
-# The tests, then a short bounded run of every fuzz target (FUZZTIME each).
-test:
+# The linters first (a lint failure is quick), the tests, then a short
+# bounded run of every fuzz target (FUZZTIME each).
+test: lint
 	./scripts/ensure-redis.sh
 	./scripts/ensure-prometheus.sh
 	./scripts/ensure-tools.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	GO=$(GO) FUZZTIME=3s FUZZJOBS=2 FUZZPARALLEL=1 ./scripts/fuzz.sh
+
+# The linters of .golangci.yml, over lockctl and over bench/peers (a module
+# of its own). golangci-lint runs at a pinned version, fetched from the Go
+# module proxy and built once: Go caches the binary, so later runs start at
+# once. It stays out of lockctl's go.mod.
+GOLANGCI_LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+lint:
+	$(GOLANGCI_LINT) run ./...
+	cd bench/peers && $(GOLANGCI_LINT) run ./...
 
 # A longer search: every fuzz target for 60s in turn, a worker per CPU
 # (make fuzz FUZZTIME=10m for more).

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +86,9 @@ func TestDebPackage(t *testing.T) {
 	version := strings.TrimSpace(run(t, ".", nil, "./scripts/deb-version.sh"))
 	arch := strings.TrimSpace(run(t, ".", nil, "dpkg", "--print-architecture"))
 	deb := filepath.Join("dist", "lockctl_"+version+"_"+arch+".deb")
-	os.Remove(deb)
+	if err := os.Remove(deb); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
 	run(t, ".", nil, "make", "deb")
 	if _, err := os.Stat(deb); err != nil {
 		t.Fatalf("make deb did not write %s: %v", deb, err)

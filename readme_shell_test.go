@@ -114,7 +114,7 @@ func simpleCommands(s string) []string {
 			if i > 0 {
 				prev = s[i-1]
 			}
-			if prev != '>' && prev != '<' && !(i+1 < len(s) && s[i+1] == '>') {
+			if prev != '>' && prev != '<' && (i+1 >= len(s) || s[i+1] != '>') {
 				outer.WriteByte('\n')
 				continue
 			}

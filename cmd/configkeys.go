@@ -61,7 +61,7 @@ func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string) {
 			hint[key] = "no command is called " + section
 		}
 		if hint[key] == "" {
-			pool := local
+			var pool map[string]bool
 			if nested && sections[section] != nil {
 				pool = sections[section]
 			} else {

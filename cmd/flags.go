@@ -54,14 +54,15 @@ func parseDuration(s string, allowZero, bareSeconds bool) (time.Duration, error)
 	// duration.
 	n, err := strconv.ParseFloat(s, 64)
 	bare := (err == nil || errors.Is(err, strconv.ErrRange)) && isDecimal(s)
-	if bare && bareSeconds {
+	switch {
+	case bare && bareSeconds:
 		if math.Abs(n)*float64(time.Second) >= math.MaxInt64 {
 			return 0, fmt.Errorf("%q is too long; %s", s, errDurationHint)
 		}
 		d = time.Duration(n * float64(time.Second))
-	} else if bare && n == 0 {
+	case bare && n == 0:
 		d = 0
-	} else {
+	default:
 		d, err = time.ParseDuration(s)
 		if err != nil {
 			if strings.HasSuffix(s, "d") {

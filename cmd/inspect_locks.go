@@ -121,7 +121,7 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 		}
 	}
 	var all []inspect.Lock
-	buffer := sortBy != "none" || !(json || tsv)
+	buffer := sortBy != "none" || !json && !tsv
 	err = in.Locks(c.Context(), glob, &inspect.ScanOptions{Progress: prog.update}, func(l inspect.Lock) error {
 		if buffer {
 			all = append(all, l)

@@ -105,7 +105,7 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 		if o.check {
 			return usageErrorf("--check and --fix do not go together")
 		}
-		if !o.yes && !(f.IO.IsStdinTTY() && f.IO.IsStderrTTY()) {
+		if !o.yes && (!f.IO.IsStdinTTY() || !f.IO.IsStderrTTY()) {
 			return &UsageError{Err: fmt.Errorf("refusing to --fix %s without confirmation", o.fix),
 				Hints: []string{"there is no terminal to ask on; run `lockctl inspect orphans` to review the keys, then add --yes"}}
 		}

@@ -222,13 +222,14 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		if err != nil {
 			return err
 		}
-		if f.G.Output == "json" {
+		switch {
+		case f.G.Output == "json":
 			if err := f.IO.PrintJSON(holderJSON(name, h, true)); err != nil {
 				return err
 			}
-		} else if h.Reason == lock.ReasonShared {
+		case h.Reason == lock.ReasonShared:
 			f.IO.Errorf("%s is held shared by %d holder(s)%s", name, h.Holders, ttlText(h.TTL))
-		} else {
+		default:
 			f.IO.Errorf("%s is held by %s%s", name, h.Owner, ttlText(h.TTL))
 		}
 		return &ExitError{Code: ExitFound, Silent: true}

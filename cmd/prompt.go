@@ -24,7 +24,7 @@ func confirm(ctx context.Context, in io.Reader, errOut io.Writer) (bool, error) 
 		return a == "y" || a == "yes", nil
 	case <-ctx.Done():
 		// The shell's next prompt starts on a line of its own.
-		io.WriteString(errOut, "\n")
+		_, _ = io.WriteString(errOut, "\n")
 		if cause := context.Cause(ctx); cause != nil {
 			return false, cause
 		}

@@ -94,9 +94,10 @@ func (f *Factory) annotate(err error, code int) {
 	var exit *ExitError
 	if errors.As(err, &exit) && exit.Err == nil {
 		msg = fmt.Sprintf("exit status %d", code)
-		if code == ExitLost {
+		switch code {
+		case ExitLost:
 			msg = "the lock was lost while the command ran (exit 76)"
-		} else if code == ExitMaxRuntime {
+		case ExitMaxRuntime:
 			msg = "the command ran past --max-runtime and was killed (exit 124)"
 		}
 	}
@@ -143,7 +144,11 @@ func (f *Factory) stepSummary(rep *runReport) {
 		f.IO.Errorf("warning: GITHUB_STEP_SUMMARY: %v", err)
 		return
 	}
-	defer file.Close()
+	defer func() {
+		if err := file.Close(); err != nil {
+			f.IO.Errorf("warning: GITHUB_STEP_SUMMARY: %v", err)
+		}
+	}()
 	if st, err := file.Stat(); err == nil && st.Size() == 0 {
 		row = "| lockctl run | owner | result | waited | held | exit |\n|---|---|---|---|---|---|\n" + row
 	}

@@ -302,7 +302,7 @@ func (f *Factory) resolve(c *cobra.Command) error {
 		v.SetConfigFile(cfg)
 		v.SetConfigType("yaml")
 		if err := v.ReadInConfig(); err != nil {
-			if !(errors.Is(err, os.ErrNotExist) && !explicit) {
+			if explicit || !errors.Is(err, os.ErrNotExist) {
 				return &UsageError{Err: fmt.Errorf("config file %s: %v", cfg, err),
 					Hints: []string{"the config file is YAML with the long flag names as keys, e.g. `url: redis://host:6379/0`"}}
 			}

@@ -123,7 +123,7 @@ func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second ti
 		// --url fails cleanly instead of after the scenario's heading.
 		probe := redis.NewClient(ro)
 		err = probe.Ping(c.Context()).Err()
-		probe.Close()
+		_ = probe.Close() // only the ping's outcome matters
 		if err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second ti
 	}
 
 	printer := simulate.NewTextPrinter(f.IO.Out, f.IO.SimulateStyle())
-	if step && !(f.IO.IsStdinTTY() && f.IO.IsStdoutTTY()) {
+	if step && (!f.IO.IsStdinTTY() || !f.IO.IsStdoutTTY()) {
 		f.IO.Errorf("note: --step ignored: stdin and stdout are not both a terminal")
 		step = false
 	}

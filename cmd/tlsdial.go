@@ -57,14 +57,14 @@ func tlsDialer(cfg *tls.Config, timeout time.Duration) func(context.Context, str
 				break wait
 			case <-probe.C:
 				if speaksPlainRedis(ctx, network, addr, timeout) {
-					raw.Close()
-					<-done
+					_ = raw.Close() // ends the handshake, whose error is not wanted
+					<-done //nolint:errcheck // the handshake was abandoned: its error is not wanted
 					return nil, &plainServerError{Addr: addr}
 				}
 			}
 		}
 		if err != nil {
-			raw.Close()
+			_ = raw.Close() // the handshake's error is the one to report
 			return nil, err
 		}
 		_ = raw.SetDeadline(time.Time{})
@@ -81,7 +81,7 @@ func speaksPlainRedis(ctx context.Context, network, addr string, timeout time.Du
 	if err != nil {
 		return false
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // a probe: only its reply matters
 	_ = c.SetDeadline(time.Now().Add(wait))
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {
 		return false

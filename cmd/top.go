@@ -61,7 +61,7 @@ func runTop(ctx context.Context, f *Factory, every time.Duration) error {
 	fmt.Fprint(out, "\x1b[?1049h\x1b[?25l")
 	defer func() {
 		fmt.Fprint(out, "\x1b[?25h\x1b[?1049l")
-		term.Restore(int(in.Fd()), old)
+		_ = term.Restore(int(in.Fd()), old) // on the way out: nothing better to do if it fails
 	}()
 
 	quit := make(chan struct{})

@@ -14,7 +14,10 @@ var Version = ""
 // Commit and CommitTime name the checkout a binary was built from when the
 // Go toolchain could not stamp it (a git worktree, -buildvcs=false): make
 // build sets them with -ldflags -X. Build info, when present, wins.
-var Commit, CommitTime = "", ""
+var (
+	Commit     = ""
+	CommitTime = ""
+)
 
 // buildVersion is what `lockctl version` reports.
 type buildVersion struct {
@@ -73,8 +76,6 @@ func (v buildVersion) String() string {
 	}
 	return s + fmt.Sprintf(" (%s %s/%s)", v.Go, runtime.GOOS, runtime.GOARCH)
 }
-
-func version() string { return versionOf(debug.ReadBuildInfo()).Version }
 
 func newVersionCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{

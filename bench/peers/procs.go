@@ -36,7 +36,7 @@ func procWaiters() []waiter {
 				return nil, err
 			}
 			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-				f.Close()
+				_ = f.Close() // err, the flock's, is the one to report
 				return nil, err
 			}
 			return f.Close, nil
@@ -119,14 +119,16 @@ func procRound(addr, name string, workers, each int) (contendResult, error) {
 		if err := cmd.Start(); err != nil {
 			return contendResult{}, err
 		}
-		r.Close()
+		_ = r.Close() // the worker has its own copy of the read end
 		ps[i] = proc{cmd, w, bufio.NewScanner(out)}
 		if !ps[i].out.Scan() || ps[i].out.Text() != "ready" {
 			return contendResult{}, fmt.Errorf("worker %d of %s did not start", i, name)
 		}
 	}
-	for _, p := range ps {
-		p.in.WriteString("go\n")
+	for i, p := range ps {
+		if _, err := p.in.WriteString("go\n"); err != nil {
+			return contendResult{}, fmt.Errorf("worker %d of %s: %w", i, name, err)
+		}
 	}
 	res := contendResult{counts: make([]int, workers)}
 	var first, last int64
@@ -147,7 +149,7 @@ func procRound(addr, name string, workers, each int) (contendResult, error) {
 			res.waits = append(res.waits, time.Duration(d))
 			res.counts[i]++
 		}
-		p.in.Close()
+		_ = p.in.Close() // the worker has read its one line
 		if err := p.cmd.Wait(); err != nil {
 			return res, fmt.Errorf("worker %d of %s: %w", i, name, err)
 		}

@@ -109,7 +109,8 @@ func parseAssignments(s string) (map[string]string, error) {
 		}
 		name := s[:eq]
 		for i, c := range name {
-			if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			nameChar := c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9'
+			if !nameChar {
 				return nil, fmt.Errorf("bad name %q", name)
 			}
 		}

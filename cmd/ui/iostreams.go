@@ -79,9 +79,16 @@ func (s *IOStreams) WriteTSVHeader(header []string) error {
 	return WriteTSV(s.Out, [][]string{header})
 }
 
-func (s *IOStreams) IsStdinTTY() bool  { return s.stdinTTY }
+// IsStdinTTY reports whether stdin is a terminal.
+func (s *IOStreams) IsStdinTTY() bool { return s.stdinTTY }
+
+// IsStdoutTTY reports whether stdout is a terminal.
 func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
+
+// IsStderrTTY reports whether stderr is a terminal.
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
+
+// ColorEnabled reports whether output is coloured (DecideColor sets it).
 func (s *IOStreams) ColorEnabled() bool {
 	return s.color
 }

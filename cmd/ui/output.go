@@ -313,11 +313,20 @@ func (s *IOStreams) style(st lipgloss.Style, v string) string {
 	return st.Render(v)
 }
 
-func (s *IOStreams) Bold(v string) string  { return s.style(boldStyle, v) }
+// Bold renders v in bold when colour is on, else returns it as is.
+func (s *IOStreams) Bold(v string) string { return s.style(boldStyle, v) }
+
+// Faint renders v faint when colour is on, else returns it as is.
 func (s *IOStreams) Faint(v string) string { return s.style(faintStyle, v) }
-func (s *IOStreams) OK(v string) string    { return s.style(okStyle, v) }
-func (s *IOStreams) Warn(v string) string  { return s.style(warnStyle, v) }
-func (s *IOStreams) Fail(v string) string  { return s.style(failStyle, v) }
+
+// OK renders v in green when colour is on, else returns it as is.
+func (s *IOStreams) OK(v string) string { return s.style(okStyle, v) }
+
+// Warn renders v in yellow when colour is on, else returns it as is.
+func (s *IOStreams) Warn(v string) string { return s.style(warnStyle, v) }
+
+// Fail renders v in bold red when colour is on, else returns it as is.
+func (s *IOStreams) Fail(v string) string { return s.style(failStyle, v) }
 
 // Errorf writes one diagnostic line to stderr, prefixed "lockctl: ". The
 // line passes through Escape: diagnostics quote lock names, holders' owners

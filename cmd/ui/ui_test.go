@@ -159,7 +159,9 @@ func TestJSONEscapesTerminalControls(t *testing.T) {
 	if err := arr.Add(map[string]string{"v": in}); err != nil {
 		t.Fatal(err)
 	}
-	arr.Close()
+	if err := arr.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if strings.ContainsRune(out.String(), 0x9b) || strings.ContainsRune(out.String(), 0x7f) {
 		t.Fatalf("raw control in JSON array %q", out.String())
 	}

@@ -143,7 +143,7 @@ func (e *Exporter) Handler() http.Handler {
 func (e *Exporter) Run(ctx context.Context) {
 	// Events first: the names with series of their own are chosen in the
 	// order their events happened, before a scan's order could.
-	e.ReadEvents(ctx)
+	_ = e.ReadEvents(ctx) // its error is recorded and logged by ReadEvents
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); e.every(ctx, e.cfg.ScanInterval, e.Scan) }()
@@ -155,7 +155,7 @@ func (e *Exporter) every(ctx context.Context, d time.Duration, f func(context.Co
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
-		f(ctx)
+		_ = f(ctx) // Scan and ReadEvents record and log their errors; the next round retries
 		select {
 		case <-ctx.Done():
 			return
@@ -410,7 +410,7 @@ func idLess(a, b string) bool {
 }
 
 func splitID(id string) (ms, seq uint64) {
-	fmt.Sscanf(id, "%d-%d", &ms, &seq)
+	_, _ = fmt.Sscanf(id, "%d-%d", &ms, &seq) // a malformed ID keeps what parsed, zeros otherwise
 	return
 }
 

@@ -61,7 +61,9 @@ func TestNamesChosenByScanSurviveRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.Release(ctx)
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 		scrape(t, e)
 	}
 	rec.Close()

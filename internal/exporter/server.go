@@ -133,13 +133,13 @@ func (l *cappedListener) admit(c net.Conn) bool {
 			delete(l.conns, oldest)
 			l.conns[c] = connInfo{state: http.StateNew, since: time.Now()}
 			l.mu.Unlock()
-			oldest.Close()
+			_ = oldest.Close() // dropped to make room: its close error changes nothing
 			return true
 		}
 		l.mu.Unlock()
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			c.Close()
+			_ = c.Close() // refused: its close error changes nothing
 			return false
 		}
 		t := time.NewTimer(min(wait, 100*time.Millisecond))

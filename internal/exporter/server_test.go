@@ -17,14 +17,20 @@ func idleConn(t *testing.T, addr string) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.Body.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -58,11 +64,13 @@ func TestServerClosesIdleConnections(t *testing.T) {
 	for i, c := range conns {
 		// Past the idle timeout (with room for a loaded machine), a read
 		// sees the server's close, not our own deadline.
-		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if err := c.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 			t.Errorf("connection %d: read %v, want EOF (closed by the server)", i, err)
 		}
-		c.Close()
+		_ = c.Close() // the server closed it already
 	}
 }
 
@@ -76,7 +84,7 @@ func TestServerCapEvictsIdle(t *testing.T) {
 	}
 	defer func() {
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close() // some were closed by the server already
 		}
 	}()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
@@ -84,12 +92,16 @@ func TestServerCapEvictsIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	if err := resp.Body.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// The first clients, idle the longest, were closed; the last ones are
 	// still open.
 	closed := 0
 	for _, c := range conns {
-		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if err := c.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
 			closed++
 		}

@@ -119,7 +119,7 @@ func replace(path string, data []byte) error {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name()) // best effort: err is the failure to report
 	}
 	return err
 }

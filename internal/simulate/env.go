@@ -155,7 +155,7 @@ func (e *env) close() error {
 				first = fmt.Errorf("simulate: cleaning up keys *%s*: %w", e.run, err)
 			}
 		}
-		n.rdb.Close()
+		_ = n.rdb.Close() // the run is over: nothing is left to send on it
 		if n.mr != nil {
 			n.mr.Close()
 		}

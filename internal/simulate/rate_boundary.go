@@ -46,10 +46,10 @@ func rateCalls(ctx context.Context, e *env, first string, try func(ctx context.C
 		if ok {
 			e.admitted = append(e.admitted, e.now)
 		}
-		switch {
-		case i == 0:
+		switch i {
+		case 0:
 			e.note("A sends 5 calls in the last half second of a window. " + first)
-		case i == rateLimit:
+		case rateLimit:
 			e.note("B sends 5 more just after the boundary.")
 		}
 	}
@@ -82,7 +82,7 @@ func rateWith(algo limit.Algorithm) func(ctx context.Context, e *env) Verdict {
 		}
 		// Load the script before t=0, as warm does for the lock scripts.
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		l.Allow(wctx, "lockctl-simulate-warmup", 1)
+		_, _ = l.Allow(wctx, "lockctl-simulate-warmup", 1) // only the loading matters
 		n.rdb.Del(wctx, l.Key("lockctl-simulate-warmup"))
 		cancel()
 		first := "One script per call, on the server's clock. Reply: allowed (1 or 0), limit, remaining, then microseconds until a retry and until a full reset."

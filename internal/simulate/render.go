@@ -182,11 +182,12 @@ func (p *TextPrinter) lanes(lanes []string, e Event) string {
 			sym = symStale
 		}
 		pad := strings.Repeat(" ", len(l)-1)
-		if sym == symIdle {
+		switch {
+		case sym == symIdle:
 			parts[i] = apply(p.style.Dim, sym) + pad
-		} else if p.style.Actor != nil {
+		case p.style.Actor != nil:
 			parts[i] = p.style.Actor(l, sym) + pad
-		} else {
+		default:
 			parts[i] = sym + pad
 		}
 	}
@@ -229,7 +230,9 @@ func RenderText(w io.Writer, r *Result, st Style) error {
 		v := &r.Variants[i]
 		p.BeginVariant(r, v)
 		for _, e := range v.Events {
-			p.Event(r, v, e)
+			if err := p.Event(r, v, e); err != nil {
+				return err
+			}
 		}
 		p.EndVariant(r, v)
 	}

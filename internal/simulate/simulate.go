@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrUnknownScenario: Run was given a name List does not have.
+// ErrUnknownScenario is returned when Run is given a name List does not have.
 var ErrUnknownScenario = errors.New("simulate: unknown scenario")
 
 // Info names and describes a scenario.

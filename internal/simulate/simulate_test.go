@@ -70,7 +70,9 @@ func TestList(t *testing.T) {
 		t.Fatalf("List() = %s, want %s", got, want)
 	}
 	var b bytes.Buffer
-	simulate.RenderList(&b, simulate.List())
+	if err := simulate.RenderList(&b, simulate.List()); err != nil {
+		t.Fatal(err)
+	}
 	golden(t, "list.txt", b.Bytes())
 }
 
@@ -334,7 +336,9 @@ func TestStreamedTextMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	var after bytes.Buffer
-	simulate.RenderText(&after, res, simulate.Style{})
+	if err := simulate.RenderText(&after, res, simulate.Style{}); err != nil {
+		t.Fatal(err)
+	}
 	if live.String() != after.String() {
 		t.Fatalf("streamed text differs:\n%s\n---\n%s", live.String(), after.String())
 	}

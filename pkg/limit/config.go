@@ -68,7 +68,7 @@ func parseConfig(s string) (Config, bool) {
 	return c, true
 }
 
-// ConfigError: a call under Want on Key, whose state was written under
+// ConfigError is the refusal of a call under Want on Key, whose state was written under
 // Stored.
 type ConfigError struct {
 	Key          string

@@ -23,17 +23,19 @@ var (
 	ErrWrongType = errors.New("limit: key holds another kind of value")
 )
 
-// CostError: a cost larger than the burst. Refused before any round trip
+// CostError is a cost larger than the burst, Refused before any round trip
 // rather than retried forever.
 type CostError struct {
 	Cost  int64
 	Burst int64
 }
 
+// Error says the cost and the burst.
 func (e *CostError) Error() string {
 	return fmt.Sprintf("limit: cost %d can never be allowed: burst is %d", e.Cost, e.Burst)
 }
 
+// Is makes a *CostError match ErrNeverAllowed.
 func (e *CostError) Is(target error) bool { return target == ErrNeverAllowed }
 
 // LimitedError carries the refused decision, so callers that turn a refusal
@@ -46,6 +48,7 @@ func (e *LimitedError) Error() string {
 	return fmt.Sprintf("limit: %s rate limited: retry after %s", e.Result.Key, e.Result.RetryAfter)
 }
 
+// Is makes a *LimitedError match ErrLimited.
 func (e *LimitedError) Is(target error) bool { return target == ErrLimited }
 
 // WrongTypeError names the key that holds something else.
@@ -58,6 +61,7 @@ func (e *WrongTypeError) Error() string {
 	return fmt.Sprintf("limit: %s holds a value this algorithm does not use: %s", e.Key, e.Msg)
 }
 
+// Is makes a *WrongTypeError match ErrWrongType.
 func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 
 // ceilMS rounds a microsecond count up to whole milliseconds, so a caller

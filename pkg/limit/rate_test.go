@@ -19,7 +19,7 @@ func TestParseRate(t *testing.T) {
 		"7/m":      {7, time.Minute},
 		"2/h":      {2, time.Hour},
 		"60/1m30s": {60, 90 * time.Second},
-		" 5 / 2s ": {5, 2 * time.Second},
+		" 5 / 2s ": {5, 2 * time.Second}, //nolint:gocritic // the spaces are what this case tests
 	}
 	for in, want := range good {
 		got, err := limit.ParseRate(in)

@@ -44,6 +44,7 @@ func (e *InProgressError) Error() string {
 	return fmt.Sprintf("once: %s is in progress: started by %s %s ago", e.Record.Key, e.Record.Owner, since(e.Record.StartedAt))
 }
 
+// Is makes an *InProgressError match ErrInProgress.
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
 // DoneError carries the recorded outcome the caller should replay.
@@ -54,9 +55,11 @@ func (e *DoneError) Error() string {
 		e.Record.FinishedAt.Format(time.RFC3339), e.Record.Owner)
 }
 
+// Is makes a *DoneError match ErrDone.
 func (e *DoneError) Is(target error) bool { return target == ErrDone }
 
-// FingerprintError: the record was made for another request.
+// FingerprintError is the refusal of a claim whose record was made for
+// another request.
 type FingerprintError struct {
 	Key      string
 	Recorded string // the record's fingerprint
@@ -68,6 +71,7 @@ func (e *FingerprintError) Error() string {
 	return fmt.Sprintf("once: %s was claimed with fingerprint %q, not %q", e.Key, e.Recorded, e.Given)
 }
 
+// Is makes a *FingerprintError match ErrFingerprint.
 func (e *FingerprintError) Is(target error) bool { return target == ErrFingerprint }
 
 // NotOwnerError carries the record of whoever holds KEY now.
@@ -77,6 +81,7 @@ func (e *NotOwnerError) Error() string {
 	return fmt.Sprintf("once: %s is now held by %s (%s)", e.Record.Key, e.Record.Owner, e.Record.State)
 }
 
+// Is makes a *NotOwnerError match ErrNotOwner.
 func (e *NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
 
 // WrongTypeError names the key that is not a once record.
@@ -89,6 +94,7 @@ func (e *WrongTypeError) Error() string {
 	return fmt.Sprintf("once: %s is not a once record: %s", e.Key, e.Msg)
 }
 
+// Is makes a *WrongTypeError match ErrWrongType.
 func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 
 func since(t time.Time) time.Duration {

@@ -4,4 +4,8 @@ package main
 
 import "os"
 
-func main() { os.Stdout.WriteString("hello\n") }
+func main() {
+	if _, err := os.Stdout.WriteString("hello\n"); err != nil {
+		os.Exit(1)
+	}
+}

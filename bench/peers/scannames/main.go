@@ -16,7 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run lists the names and returns the exit status.
+func run() int {
 	url := flag.String("url", os.Getenv("LOCKCTL_URL"), "Redis URL")
 	match := flag.String("match", "lock:*", "SCAN MATCH pattern")
 	count := flag.Int64("count", 1000, "SCAN COUNT")
@@ -24,27 +27,31 @@ func main() {
 	opts, err := redis.ParseURL(*url)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scannames:", err)
-		os.Exit(64)
+		return 64
 	}
 	c := redis.NewClient(opts)
 	defer c.Close()
 	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
 	ctx := context.Background()
 	var cursor uint64
 	for {
 		keys, next, err := c.Scan(ctx, cursor, *match, *count).Result()
 		if err != nil {
-			w.Flush()
+			_ = w.Flush() // the names found so far; the scan's error is the one to report
 			fmt.Fprintln(os.Stderr, "scannames:", err)
-			os.Exit(69)
+			return 69
 		}
 		for _, k := range keys {
-			w.WriteString(k)
-			w.WriteByte('\n')
+			// A bufio.Writer keeps its first error, and Flush returns it.
+			_, _ = w.WriteString(k)
+			_ = w.WriteByte('\n')
 		}
 		if cursor = next; cursor == 0 {
-			return
+			if err := w.Flush(); err != nil {
+				fmt.Fprintln(os.Stderr, "scannames:", err)
+				return 74
+			}
+			return 0
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -44,55 +45,64 @@ var methods, fields = map[string]bool{}, map[string]bool{}
 
 func surface(dir string) []string {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	var files []*ast.File
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		files = append(files, f)
+	}
 	var names []string
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				switch d := d.(type) {
-				case *ast.FuncDecl:
-					if !d.Name.IsExported() {
+	for _, f := range files {
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv != nil {
+					recv := recvName(d.Recv.List[0].Type)
+					if !ast.IsExported(recv) {
 						continue
 					}
-					if d.Recv != nil {
-						recv := recvName(d.Recv.List[0].Type)
-						if !ast.IsExported(recv) {
+					names = append(names, recv+"."+d.Name.Name)
+					methods[recv+"."+d.Name.Name] = true
+					continue
+				}
+				names = append(names, d.Name.Name)
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() {
 							continue
 						}
-						names = append(names, recv+"."+d.Name.Name)
-						methods[recv+"."+d.Name.Name] = true
-						continue
-					}
-					names = append(names, d.Name.Name)
-				case *ast.GenDecl:
-					for _, s := range d.Specs {
-						switch s := s.(type) {
-						case *ast.TypeSpec:
-							if !s.Name.IsExported() {
-								continue
-							}
-							names = append(names, s.Name.Name)
-							if st, ok := s.Type.(*ast.StructType); ok {
-								for _, fl := range st.Fields.List {
-									for _, n := range fl.Names {
-										if n.IsExported() {
-											names = append(names, s.Name.Name+"."+n.Name)
-											fields[s.Name.Name+"."+n.Name] = true
-										}
+						names = append(names, s.Name.Name)
+						if st, ok := s.Type.(*ast.StructType); ok {
+							for _, fl := range st.Fields.List {
+								for _, n := range fl.Names {
+									if n.IsExported() {
+										names = append(names, s.Name.Name+"."+n.Name)
+										fields[s.Name.Name+"."+n.Name] = true
 									}
 								}
 							}
-						case *ast.ValueSpec:
-							for _, n := range s.Names {
-								if n.IsExported() {
-									names = append(names, n.Name)
-								}
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								names = append(names, n.Name)
 							}
 						}
 					}

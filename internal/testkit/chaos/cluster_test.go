@@ -90,7 +90,7 @@ func clusterMigration(t *testing.T, scenario string, slow bool) {
 			f.Note("the waiter (-w 30s) exited 69 on TRYAGAIN, a transient reply during the migration, instead of waiting on")
 		}
 		chaos.Publish(f)
-		if !(a.Exit == 0 || a.Exit == 76) || !(b.Exit == 0 || b.Exit == 69) {
+		if a.Exit != 0 && a.Exit != 76 || b.Exit != 0 && b.Exit != 69 {
 			t.Errorf("slow migration: a exit %d (want 0 or 76), b exit %d (want 0 or 69)", a.Exit, b.Exit)
 		}
 		if f.Unfenced.Overlaps != 0 || f.Fenced.AcceptedStale != 0 || verdict != "ok" {
@@ -166,7 +166,7 @@ func migrateSlot(c *redistest.Cluster, slot, src, dst int, step time.Duration) (
 	for _, i := range order {
 		n := node(i)
 		err := n.Do(ctx, "CLUSTER", "SETSLOT", sl, "NODE", dstID).Err()
-		n.Close()
+		_ = n.Close() // err, the SETSLOT's, is the one that matters
 		if err != nil {
 			return 0, err
 		}
@@ -207,7 +207,9 @@ func TestClusterMasterFailover(t *testing.T) {
 	if !e.WaitEntered(a.Holder, 10*time.Second) {
 		t.Fatalf("holder a never started: %s", a)
 	}
-	c.Nodes[src].Do("WAIT", "1", "1000")
+	// Best effort, as WAIT's timeout is: the scenario holds whether or
+	// not the replica acknowledged.
+	_, _ = c.Nodes[src].Do("WAIT", "1", "1000")
 	killed := e.Rec.Now()
 	c.Nodes[src].Kill()
 	// A waiter started while the slot has no master exits 69 at once
@@ -242,7 +244,7 @@ func TestClusterMasterFailover(t *testing.T) {
 	f.Verdict = verdictOf(ok, "holder loses the lease safely; the waiter gets it from the promoted replica with a newer fence; no overlap")
 	chaos.Publish(f)
 	t.Logf("a: %s\nb: %s\nfenced %+v", a, b, fs)
-	if !(a.Exit == 0 || a.Exit == 76) || b.Exit != 0 {
+	if a.Exit != 0 && a.Exit != 76 || b.Exit != 0 {
 		t.Errorf("a exit %d (want 0 or 76), b exit %d (want 0)", a.Exit, b.Exit)
 	}
 	if f.Unfenced.Overlaps != 0 || fs.AcceptedStale != 0 || fs.Duplicates != 0 || fs.Regressions != 0 || verdict != "ok" {

@@ -64,7 +64,7 @@ func TestFailover(t *testing.T) {
 				e.Spawn(10+i, chaos.ProcSpec{Global: []string{"--url", m.URL}, Name: lname, TTL: ttl,
 					Flags: []string{"-n", "--ttl", ttl.String()}, Work: 10 * time.Millisecond, Writes: 1}).Wait()
 			}
-			m.Do("WAIT", "1", "2000")
+			_, _ = m.Do("WAIT", "1", "2000") // best effort, as WAIT's timeout is
 			link.Blackhole(true)
 			a := e.Spawn(0, chaos.ProcSpec{Global: append([]string{"--url", m.URL, "--timeout", "1s"}, aFlags...), Name: lname, TTL: ttl,
 				Flags: []string{"-n", "--ttl", ttl.String()}, Work: 3 * ttl, Writes: 12})
@@ -173,7 +173,7 @@ func sentinelFailover(t *testing.T, label string, extra []string, wait bool) {
 	b := e.Spawn(1, chaos.ProcSpec{Global: global, Name: "sf", TTL: ttl,
 		Flags: []string{"-w", "60s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
 	time.Sleep(ttl / 2)
-	r.Master.Do("WAIT", "1", "1000")
+	_, _ = r.Master.Do("WAIT", "1", "1000") // best effort, as WAIT's timeout is
 	faultAt := e.Rec.Now()
 	if res, err := r.Sentinels[0].Do("SENTINEL", "FAILOVER", "chaos"); err != nil || res != "OK" {
 		t.Fatalf("SENTINEL FAILOVER: %q %v", res, err)

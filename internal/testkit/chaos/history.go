@@ -39,6 +39,7 @@ func (k Kind) String() string { return [...]string{"acquire", "release", "lost"}
 // Result is an operation's outcome.
 type Result int
 
+// The outcomes an operation can have.
 const (
 	OK      Result = iota
 	Busy           // held by someone else

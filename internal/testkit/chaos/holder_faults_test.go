@@ -22,9 +22,13 @@ func TestHolderPaused(t *testing.T) {
 		stop        func(a *chaos.Proc, sig syscall.Signal)
 		onLost      string
 	}
-	lockctlOnly := func(a *chaos.Proc, sig syscall.Signal) { a.Signal(sig) }
-	group := func(a *chaos.Proc, sig syscall.Signal) { a.SignalGroup(sig) }
-	everything := func(a *chaos.Proc, sig syscall.Signal) { a.Signal(sig); a.SignalChildren(sig) }
+	lockctlOnly := func(a *chaos.Proc, sig syscall.Signal) { signal(t, a, sig) }
+	group := func(a *chaos.Proc, sig syscall.Signal) {
+		if err := a.SignalGroup(sig); err != nil {
+			t.Errorf("%s to %s's group: %v", sig, a.Holder, err)
+		}
+	}
+	everything := func(a *chaos.Proc, sig syscall.Signal) { signal(t, a, sig); a.SignalChildren(sig) }
 	vs := []variant{
 		{"2.pause-lockctl", "lockctl (SIGSTOP of lockctl)", lockctlOnly, "term"},
 		{"2.pause-everything", "lockctl (SIGSTOP of lockctl and its child)", everything, "term"},
@@ -121,14 +125,14 @@ func kill9(t *testing.T, e *chaos.Env, a *chaos.Proc, alone bool, ttl time.Durat
 	}
 	t.Cleanup(func() {
 		for _, k := range kids {
-			syscall.Kill(-k, syscall.SIGKILL)
+			_ = syscall.Kill(-k, syscall.SIGKILL) // teardown: it may be gone already
 		}
 	})
 	killed = e.Rec.Now()
-	a.Signal(syscall.SIGKILL)
+	signal(t, a, syscall.SIGKILL)
 	if !alone {
 		for _, k := range kids {
-			syscall.Kill(-k, syscall.SIGKILL)
+			_ = syscall.Kill(-k, syscall.SIGKILL) // a child that exited already is no error
 		}
 	}
 	time.Sleep(ttl / 2)
@@ -233,4 +237,13 @@ func TestHolderKilled(t *testing.T) {
 			t.Error(errors.New("a lock without expiry was taken over"))
 		}
 	})
+}
+
+// signal sends sig to a's lockctl; a signal that cannot be sent is a fault
+// that was not injected, so the scenario proves nothing.
+func signal(t *testing.T, a *chaos.Proc, sig syscall.Signal) {
+	t.Helper()
+	if err := a.Signal(sig); err != nil {
+		t.Errorf("%s to %s: %v", sig, a.Holder, err)
+	}
 }

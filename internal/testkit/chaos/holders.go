@@ -283,7 +283,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 	for i := 0; i < c.Writes; i++ {
 		select {
 		case <-time.After(c.Work / time.Duration(c.Writes)):
-		case <-wd.Lost():
+		case <-wd.Lost(): //nolint:errcheck // the loss is the event; its LostError's detail is not used
 			lost = true
 		}
 		if lost || !wd.Held() {
@@ -436,7 +436,7 @@ func Alive(pgids []int) int {
 func (p *Proc) SignalChildren(sig syscall.Signal) int {
 	kids := p.Children()
 	for _, k := range kids {
-		syscall.Kill(-k, sig)
+		_ = syscall.Kill(-k, sig) // a child that exited meanwhile is no error
 	}
 	return len(kids)
 }

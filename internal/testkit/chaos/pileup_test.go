@@ -68,7 +68,7 @@ func TestPileUp(t *testing.T) {
 			t.Cleanup(func() {
 				for _, i := range gated {
 					for _, c := range procs[i].Commands() {
-						syscall.Kill(-c, syscall.SIGKILL)
+						_ = syscall.Kill(-c, syscall.SIGKILL) // teardown: it may be gone already
 					}
 					e.Res.OpenGate(procs[i].Holder)
 				}
@@ -111,9 +111,11 @@ func TestPileUp(t *testing.T) {
 			var deadKilled []int
 			for i := late - 1; i >= 0 && len(deadKilled) < 3; i-- {
 				if i != killedHolder && i != pausedHolder && e.Res.Entered(procs[i].Holder) < 0 {
-					procs[i].SignalGroup(syscall.SIGKILL)
+					if err := procs[i].SignalGroup(syscall.SIGKILL); err != nil {
+						t.Errorf("SIGKILL to %s's group: %v", procs[i].Holder, err)
+					}
 					for _, c := range procs[i].Commands() {
-						syscall.Kill(-c, syscall.SIGKILL)
+						_ = syscall.Kill(-c, syscall.SIGKILL) // a child that exited already is no error
 					}
 					deadKilled = append(deadKilled, i)
 				}
@@ -123,7 +125,7 @@ func TestPileUp(t *testing.T) {
 			if !e.WaitEntered(p.Holder, limit) {
 				t.Fatalf("holder %s never got in", p.Holder)
 			}
-			p.Signal(syscall.SIGSTOP)
+			signal(t, p, syscall.SIGSTOP)
 			p.SignalChildren(syscall.SIGSTOP)
 			stoppedAt := e.Rec.Now()
 			for i := late; i < n; i++ {
@@ -146,7 +148,7 @@ func TestPileUp(t *testing.T) {
 					break
 				}
 			}
-			p.Signal(syscall.SIGCONT)
+			signal(t, p, syscall.SIGCONT)
 			p.SignalChildren(syscall.SIGCONT)
 			e.Res.OpenGate(p.Holder)
 			for _, q := range procs {

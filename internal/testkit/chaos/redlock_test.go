@@ -38,10 +38,14 @@ func TestRedlock(t *testing.T) {
 		{"10.redlock-two-killed", false, kill(2), 0},
 		{"10.redlock-key-deleted", true, func(nodes []*redistest.Server, key string) {
 			time.Sleep(200 * time.Millisecond)
-			nodes[0].Do("DEL", key)
+			if _, err := nodes[0].Do("DEL", key); err != nil {
+				t.Errorf("DEL %s: %v", key, err)
+			}
 		}, 0},
 		{"10.redlock-node-paused", true, func(nodes []*redistest.Server, _ string) {
-			nodes[0].Signal(syscall.SIGSTOP)
+			if err := nodes[0].Signal(syscall.SIGSTOP); err != nil {
+				t.Errorf("SIGSTOP to node 0: %v", err)
+			}
 		}, 0},
 	}
 	for _, st := range steps {

@@ -127,9 +127,9 @@ func NewResource(rec *Recorder) (*Resource, error) {
 	mux.HandleFunc("/leave", r.handleLeave)
 	mux.HandleFunc("/hold", r.handleHold)
 	r.srv = &http.Server{Handler: mux}
-	go r.srv.Serve(ln)
+	go func() { _ = r.srv.Serve(ln) }() // returns ErrServerClosed at Close
 	if r.presence, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		ln.Close()
+		_ = ln.Close() // err, the listen's, is the one to report
 		return nil, err
 	}
 	go r.watchPresence()
@@ -153,7 +153,7 @@ func (r *Resource) watchPresence() {
 			if err != nil {
 				return
 			}
-			io.Copy(io.Discard, rd)
+			_, _ = io.Copy(io.Discard, rd) // until the process dies: however it ends, that is its death
 			r.Leave(strings.TrimSpace(name))
 		}()
 	}
@@ -167,8 +167,8 @@ func (r *Resource) URL() string { return "http://" + r.ln.Addr().String() }
 
 // Close stops the server.
 func (r *Resource) Close() {
-	r.srv.Close()
-	r.presence.Close()
+	_ = r.srv.Close() // the harness is done with it: nothing to do on an error
+	_ = r.presence.Close()
 }
 
 func (r *Resource) handleEnter(w http.ResponseWriter, q *http.Request) {

@@ -53,7 +53,9 @@ func TestLimit3(t *testing.T) {
 				e.Res.Enter(holder)
 				time.Sleep(150 * time.Millisecond)
 				e.Res.Leave(holder)
-				l.Release(context.WithoutCancel(ctx), "sem", lease.Token)
+				// A lease that ran out meanwhile is no failure here: the
+				// resource's records are what the test checks.
+				_ = l.Release(context.WithoutCancel(ctx), "sem", lease.Token)
 				mu.Lock()
 				inproc++
 				mu.Unlock()
@@ -151,11 +153,13 @@ func TestFIFO(t *testing.T) {
 			e.Res.Enter(holder)
 			time.Sleep(20 * time.Millisecond)
 			e.Res.Leave(holder)
-			l.Release(context.WithoutCancel(ctx), "fifo", lease.Token)
+			_ = l.Release(context.WithoutCancel(ctx), "fifo", lease.Token) // as above: the order is what is checked
 		}()
 		waitQueued(t, srv, 6+i+1)
 	}
-	l.Release(ctx, "fifo", first.Token)
+	// On a loaded machine first may have run out already: either way the
+	// queue moves on, and the order is what is checked.
+	_ = l.Release(ctx, "fifo", first.Token)
 	for _, p := range procs {
 		p.Wait()
 	}

@@ -47,15 +47,23 @@ func TestServerStalls(t *testing.T) {
 		stall func(s *redistest.Server, d time.Duration)
 	}{
 		{"7.sigstop-redis", false, func(s *redistest.Server, d time.Duration) {
-			s.Signal(syscall.SIGSTOP)
+			if err := s.Signal(syscall.SIGSTOP); err != nil {
+				t.Errorf("SIGSTOP to redis-server: %v", err)
+			}
 			time.Sleep(d)
-			s.Signal(syscall.SIGCONT)
+			if err := s.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("SIGCONT to redis-server: %v", err)
+			}
 		}},
 		{"7.debug-sleep", true, func(s *redistest.Server, d time.Duration) {
-			s.Do("DEBUG", "SLEEP", strconv.FormatFloat(d.Seconds(), 'f', 1, 64))
+			if _, err := s.Do("DEBUG", "SLEEP", strconv.FormatFloat(d.Seconds(), 'f', 1, 64)); err != nil {
+				t.Errorf("DEBUG SLEEP: %v", err)
+			}
 		}},
 		{"7.client-pause", true, func(s *redistest.Server, d time.Duration) {
-			s.Do("CLIENT", "PAUSE", strconv.Itoa(int(d.Milliseconds())), "ALL")
+			if _, err := s.Do("CLIENT", "PAUSE", strconv.Itoa(int(d.Milliseconds())), "ALL"); err != nil {
+				t.Errorf("CLIENT PAUSE: %v", err)
+			}
 			time.Sleep(d)
 		}},
 	}
@@ -253,7 +261,7 @@ func fill(t *testing.T, s *redistest.Server) int {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, PoolSize: 1,
 			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 		defer func() {
-			c.Close()
+			_ = c.Close() // what was measured is the count; the close only frees memory
 			// The server frees a closed connection in its own time.
 			time.Sleep(100 * time.Millisecond)
 		}()

@@ -264,8 +264,8 @@ func sharedPause(t *testing.T, srv *redistest.Server) {
 		onLost      string
 		childRuns   bool // the child goes on while lockctl is stopped
 	}
-	lockctlOnly := func(a *chaos.Proc, sig syscall.Signal) { a.Signal(sig) }
-	everything := func(a *chaos.Proc, sig syscall.Signal) { a.Signal(sig); a.SignalChildren(sig) }
+	lockctlOnly := func(a *chaos.Proc, sig syscall.Signal) { signal(t, a, sig) }
+	everything := func(a *chaos.Proc, sig syscall.Signal) { signal(t, a, sig); a.SignalChildren(sig) }
 	vs := []variant{{"12.shared-pause-lockctl", "lockctl --shared (SIGSTOP of lockctl)", lockctlOnly, "term", true}}
 	if chaos.Full() {
 		vs = append(vs,
@@ -433,7 +433,7 @@ func sharedKilledWaitingWriter(t *testing.T, srv *redistest.Server) {
 	w := e.Spawn(1, spec("exclusive", "-w", "1m"))
 	waitUntil(t, "the writer listed among the waiting writers", func() bool { return rc.ZCard(ctx, wkey).Val() == 1 })
 	killed := e.Rec.Now()
-	w.Signal(syscall.SIGKILL)
+	signal(t, w, syscall.SIGKILL)
 	w.Wait()
 	// The listing the dead writer left, and its expiry on this test's clock.
 	listed, err := rc.ZRangeWithScores(ctx, wkey, 0, -1).Result()

@@ -231,7 +231,7 @@ func (p *Proxy) pump(pr *pair, src, dst net.Conn, dir Direction) {
 		}
 		// The source closed cleanly: pass the half-close on.
 		if tc, ok := dst.(*net.TCPConn); ok {
-			tc.CloseWrite()
+			_ = tc.CloseWrite() // a peer that is gone already needs no half-close
 		}
 	}()
 	buf := make([]byte, 32*1024)
@@ -282,7 +282,7 @@ func (pr *pair) abort() {
 // rst closes c with SO_LINGER 0, so the peer gets a RST instead of a FIN.
 func rst(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetLinger(0)
+		_ = tc.SetLinger(0) // without it the close is a FIN: no worse than a conn already gone
 	}
-	c.Close()
+	_ = c.Close()
 }

@@ -133,8 +133,12 @@ func TestBlackholeKeepsConnectionsAndForwardsNothing(t *testing.T) {
 		t.Fatalf("dial during a blackhole: %v", err)
 	}
 	defer raw.Close()
-	raw.Write([]byte("PING\r\n"))
-	raw.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := raw.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.SetReadDeadline(time.Now().Add(300 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := raw.Read(make([]byte, 16)); !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("read through a blackhole: %d bytes, %v; want a timeout", n, err)
 	}
@@ -180,14 +184,20 @@ func TestResetSendsRST(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	raw.Write([]byte("PING\r\n"))
+	if _, err := raw.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
 	buf := make([]byte, 16)
-	raw.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if err := raw.SetReadDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := raw.Read(buf); err != nil {
 		t.Fatal(err)
 	}
 	p.Reset()
-	raw.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if err := raw.SetReadDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	_, err = raw.Read(buf)
 	if !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("read after Reset: %v, want ECONNRESET", err)
@@ -230,7 +240,7 @@ func TestCloseEndsConnections(t *testing.T) {
 	go c.Ping(context.Background())
 	time.Sleep(50 * time.Millisecond)
 	done := make(chan struct{})
-	go func() { p.Close(); close(done) }()
+	go func() { _ = p.Close(); close(done) }() // what is checked is that Close returns
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):

@@ -33,7 +33,9 @@ func TestDashboardCheck(t *testing.T) {
 			t.Fatalf("%s: the replacement did not apply", name)
 		}
 		p := filepath.Join(t.TempDir(), "d.json")
-		os.WriteFile(p, []byte(broken), 0o644)
+		if err := os.WriteFile(p, []byte(broken), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		d, err := LoadDashboard(p)
 		if err != nil {
 			t.Fatal(err)

@@ -58,10 +58,12 @@ type Process struct {
 // Stop kills the process and waits for it.
 func (p *Process) Stop() {
 	if p.cmd.Process != nil {
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
+		// Killed on purpose: neither the kill (of a process that may have
+		// exited) nor the exit status it causes is an error here.
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
 	}
-	p.log.Close()
+	_ = p.log.Close() // the log is read by name, if at all
 }
 
 func start(bin, dir, ready string, args func(addr string) []string) (*Process, error) {
@@ -81,7 +83,7 @@ func start(bin, dir, ready string, args func(addr string) []string) (*Process, e
 	cmd := exec.Command(path, args(addr)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		log.Close()
+		_ = log.Close() // err, the start's, is the one to report
 		return nil, err
 	}
 	p := &Process{URL: "http://" + addr, cmd: cmd, log: log}

@@ -119,7 +119,7 @@ func start(bin string, port int, opts *Options) (*Server, error) {
 	}
 	s.args = append(s.args, opts.Args...)
 	if err := s.launch(s.args); err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // best effort: err, the start's, is the one to report
 		return nil, err
 	}
 	return s, nil
@@ -134,10 +134,10 @@ func (s *Server) launch(args []string) error {
 	}
 	s.cmd, s.done = cmd, make(chan struct{})
 	done := s.done
-	go func() { cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }() // the server is killed in the end: its status says nothing
 	if err := s.waitReady(10 * time.Second); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // it may have exited already; done tells when it is gone
 		<-done
 		return fmt.Errorf("redis-server on port %d did not start: %v\n%s", s.Port, err, tail(string(log), 20))
 	}
@@ -156,7 +156,8 @@ func (s *Server) Restart(args ...string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		info, err := s.Do("INFO", "persistence")
-		if err != nil || !(strings.Contains(info, "aof_rewrite_in_progress:1") || strings.Contains(info, "aof_rewrite_scheduled:1")) {
+		rewriting := strings.Contains(info, "aof_rewrite_in_progress:1") || strings.Contains(info, "aof_rewrite_scheduled:1")
+		if err != nil || !rewriting {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -164,8 +165,9 @@ func (s *Server) Restart(args ...string) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.cmd.Process.Signal(syscall.SIGCONT)
-	s.cmd.Process.Kill()
+	// The server may have exited already; done tells when it is gone.
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	_ = s.cmd.Process.Kill()
 	<-s.done
 	return s.launch(append(append([]string{}, s.args...), args...))
 }
@@ -202,7 +204,9 @@ func (s *Server) Do(args ...string) (string, error) {
 		return "", err
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return "", err
+	}
 	r := bufio.NewReader(conn)
 	if s.password != "" {
 		if _, err := conn.Write(encode("AUTH", s.password)); err != nil {
@@ -259,15 +263,16 @@ func (s *Server) Stop() {
 	if s == nil || s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGCONT)
-	s.cmd.Process.Signal(syscall.SIGTERM)
+	// The server may have exited already; done tells when it is gone.
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
 	case <-time.After(5 * time.Second):
-		s.cmd.Process.Kill()
+		_ = s.cmd.Process.Kill()
 		<-s.done
 	}
-	os.RemoveAll(s.Dir)
+	_ = os.RemoveAll(s.Dir) // a temporary directory: a leftover harms nothing
 }
 
 // FreePort asks the kernel for a free loopback TCP port.
@@ -302,7 +307,10 @@ func RunMain(m *testing.M, opts *Options, out **Server) int {
 		return 1
 	}
 	defer s.Stop()
-	os.Setenv("LOCKCTL_TEST_REDIS_URL", s.URL)
+	if err := os.Setenv("LOCKCTL_TEST_REDIS_URL", s.URL); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
 	if out != nil {
 		*out = s
 	}

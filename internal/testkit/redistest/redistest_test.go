@@ -32,7 +32,9 @@ func TestRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	s.Do("SET", "k", "v")
+	if _, err := s.Do("SET", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +60,9 @@ func TestStartReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Stop()
-	m.Do("SET", "k", "v")
+	if _, err := m.Do("SET", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
 	r, err := redistest.StartReplica(m)
 	if err != nil {
 		t.Fatal(err)

@@ -146,11 +146,11 @@ func StartSentinelReplicas(name string, n int) (*Sentinel, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		stopAll()
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // best effort: err, the start's, is the one to report
 		return nil, err
 	}
 	proc := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(proc.done) }()
+	go func() { _ = cmd.Wait(); close(proc.done) }() // killed in the end: its status says nothing
 	s := &Sentinel{Master: m, Replicas: replicas, Addr: proc.Addr, Name: name, proc: proc}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -272,11 +272,11 @@ func startSentinel(bin, name string, masterPort, quorum int) (*Server, error) {
 	cmd := exec.Command(bin, conf, "--sentinel")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // best effort: err, the start's, is the one to report
 		return nil, err
 	}
 	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(s.done) }()
+	go func() { _ = cmd.Wait(); close(s.done) }() // killed in the end: its status says nothing
 	if err := s.waitReady(10 * time.Second); err != nil {
 		s.Stop()
 		return nil, err

@@ -68,7 +68,7 @@ func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	ts.Check(err)
-	ts.Stdout().Write([]byte(body))
+	fmt.Fprint(ts.Stdout(), body)
 }
 
 // freeport VAR: set VAR to a free TCP port on 127.0.0.1.
@@ -97,7 +97,7 @@ func cmdWaitHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	for {
 		body, err = promtest.Get(args[0])
 		if err == nil && (re == nil || re.MatchString(body)) {
-			ts.Stdout().Write([]byte(body))
+			fmt.Fprint(ts.Stdout(), body)
 			return
 		}
 		if time.Now().After(deadline) {
@@ -159,7 +159,7 @@ func cmdIdleConns(ts *testscript.TestScript, neg bool, args []string) {
 	conns := make([]net.Conn, 0, n)
 	ts.Defer(func() {
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close() // the script is over: some were closed by the server already
 		}
 	})
 	var mu sync.Mutex
@@ -175,15 +175,16 @@ func cmdIdleConns(ts *testscript.TestScript, neg bool, args []string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.SetDeadline(time.Now().Add(5 * time.Second))
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second)) // without it the read below may wait longer, no worse
 			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", u.RequestURI(), u.Host)
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil {
 				return
 			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			c.SetDeadline(time.Time{})
+			// The response came: answered, whatever becomes of its body.
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			_ = c.SetDeadline(time.Time{})
 			mu.Lock()
 			answered++
 			mu.Unlock()

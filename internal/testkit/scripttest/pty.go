@@ -2,6 +2,7 @@ package scripttest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -76,10 +77,7 @@ func cmdPtyStart(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	p.cmd = exec.Command(path, args[1:]...)
 	p.cmd.Dir = ts.Getenv("WORK")
-	var env []string
-	for _, kv := range os.Environ() {
-		env = append(env, kv)
-	}
+	env := os.Environ()
 	for _, k := range []string{"PATH", "HOME", "LOCKCTL_URL", "XDG_CONFIG_HOME", "NO_COLOR", "REDIS_URL", "TERM", "LOCKCTL_NO_EVENTS"} {
 		env = append(env, k+"="+ts.Getenv(k))
 	}
@@ -104,10 +102,12 @@ func cmdPtyStart(ts *testscript.TestScript, neg bool, args []string) {
 	ptys[ts] = p
 	ptysMu.Unlock()
 	ts.Defer(func() {
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-		ptmx.Close()
-		tty.Close()
+		// The script is over: the process may have exited, and its status
+		// was checked (or not wanted) by the script.
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		_ = ptmx.Close()
+		_ = tty.Close()
 		ptysMu.Lock()
 		delete(ptys, ts)
 		ptysMu.Unlock()
@@ -280,5 +280,5 @@ func cmdPtyWait(ts *testscript.TestScript, neg bool, args []string) {
 	p.mu.Lock()
 	out := p.out.String()
 	p.mu.Unlock()
-	ts.Stdout().Write([]byte(out))
+	fmt.Fprint(ts.Stdout(), out)
 }

@@ -95,8 +95,6 @@ func cmdRedisRestart(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(Server(ts).Restart(args...))
 }
 
-const replicaKey = "redistest.replica"
-
 // replica: start a replica of the script's server, wait until it has
 // synchronised, and export REPLICA_URL and REPLICA_ADDR. `replica-sig
 // STOP|CONT|KILL` signals it; `replica-redis CMD ARGS...` runs a command on
@@ -359,7 +357,7 @@ func runRedis(ts *testscript.TestScript, s *redistest.Server, neg bool, args []s
 	}
 	var b strings.Builder
 	writeReply(&b, v)
-	ts.Stdout().Write([]byte(b.String()))
+	fmt.Fprint(ts.Stdout(), b.String())
 }
 
 // redis-sub [-p|-s] FILE CHANNEL...: subscribe on the script's server in
@@ -407,10 +405,11 @@ func cmdRedisSub(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}()
 	ts.Defer(func() {
-		ps.Close()
+		// The script is over: nothing reads f after this.
+		_ = ps.Close()
 		<-done
-		f.Close()
-		c.Close()
+		_ = f.Close()
+		_ = c.Close()
 	})
 }
 

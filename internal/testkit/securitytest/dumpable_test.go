@@ -87,7 +87,7 @@ func lockctlBinary(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // a temporary directory: a leftover harms nothing
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func cmdListener(ts *testscript.TestScript, neg bool, args []string) {
 	listeners[ts] = l
 	listenersMu.Unlock()
 	ts.Defer(func() {
-		ln.Close()
+		_ = ln.Close() // the script is over: it ends the accept loop below
 		listenersMu.Lock()
 		delete(listeners, ts)
 		listenersMu.Unlock()
@@ -162,7 +162,7 @@ func cmdListener(ts *testscript.TestScript, neg bool, args []string) {
 			l.conns++
 			l.got.Write(buf[:n])
 			l.mu.Unlock()
-			c.Close()
+			_ = c.Close() // the hang-up is the point
 		}
 	}()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
