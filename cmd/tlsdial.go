@@ -58,7 +58,7 @@ func tlsDialer(cfg *tls.Config, timeout time.Duration) func(context.Context, str
 			case <-probe.C:
 				if speaksPlainRedis(ctx, network, addr, timeout) {
 					_ = raw.Close() // ends the handshake, whose error is not wanted
-					<-done //nolint:errcheck // the handshake was abandoned: its error is not wanted
+					<-done          //nolint:errcheck // the handshake was abandoned: its error is not wanted
 					return nil, &plainServerError{Addr: addr}
 				}
 			}
