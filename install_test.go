@@ -119,8 +119,11 @@ func TestDebPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	absDeb, _ := filepath.Abs(deb)
+	// dpkg wants ldconfig and start-stop-daemon on PATH, in /sbin, which
+	// a user's PATH seldom has.
+	dpkgEnv := []string{"PATH=" + os.Getenv("PATH") + ":/usr/sbin:/sbin"}
 	dpkg := func(args ...string) string {
-		return run(t, ".", nil, "dpkg", append([]string{"--force-not-root", "--root=" + root,
+		return run(t, ".", dpkgEnv, "dpkg", append([]string{"--force-not-root", "--root=" + root,
 			"--admindir=" + admin, "--log=" + filepath.Join(root, "dpkg.log")}, args...)...)
 	}
 	dpkg("-i", absDeb)
