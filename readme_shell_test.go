@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/lockctl/lockctl/internal/testkit/shellwords"
 )
 
 // findLockctlCalls finds the lockctl command lines of a block: in shell
@@ -13,7 +15,7 @@ import (
 func findLockctlCalls(text string, isShell bool) []lockctlCall {
 	var calls []lockctlCall
 	for _, ll := range logicalLines(text) {
-		src := stripComment(ll.text)
+		src := shellwords.StripComment(ll.text)
 		if !isShell {
 			m := lockctlWord.FindStringIndex(src)
 			if m == nil {
@@ -22,7 +24,7 @@ func findLockctlCalls(text string, isShell bool) []lockctlCall {
 			src = strings.TrimLeft(src[m[0]:], " \t=:-")
 		}
 		for _, simple := range simpleCommands(src) {
-			words := shellWords(simple)
+			words := shellwords.Split(simple)
 			for len(words) > 0 && skipWord(words[0]) {
 				words = words[1:]
 			}
@@ -68,24 +70,6 @@ func logicalLines(text string) []logicalLine {
 		out = append(out, logicalLine{line: start, text: l})
 	}
 	return out
-}
-
-// stripComment cuts a # comment that starts a word outside quotes.
-func stripComment(s string) string {
-	var sq, dq bool
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\' && !sq && i+1 < len(s):
-			i++
-		case c == '\'' && !dq:
-			sq = !sq
-		case c == '"' && !sq:
-			dq = !dq
-		case c == '#' && !sq && !dq && (i == 0 || s[i-1] == ' ' || s[i-1] == '\t'):
-			return s[:i]
-		}
-	}
-	return s
 }
 
 // simpleCommands splits a line into its simple commands: the insides of
@@ -144,69 +128,4 @@ func simpleCommands(s string) []string {
 		}
 	}
 	return append(cmds, subs...)
-}
-
-var redirect = regexp.MustCompile(`^[0-9]*(?:>>?|<|&>)(&?[0-9-]*)?(.*)$`)
-
-// shellWords splits a simple command into words as the shell would, quotes
-// removed and variables left as written; redirections are dropped.
-func shellWords(s string) []string {
-	var words []string
-	var cur strings.Builder
-	in, sq, dq := false, false, false
-	flush := func() {
-		if in {
-			words = append(words, cur.String())
-		}
-		cur.Reset()
-		in = false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case sq:
-			if c == '\'' {
-				sq = false
-			} else {
-				cur.WriteByte(c)
-			}
-		case dq:
-			switch {
-			case c == '"':
-				dq = false
-			case c == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0:
-				cur.WriteByte(s[i+1])
-				i++
-			default:
-				cur.WriteByte(c)
-			}
-		case c == '\'':
-			sq, in = true, true
-		case c == '"':
-			dq, in = true, true
-		case c == '\\' && i+1 < len(s):
-			cur.WriteByte(s[i+1])
-			in = true
-			i++
-		case c == ' ' || c == '\t':
-			flush()
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	flush()
-	// Drop redirections: "2>&1", ">>file", and "> file" with its target.
-	var out []string
-	for i := 0; i < len(words); i++ {
-		m := redirect.FindStringSubmatch(words[i])
-		if m == nil {
-			out = append(out, words[i])
-			continue
-		}
-		if m[1] == "" && m[2] == "" {
-			i++ // the target is the next word
-		}
-	}
-	return out
 }

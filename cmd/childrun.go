@@ -3,9 +3,7 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"slices"
 
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/runner"
@@ -34,28 +32,10 @@ func commandArgs(c *cobra.Command, args []string, what string) (key string, argv
 	return before[0], argv, checkUTF8(before[0], what)
 }
 
-// superviseCommand starts spec in its own process group with lockctl's
-// streams (unless spec names others) and an environment without lockctl's
-// Redis secrets (childSecretEnv), forwards signals to the group and
-// supervises it with runner.Supervise under cfg (lease loss, max runtime).
-// From the moment it is called, SIGINT, SIGTERM and SIGHUP no longer cancel
-// ctx: they belong to the child. A command that cannot be started comes back
-// as an *ExitError with the shell's 126 or 127 wrapping the
-// *child.StartError. Any error means the command did not run.
-func superviseCommand(ctx context.Context, f *Factory, spec child.Spec, cfg runner.Config) (runner.Result, error) {
-	restore := f.OnSignal(func(os.Signal) {}) // child.Notify below receives them too
-	defer restore()
-	sigs, stop := child.Notify()
-	defer stop()
-	if ctx.Err() != nil {
-		// A signal arrived between the decision and now: nothing ran.
-		return runner.Result{}, context.Cause(ctx)
-	}
-	if cfg.Lease != nil && !cfg.Lease.Held() {
-		// This process was held up (stopped, starved) between the grant
-		// and now: the command would start outside the lease.
-		return runner.Result{}, &ExitError{Code: runner.ExitLost, Err: fmt.Errorf("%w; it was not started", runner.ErrLapsed)}
-	}
+// commandSpec is spec with lockctl's streams (unless spec names others) and
+// an environment without lockctl's Redis secrets (childSecretEnv): what a
+// command lockctl runs (run, once) starts with.
+func (f *Factory) commandSpec(spec child.Spec) child.Spec {
 	unset, set := f.childSecretEnv()
 	spec.Unset = append(spec.Unset, unset...)
 	spec.Env = append(set, spec.Env...)
@@ -68,44 +48,28 @@ func superviseCommand(ctx context.Context, f *Factory, spec child.Spec, cfg runn
 	if spec.Stderr == nil {
 		spec.Stderr = f.IO.ErrOut
 	}
-	// A command run under a lease dies with lockctl (the guard), unless
-	// --on-lost ignore asked for it to run on without the lease anyway.
-	spec.Guard = cfg.Lease != nil && cfg.OnLost != runner.OnLostIgnore
-	ch, err := child.Start(spec)
-	if err != nil {
-		var se *child.StartError
-		if errors.As(err, &se) {
-			return runner.Result{}, &ExitError{Code: se.ExitCode(), Err: se}
-		}
-		// The system refused a pipe or a fork (for the command or its
-		// guard): out of processes or descriptors, an environment fault
-		// and no bug of lockctl's. The command did not run: 126, as a
-		// shell says of a command it could not execute.
-		return runner.Result{}, &ExitError{Code: ExitNoExec, Err: fmt.Errorf("the command could not be started: %w", err)}
+	return spec
+}
+
+// supervision is cfg with lockctl's voice (decisions on stderr, the start
+// and the status under -v) and its signal routing: from the command's
+// start, SIGINT, SIGTERM and SIGHUP no longer cancel the command's
+// context, they belong to the child (runner.Exec).
+func (f *Factory) supervision(cfg runner.Config) runner.Config {
+	cfg.Route = func() func() {
+		return f.OnSignal(func(os.Signal) {}) // child.Notify receives them too
 	}
-	name := spec.Script
-	if len(spec.Argv) > 0 {
-		name = spec.Argv[0]
-	}
-	f.Verbosef("started %s (pid %d, its own process group)", name, ch.Pid())
-	cfg.Signals = sigs
 	if cfg.Logf == nil {
 		cfg.Logf = f.IO.Errorf
 	}
-	res := runner.Supervise(ctx, ch, &cfg)
-	f.Verbosef("%s: %s", name, res.Status)
-	return res, nil
+	cfg.Verbosef = f.Verbosef
+	return cfg
 }
 
-// childExit turns a supervised run's result into the command's.
-func childExit(res runner.Result) error {
-	if res.Exit == 0 {
-		return nil
-	}
-	e := &ExitError{Code: res.Exit, Silent: true}
-	if s := res.Status.Signal; s != 0 && res.Exit == res.Status.ExitCode() {
-		e.Died = s
-		e.Terminal = res.Foreground && res.GroupReceived && !slices.Contains(res.Forwarded, s)
-	}
-	return e
+// superviseCommand runs spec as lockctl runs a command (commandSpec,
+// supervision) under cfg: runner.Exec, whose errors mean the command did
+// not run (exitClass gives them the shell's 126 and 127, 76 for a lapsed
+// lease).
+func superviseCommand(ctx context.Context, f *Factory, spec child.Spec, cfg runner.Config) (runner.Result, error) {
+	return runner.Exec(ctx, f.commandSpec(spec), f.supervision(cfg))
 }

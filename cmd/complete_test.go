@@ -28,11 +28,7 @@ func complete(t *testing.T, args ...string) ([]string, string) {
 // the flags, environment and prefix name; auxiliary keys never show.
 func TestCompleteHeldNames(t *testing.T) {
 	noServer(t)
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, nil)
 	for _, k := range []string{"lock:deploy", "lock:db-migrate", "lock:backup", "other:deploy-x", "app:deploy"} {
 		if _, err := s.Do("SET", k, "v", "PX", "60000"); err != nil {
 			t.Fatal(err)
@@ -77,11 +73,7 @@ func TestCompleteHeldNames(t *testing.T) {
 // 5s --timeout, and completes nothing; so does one that refuses them.
 func TestCompleteUnreachable(t *testing.T) {
 	noServer(t)
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, nil)
 	if _, err := s.Do("SET", "lock:deploy", "v", "PX", "60000"); err != nil {
 		t.Fatal(err)
 	}

@@ -71,14 +71,10 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := redistest.Start(&redistest.Options{Args: []string{
+	s := redistest.StartTest(t, &redistest.Options{Args: []string{
 		"--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", cert, "--tls-key-file", key,
 		"--tls-ca-cert-file", ca, "--tls-auth-clients", "no",
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
 	url := "rediss://127.0.0.1:" + strconv.Itoa(tlsPort) + "/0"
 
 	if code, out, errOut := run(t, "--url", url, "--tls-ca", ca, "lock", "tls-a", "-n"); code != 0 || len(strings.TrimSpace(out)) != 32 {
@@ -107,11 +103,7 @@ func TestTLS(t *testing.T) {
 
 func TestUnixSocket(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "redis.sock")
-	s, err := redistest.Start(&redistest.Options{Args: []string{"--unixsocket", sock, "--unixsocketperm", "700"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, &redistest.Options{Args: []string{"--unixsocket", sock, "--unixsocketperm", "700"}})
 	if code, _, errOut := run(t, "--url", "unix://"+sock, "lock", "sock", "-n"); code != 0 {
 		t.Fatalf("unix socket: exit %d, stderr %q", code, errOut)
 	}
@@ -126,11 +118,7 @@ func TestUnixSocket(t *testing.T) {
 // rediss:// at a plain server: the server never answers a TLS handshake, so
 // lockctl must find out by itself, well inside --timeout, and say TLS.
 func TestTLSAtPlainServerFailsFast(t *testing.T) {
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, nil)
 	start := time.Now()
 	code, _, errOut := run(t, "--url", "rediss://"+s.Addr+"/0", "--timeout", "60s", "lock", "tls-plain", "-n")
 	took := time.Since(start)

@@ -70,18 +70,20 @@ func (f *Factory) eventSink() lock.EventSink {
 	return nil
 }
 
-// quietLocker is a Locker like Locker() that records nothing, for a
-// release after the watchdog recorded the loss: the loss is the event, not
-// the refused (or late) release that follows it. It falls back to l.
-func (f *Factory) quietLocker(l *lock.Locker) *lock.Locker {
-	if f.events == nil {
+// lockerRecordingTo is a Locker like l whose events go to sink (nil:
+// nowhere) instead of the recorder: for a release whose event depends on
+// what run makes of its outcome, or that follows a loss already recorded
+// (the loss is the event, not the refused or late release after it). It
+// is l when events are off.
+func (f *Factory) lockerRecordingTo(l *lock.Locker, sink lock.EventSink) *lock.Locker {
+	if f.Events() == nil {
 		return l
 	}
-	q, err := f.locker(nil)
+	r, err := f.locker(sink)
 	if err != nil {
 		return l
 	}
-	return q
+	return r
 }
 
 // record writes one event; it never fails the command.

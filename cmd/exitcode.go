@@ -3,9 +3,11 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
@@ -39,16 +41,6 @@ func usageErrorf(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
 
-// UnavailableError: Redis could not be used (connect, auth, ACL, TLS,
-// READONLY, CLUSTERDOWN, timeout).
-type UnavailableError struct {
-	Err   error
-	Hints []string
-}
-
-func (e *UnavailableError) Error() string { return e.Err.Error() }
-func (e *UnavailableError) Unwrap() error { return e.Err }
-
 // ExitError carries an exact exit status: a child's, a `-E N` conflict code,
 // `--test` finding the lock held. Silent errors print nothing.
 type ExitError struct {
@@ -75,6 +67,67 @@ func (e *ExitError) Unwrap() error { return e.Err }
 type SignalError struct{ Signal syscall.Signal }
 
 func (e *SignalError) Error() string { return "interrupted by " + child.SignalName(e.Signal) }
+
+// signalExit is the status of death by sig, as a shell reports it: 128+N.
+func signalExit(sig syscall.Signal) int { return 128 + int(sig) }
+
+// statusExit is a child's status as a shell reports it: its exit code, or
+// 128+N for death by signal N.
+func statusExit(st child.Status) int {
+	if st.Signal != 0 {
+		return signalExit(st.Signal)
+	}
+	return st.Code
+}
+
+// superviseExit is the exit status of a supervised command's end: 76 when
+// the lease was lost under it, 124 when it ran past --max-runtime, else
+// its own status.
+func superviseExit(res runner.Result) int {
+	switch res.End {
+	case runner.Lost:
+		return ExitLost
+	case runner.TimedOut:
+		return ExitMaxRuntime
+	}
+	return statusExit(res.Status)
+}
+
+// childExit is the error a supervised command's end returns: nil for exit
+// 0, else its exit status, silently (the command spoke for itself), with
+// the signal it died of for dieOf.
+func childExit(res runner.Result) error {
+	code := superviseExit(res)
+	if code == 0 {
+		return nil
+	}
+	e := &ExitError{Code: code, Silent: true}
+	if s := res.Status.Signal; s != 0 && code == statusExit(res.Status) {
+		e.Died = s
+		e.Terminal = res.Foreground && res.GroupReceived && !slices.Contains(res.Forwarded, s)
+	}
+	return e
+}
+
+// runError is the error a run ends with, once it acquired the lease (see
+// runner.Outcome): the error that stopped it, a bug of lockctl's, or the
+// command's end.
+func runError(out *runner.Outcome) error {
+	var bug *lock.PanicError
+	switch {
+	case out.Err != nil:
+		return out.Err
+	case out.Result.Lost && errors.As(out.Result.LostErr, &bug):
+		// The watchdog (or its renewal) panicked: the command was stopped
+		// as for a loss, and the status says it was lockctl's fault.
+		return &internalError{What: bug.Error(), Stack: bug.Stack}
+	}
+	return childExit(out.Result)
+}
+
+// lostError is a run (or once) whose lease did not cover the command's
+// end: exit 76.
+func lostError(err error) error { return &ExitError{Code: ExitLost, Err: err} }
 
 // HintError attaches next steps to any error.
 type HintError struct {
@@ -103,7 +156,6 @@ func exitClass(err error) (int, fault) {
 		exit  *ExitError
 		sig   *SignalError
 		usage *UsageError
-		unav  *UnavailableError
 		bug   *internalError
 	)
 	switch {
@@ -112,13 +164,20 @@ func exitClass(err error) (int, fault) {
 	case errors.As(err, &exit):
 		return exit.Code, faultNone
 	case errors.As(err, &sig):
-		return 128 + int(sig.Signal), faultNone
+		return signalExit(sig.Signal), faultNone
+	case errors.Is(err, runner.ErrLapsed):
+		// The lease lapsed before the command started: it did not run.
+		return ExitLost, faultNone
+	case errors.Is(err, child.ErrNotFound):
+		return ExitNotFound, faultNone
+	case errors.Is(err, child.ErrNotExecutable), errors.Is(err, runner.ErrNotStarted):
+		// Not executable, or the system refused the fork: 126, as a shell
+		// says of a command it could not execute.
+		return ExitNoExec, faultNone
 	case errors.As(err, &usage), errors.Is(err, lock.ErrInvalid),
 		errors.Is(err, limit.ErrInvalid), errors.Is(err, limit.ErrNeverAllowed),
 		errors.Is(err, once.ErrInvalid):
 		return ExitUsage, faultNone
-	case errors.As(err, &unav):
-		return ExitUnavailable, classifyRedis(err)
 	case errors.Is(err, lock.ErrSlowLink):
 		// Before "not obtained": nobody holds the lock, the link is too
 		// slow for the lease.
@@ -165,7 +224,7 @@ func dieOf(err error, code int) (sig syscall.Signal, group bool) {
 	case errors.As(err, &se):
 		sig = se.Signal
 	}
-	if (sig != syscall.SIGINT && sig != syscall.SIGQUIT) || code != 128+int(sig) {
+	if (sig != syscall.SIGINT && sig != syscall.SIGQUIT) || code != signalExit(sig) {
 		return 0, false
 	}
 	return sig, group
@@ -186,8 +245,6 @@ func hintsOf(err error) []string {
 		case *HintError:
 			hints = append(hints, h.Hints...)
 		case *UsageError:
-			hints = append(hints, h.Hints...)
-		case *UnavailableError:
 			hints = append(hints, h.Hints...)
 		}
 	}

@@ -1,14 +1,19 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -153,5 +158,89 @@ func TestSlowLinkExit(t *testing.T) {
 	if len(hints) != 1 || !strings.Contains(hints[0], "replies took 2.5s, longer than the 2s lease can allow (it counts for 1.5s after a call is sent: ttl - margin 500ms): raise --ttl") ||
 		!strings.Contains(hints[0], "--ttl 8s") {
 		t.Errorf("hints %q", hints)
+	}
+}
+
+// A command's end is lockctl's exit status as a shell reports it: its exit
+// code, 128+N for death by signal N; 76 over it when the lease was lost
+// under it, 124 when it ran past --max-runtime.
+func TestChildStatusExitsLikeAShell(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		exit   int
+	}{
+		{"exit 0", 0},
+		{"exit 3", 3},
+		{"kill -9 $$", 137},
+		{"kill -USR1 $$", 128 + int(syscall.SIGUSR1)},
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			c, err := child.Start(child.Spec{Argv: []string{"sh", "-c", tc.script}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := runner.Result{Status: c.Wait()}
+			if got := superviseExit(res); got != tc.exit {
+				t.Errorf("status %v: exit %d, want %d", res.Status, got, tc.exit)
+			}
+			if got := ExitCode(childExit(res)); got != tc.exit {
+				t.Errorf("status %v: childExit's exit %d, want %d", res.Status, got, tc.exit)
+			}
+			res.End = runner.Lost
+			if got := superviseExit(res); got != ExitLost {
+				t.Errorf("status %v, lost: exit %d, want 76", res.Status, got)
+			}
+			res.End = runner.TimedOut
+			if got := superviseExit(res); got != ExitMaxRuntime {
+				t.Errorf("status %v, timed out: exit %d, want 124", res.Status, got)
+			}
+		})
+	}
+	for sig, want := range map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGHUP: 129, syscall.SIGTERM: 143} {
+		if got := ExitCode(&SignalError{Signal: sig}); got != want {
+			t.Errorf("interrupted by %v: exit %d, want %d", sig, got, want)
+		}
+	}
+}
+
+// A command that cannot be run exits as a shell says: 127 not found, 126
+// found but not executable.
+func TestStartErrorsExitLikeAShell(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("echo hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badInterp := filepath.Join(dir, "bad-interp")
+	if err := os.WriteFile(badInterp, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		argv []string
+		exit int
+	}{
+		{"missing in PATH", []string{"lockctl-test-no-such-command"}, ExitNotFound},
+		{"missing path", []string{filepath.Join(dir, "nope")}, ExitNotFound},
+		{"not executable", []string{plain}, ExitNoExec},
+		{"directory", []string{dir + "/"}, ExitNoExec},
+		{"bad interpreter", []string{badInterp}, ExitNoExec},
+		{"empty", nil, ExitNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runner.Exec(context.Background(), child.Spec{Argv: tc.argv}, runner.Config{})
+			if err == nil {
+				t.Fatalf("started %q", tc.argv)
+			}
+			if got := ExitCode(err); got != tc.exit {
+				t.Fatalf("err = %v: exit %d, want %d", err, got, tc.exit)
+			}
+		})
+	}
+	if got := ExitCode(fmt.Errorf("%w: fork: resource temporarily unavailable", runner.ErrNotStarted)); got != ExitNoExec {
+		t.Errorf("a refused fork: exit %d, want 126", got)
+	}
+	if got := ExitCode(fmt.Errorf("%w; it was not started", runner.ErrLapsed)); got != ExitLost {
+		t.Errorf("a lease lapsed before the start: exit %d, want 76", got)
 	}
 }

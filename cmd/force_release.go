@@ -64,11 +64,11 @@ warning says so.`,
 				rwlock    *inspect.RWLockError
 			)
 			switch {
-			case errors.As(err, &held) && held.Holder.Kind == "semaphore":
+			case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore:
 				return withHint(reword(err, "no slot of %s is held by %s; nothing changed (%d holder(s); the first to expire is %s, token %s, ttl %s)",
 					name, givenToken(o.token), held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),
 					"`lockctl inspect lock "+name+"` lists every holder's token hash")
-			case errors.As(err, &held) && held.Holder.Kind == "shared":
+			case errors.As(err, &held) && held.Holder.Reason == lock.ReasonShared:
 				return withHint(reword(err, "no shared holder of %s has token %s; nothing changed (%d shared holder(s); the first to expire is %s, token %s, ttl %s)",
 					name, givenToken(o.token), held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),
 					"`lockctl inspect lock "+name+"` lists every shared holder's token hash")
@@ -90,18 +90,18 @@ warning says so.`,
 			}
 			if f.G.Output == "json" {
 				m := map[string]any{"name": name, "key": r.Holder.Key, "released": true,
-					"kind": r.Holder.Kind, "mode": releasedMode(r.Holder.Kind), "owner": r.Holder.Owner, "fence": r.Holder.Fence,
+					"kind": r.Holder.Kind(), "mode": releasedMode(r.Holder.Reason), "owner": r.Holder.Owner, "fence": r.Holder.Fence,
 					"token_hash": r.TokenHash, "ttl_ms": msOrMinus(r.Holder.TTL), "audit_id": r.AuditID}
-				if r.Holder.Kind == "semaphore" || r.Holder.Kind == "shared" {
+				if r.Holder.Reason == lock.ReasonSemaphore || r.Holder.Reason == lock.ReasonShared {
 					m["holders_left"] = r.HoldersLeft
 				}
 				return f.IO.PrintJSON(m)
 			}
 			what := "released " + name
-			switch r.Holder.Kind {
-			case "semaphore":
+			switch r.Holder.Reason {
+			case lock.ReasonSemaphore:
 				what = fmt.Sprintf("freed a slot of %s (%d still held)", name, r.HoldersLeft)
-			case "shared":
+			case lock.ReasonShared:
 				what = fmt.Sprintf("freed a shared holder's slot of %s (%d shared holder(s) left)", name, r.HoldersLeft)
 			}
 			f.IO.Errorf("%s held by %s (token %s, fence %d); recorded in the audit log as %s",
@@ -114,10 +114,10 @@ warning says so.`,
 	return c
 }
 
-// releasedMode is the mode of a released holder of the given kind, as
+// releasedMode is the mode of a released holder of the given reason, as
 // inspect.Lock.Mode names it.
-func releasedMode(kind string) string {
-	return inspect.Lock{Holder: lock.Holder{Kind: kind}}.Mode()
+func releasedMode(reason lock.Reason) string {
+	return inspect.Lock{Holder: lock.Holder{Reason: reason}}.Mode()
 }
 
 // givenToken names the --token an operator passed without repeating a full

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/testkit/shellwords"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -94,9 +95,9 @@ func TestFlagHelpDefaults(t *testing.T) {
 func exampleCalls(example string) [][]string {
 	var calls [][]string
 	for _, line := range strings.Split(example, "\n") {
-		line = stripComment(line)
+		line = shellwords.StripComment(line)
 		for i := strings.Index(line, "lockctl "); i >= 0; {
-			words, end := shellWords(line[i+len("lockctl "):])
+			words, end := shellwords.Command(line[i+len("lockctl "):])
 			calls = append(calls, words)
 			rest := line[i+len("lockctl ")+end:]
 			j := strings.Index(rest, "lockctl ")
@@ -109,63 +110,6 @@ func exampleCalls(example string) [][]string {
 	return calls
 }
 
-// stripComment cuts a shell comment: a # that starts a word outside quotes.
-func stripComment(line string) string {
-	quote := byte(0)
-	for i := 0; i < len(line); i++ {
-		switch ch := line[i]; {
-		case quote != 0:
-			if ch == quote {
-				quote = 0
-			}
-		case ch == '\'' || ch == '"':
-			quote = ch
-		case ch == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
-			return line[:i]
-		}
-	}
-	return line
-}
-
-// shellWords splits s into words up to the end of the shell command,
-// returning the words and where it stopped. $VAR and $(...) inside quotes
-// stay as text: the test checks the shape, not the values.
-func shellWords(s string) ([]string, int) {
-	var words []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	flush := func() {
-		if in {
-			words = append(words, cur.String())
-		}
-		cur.Reset()
-		in = false
-	}
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case quote != 0:
-			if ch == quote {
-				quote = 0
-			} else {
-				cur.WriteByte(ch)
-			}
-		case ch == '\'' || ch == '"':
-			quote, in = ch, true
-		case ch == ' ' || ch == '\t':
-			flush()
-		case strings.IndexByte(")|;&<>", ch) >= 0, ch == '#' && !in:
-			flush()
-			return words, i
-		default:
-			cur.WriteByte(ch)
-			in = true
-		}
-	}
-	flush()
-	return words, len(s)
-}
-
 // TestExamplesParse: every command has an Example section of two to four
 // invocations (comment lines aside), and each lockctl call in it finds its command, parses its
 // flags and passes its argument check, as written.
@@ -175,7 +119,7 @@ func TestExamplesParse(t *testing.T) {
 		calls := exampleCalls(c.Example)
 		lines := 0
 		for _, l := range strings.Split(strings.TrimSpace(c.Example), "\n") {
-			if strings.TrimSpace(stripComment(l)) != "" {
+			if strings.TrimSpace(shellwords.StripComment(l)) != "" {
 				lines++
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
 
@@ -78,15 +79,15 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 	}
 	rows = append(rows, []string{"state", state})
 	if l := d.Lock; l != nil {
-		rows = append(rows, []string{"kind", l.Kind}, []string{"mode", l.Mode()}, []string{"owner", esc(l.Owner)})
+		rows = append(rows, []string{"kind", l.Kind()}, []string{"mode", l.Mode()}, []string{"owner", esc(l.Owner)})
 		if !l.AcquiredAt.IsZero() {
 			rows = append(rows, []string{"acquired", l.AcquiredAt.Local().Format(time.RFC3339) + " (" + ageText(l.Age) + " ago)"})
 		}
 		rows = append(rows, []string{"ttl", ttlCell(l.TTL)})
-		if l.Kind == "lockctl" {
+		if l.Format == lock.FormatLockctl && l.Reason == "" {
 			rows = append(rows, []string{"fence", strconv.FormatInt(l.Fence, 10)})
 		}
-		if l.Kind == "redisson" || l.Reentry > 1 {
+		if l.Format == lock.FormatRedisson || l.Reentry > 1 {
 			rows = append(rows, []string{"reentry", strconv.FormatInt(l.Reentry, 10)})
 		}
 		rows = append(rows, []string{"token", tokenText(*l, showToken)})
@@ -121,7 +122,7 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 	}
 	rows = append(rows, []string{"fence counter", fmt.Sprintf("%d (%s)", d.Fence, esc(d.FenceKey))})
 	rows = append(rows, []string{"waiters", fmt.Sprintf("%d subscribed, %d queued", d.Subscribers, len(d.Queue))})
-	if d.RedissonQueued > 0 || (d.Lock != nil && d.Lock.Kind == "redisson" && d.Lock.RWMode == "") {
+	if d.RedissonQueued > 0 || (d.Lock != nil && d.Lock.Format == lock.FormatRedisson && d.Lock.RWMode == "") {
 		rows = append(rows, []string{"fair queue", fmt.Sprintf("%d waiting in Redisson's fair queue (%s)", d.RedissonQueued, esc(d.RedissonQueueKey))})
 	}
 	for i, w := range d.Queue {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
 
@@ -192,11 +193,11 @@ func lockRow(l inspect.Lock, wide bool) []string {
 		owner, host, pid = l.User, l.Host, strconv.Itoa(l.PID)
 	}
 	fence := "-"
-	if l.Kind == "lockctl" || l.Kind == "semaphore" || l.Kind == "shared" {
+	if (l.Format == lock.FormatLockctl && l.Reason == "") || l.Reason == lock.ReasonSemaphore || l.Reason == lock.ReasonShared {
 		fence = strconv.FormatInt(l.Fence, 10)
 	}
 	note := ui.Escape(l.Note)
-	switch l.Kind {
+	switch l.Kind() {
 	case "string":
 		note = "(plain SET lock)"
 	case "redisson":
@@ -247,7 +248,7 @@ type lockRecord struct {
 }
 
 func lockJSON(l inspect.Lock) lockRecord {
-	r := lockRecord{Name: l.Name, Key: l.Key, Kind: l.Kind, Mode: l.Mode(), Owner: l.Owner, Host: l.Host, PID: l.PID,
+	r := lockRecord{Name: l.Name, Key: l.Key, Kind: l.Kind(), Mode: l.Mode(), Owner: l.Owner, Host: l.Host, PID: l.PID,
 		AgeMS: msOrMinus(l.Age), TTLMS: msOrMinus(l.TTL), Fence: l.Fence, Waiters: l.Waiters(),
 		Subscribers: l.Subscribers, Queued: l.Queued, Note: l.Note, CI: l.CI, Reentry: l.Reentry,
 		Holders: l.Holders, Limit: l.Limit, TokenHash: l.TokenHash}

@@ -67,7 +67,7 @@ type orphanRecord struct {
 func orphanOf(x inspect.Orphan) orphanRecord {
 	r := orphanRecord{Name: x.Name, Key: x.Key, Type: x.Type}
 	if x.Holder != nil {
-		r.Kind, r.Owner = x.Holder.Kind, x.Holder.Owner
+		r.Kind, r.Owner = x.Holder.Kind(), x.Holder.Owner
 	}
 	return r
 }

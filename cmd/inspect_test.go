@@ -12,11 +12,7 @@ import (
 // On a terminal, ls prints a table with a header, sorted by name; doctor
 // prints one line per check.
 func TestInspectTerminalTable(t *testing.T) {
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, nil)
 	for _, n := range []string{"zeta", "alpha", "mid"} {
 		if _, err := s.Do("SET", "lock:"+n, "v-"+n, "PX", "60000"); err != nil {
 			t.Fatal(err)

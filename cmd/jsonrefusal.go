@@ -24,14 +24,14 @@ func printRefusalJSON(f *Factory, err error, code int) {
 	m := holderJSON(strings.TrimPrefix(h.Key, f.G.Prefix), &h, true)
 	m["refused"] = reason
 	m["exit"] = code
-	switch h.Kind {
-	case "semaphore":
+	switch h.Reason {
+	case lock.ReasonSemaphore:
 		m["holders"], m["limit"] = h.Holders, h.Limit
-	case "shared":
+	case lock.ReasonShared:
 		m["holders"] = h.Holders
-	case "queue":
+	case lock.ReasonQueue:
 		m["queue"] = h.Queue
-	case "writers":
+	case lock.ReasonWriters:
 		m["holders"], m["writers_waiting"] = h.Holders, h.Queue
 	}
 	_ = f.IO.PrintJSON(m)

@@ -104,7 +104,7 @@ func (w *waitFlags) waitDuration(c *cobra.Command) time.Duration {
 func (w *waitFlags) refused(c *cobra.Command, name string, err error, waited time.Duration) error {
 	var held *lock.HeldError
 	plain := errors.As(err, &held) && w.limit == 0 && !w.shared &&
-		(held.Holder.Kind == "lockctl" || held.Holder.Kind == "string" || held.Holder.Kind == "redisson")
+		held.Holder.Reason == "" && held.Holder.Format != ""
 	err = w.explainBusy(name, err)
 	if wait := w.waitDuration(c); wait > 0 && errors.Is(err, lock.ErrNotObtained) {
 		what := err.Error()
@@ -227,7 +227,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 			if err := f.IO.PrintJSON(holderJSON(name, h, true)); err != nil {
 				return err
 			}
-		} else if h.Kind == "shared" {
+		} else if h.Reason == lock.ReasonShared {
 			f.IO.Errorf("%s is held shared by %d holder(s)%s", name, h.Holders, ttlText(h.TTL))
 		} else {
 			f.IO.Errorf("%s is held by %s%s", name, h.Owner, ttlText(h.TTL))
@@ -302,7 +302,7 @@ func holderJSON(name string, h *lock.Holder, held bool) map[string]any {
 		"key":    h.Key,
 		"held":   held,
 		"owner":  h.Owner,
-		"kind":   h.Kind,
+		"kind":   h.Kind(),
 		"mode":   leaseMode(h.Shared),
 		"fence":  h.Fence,
 		"ttl_ms": h.TTL.Milliseconds(),
@@ -422,17 +422,17 @@ func (s *waitStatus) busy(h lock.Holder) {
 	}
 	s.last = now
 	waited := now.Sub(s.started).Round(time.Second)
-	switch h.Kind {
-	case "queue":
+	switch h.Reason {
+	case lock.ReasonQueue:
 		s.f.IO.Errorf("waiting for %s: free, but %d earlier waiter(s) go first; waited %s", s.name, h.Queue, waited)
 		return
-	case "semaphore":
+	case lock.ReasonSemaphore:
 		s.f.IO.Errorf("waiting for %s: all %d slots taken; the next frees within %s; waited %s", s.name, h.Holders, h.TTL.Round(time.Second), waited)
 		return
-	case "shared":
+	case lock.ReasonShared:
 		s.f.IO.Errorf("waiting for %s: held shared by %d holder(s); the first lease ends within %s; waited %s", s.name, h.Holders, h.TTL.Round(time.Second), waited)
 		return
-	case "writers":
+	case lock.ReasonWriters:
 		s.f.IO.Errorf("waiting for %s: %d exclusive waiter(s) go first (%d shared holder(s) now); waited %s", s.name, h.Queue, h.Holders, waited)
 		return
 	}
@@ -549,7 +549,7 @@ func explainRefusal(name string, err error) error {
 	switch {
 	case errors.Is(err, lock.ErrLate):
 		return withHint(err, "the server may have extended the lease, but too late to count on it: stop writing to the protected resource")
-	case errors.As(err, &held) && held.Holder.Kind == "redisson":
+	case errors.As(err, &held) && held.Holder.Format == lock.FormatRedisson:
 		// A Redisson lock has no lockctl token: its field is no lease this
 		// command may renew or give back.
 		what, hint := "a Redisson lock", fmt.Sprintf("release it through Redisson, or free it with `lockctl inspect force-release %s --token %s`", name, held.Holder.Token)

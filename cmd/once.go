@@ -122,7 +122,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 		}
 		return runErr
 	}
-	rec, err := claim.Complete(rctx, res.Exit)
+	rec, err := claim.Complete(rctx, superviseExit(res))
 	var taken *once.NotOwnerError
 	switch {
 	case errors.As(err, &taken):
@@ -149,7 +149,7 @@ func uncoveredClaim(key string, res runner.Result, what string) error {
 		// The keeper lost it first: 76 already, and said so.
 		return childExit(res)
 	}
-	return &ExitError{Code: ExitLost, Err: fmt.Errorf("the claim on %s was %s when the command ended (exit %d): part of its run was not covered by the claim", key, what, res.Exit)}
+	return lostError(fmt.Errorf("the claim on %s was %s when the command ended (exit %d): part of its run was not covered by the claim", key, what, superviseExit(res)))
 }
 
 // explainOnce words a refused claim for people and picks its exit code: 75

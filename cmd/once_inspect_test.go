@@ -10,7 +10,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/once"
-	"github.com/redis/go-redis/v9"
 )
 
 // inspectOnce runs `inspect once KEY` on its own (the inspect parent
@@ -34,17 +33,8 @@ func inspectOnce(t *testing.T, srv *redistest.Server, output string, tty bool, k
 }
 
 func TestInspectOnce(t *testing.T) {
-	srv, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	opt, err := redis.ParseURL(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(opt)
-	defer client.Close()
+	srv := redistest.StartTest(t, nil)
+	client := redistest.ClientFor(t, srv.URL)
 	ctx := context.Background()
 	store := once.New(client, &once.Options{Owner: "ci@build:42"})
 

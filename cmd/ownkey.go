@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -14,11 +15,11 @@ import (
 // protecting. The argument alone decides it: a usage error (64). err, if
 // not nil, is kept for errors.Is.
 func ownKeyRefusal(verb, key string, err error) error {
-	if !strings.HasPrefix(key, lock.AuxPrefix) {
+	if !strings.HasPrefix(key, lockwire.AuxPrefix) {
 		return nil
 	}
 	msg := fmt.Sprintf("refusing to %s %s: keys under %s are lockctl's own (fence counters and checks, queues, semaphores, the audit and event streams), never a lock; nothing changed",
-		verb, key, lock.AuxPrefix)
+		verb, key, lockwire.AuxPrefix)
 	if err == nil {
 		err = fmt.Errorf("%w: %s", lock.ErrInvalid, msg)
 	}

@@ -1,52 +1,35 @@
 package cmd_test
 
 import (
-	"fmt"
-	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/plant"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
-	"github.com/lockctl/lockctl/pkg/lock"
 )
 
 // cliTargets are where FuzzPlantedCLI plants data: the lock key, each
 // auxiliary key, a fence-check record, a once record, a rate-limit key and
 // the audit stream.
-var cliTargets = []string{"lock", lock.KindFence, lock.KindSem, lock.KindSemVal, lock.KindQueue,
-	lock.KindQueueHB, lock.KindChecked, "once", "limit", "audit"}
-
-var cliSeq atomic.Int64
+var cliTargets = []string{"lock", lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue,
+	lockwire.KindQueueHB, lockwire.KindChecked, "once", "limit", "audit"}
 
 // FuzzPlantedCLI drives lockctl, in process, over foreign, corrupted, huge
 // and wrong-type data at every key it reads. Whatever the data, the exit
 // code is never 70: that code means a lockctl bug, and data someone else
 // wrote is a condition of the environment.
 func FuzzPlantedCLI(f *testing.F) {
-	val := `{"token":"0123456789abcdef0123456789abcdef","fence":7,"owner":"ci@h:1","acquired_ms":1767225600000}`
-	for target := range cliTargets {
-		for _, s := range []struct {
-			typ     byte
-			payload string
-			huge    bool
-		}{
-			{0, "foreign-uuid", false}, {0, val, false}, {0, "x", true}, {0, "abc", false},
-			{0, "99999999999999999999:0", false}, {1, "state=done,exit=x,tk=inf,ts=nan", false},
-			{1, "state=weird", false}, {2, "-inf=a,inf=b", false}, {3, "a,b", false}, {5, "f=v", false},
-		} {
-			f.Add(byte(target), s.typ, s.payload, s.huge)
-		}
-	}
-	srv, err := redistest.Start(nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(srv.Stop)
+	val := plant.LockValue
+	plant.AddSeeds(f, len(cliTargets), []plant.Seed{
+		{0, "foreign-uuid", false}, {0, val, false}, {0, "x", true}, {0, "abc", false},
+		{0, "99999999999999999999:0", false}, {1, "state=done,exit=x,tk=inf,ts=nan", false},
+		{1, "state=weird", false}, {2, "-inf=a,inf=b", false}, {3, "a,b", false}, {5, "f=v", false},
+	})
+	srv := redistest.StartTest(f, nil)
 	f.Setenv("LOCKCTL_URL", srv.URL)
 	f.Setenv("HOME", f.TempDir())
 	f.Setenv("XDG_CONFIG_HOME", f.TempDir())
@@ -63,17 +46,15 @@ func FuzzPlantedCLI(f *testing.F) {
 		if huge {
 			size = plant.Huge / 4
 		}
-		name := fmt.Sprintf("f%d.%d", os.Getpid(), cliSeq.Add(1))
+		name := "f" + plant.Unique()
 		key := "lock:" + name
 		where := cliTargets[int(target)%len(cliTargets)]
-		at := map[string]string{"lock": key, lock.KindChecked: lock.AuxKey(lock.KindChecked, name),
+		at := map[string]string{"lock": key, lockwire.KindChecked: lockwire.AuxKey(lockwire.KindChecked, name),
 			"once": "once:" + name, "limit": "limit:" + name, "audit": inspect.AuditKey}[where]
 		if at == "" {
-			at = lock.AuxKey(where, key)
+			at = lockwire.AuxKey(where, key)
 		}
-		if err := plant.Value(ctx, c, at, typ, payload, size); err != nil {
-			t.Fatalf("plant at %s: %v", at, err)
-		}
+		plant.At(ctx, t, c, at, typ, payload, size)
 		defer c.Del(ctx, at, "limit:"+name)
 		what := plant.Describe(typ, payload, at)
 		lockctl := func(args ...string) (int, string) {
@@ -107,9 +88,7 @@ func FuzzPlantedCLI(f *testing.F) {
 		for _, algo := range []string{"gcra", "sliding-log", "sliding-window", "token-bucket"} {
 			// Each algorithm meets the planted data, not the last one's state.
 			if where == "limit" {
-				if err := plant.Value(ctx, c, at, typ, payload, size); err != nil {
-					t.Fatalf("plant at %s: %v", at, err)
-				}
+				plant.At(ctx, t, c, at, typ, payload, size)
 			} else {
 				c.Del(ctx, "limit:"+name)
 			}

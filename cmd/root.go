@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
@@ -156,7 +157,7 @@ func defaultHints(err error, code int) []string {
 	switch {
 	case errors.As(err, &data):
 		h := "someone else wrote that key: look at it with redis-cli (TYPE, GET) and remove it only if nothing else needs it"
-		if kind, _, _ := lock.KeyOfAux(data.Key); kind == lock.KindFence || kind == lock.KindChecked {
+		if kind, _, _ := lockwire.KeyOfAux(data.Key); kind == lockwire.KindFence || kind == lockwire.KindChecked {
 			h += "; a fence counter must then be set above every fence already issued, or a stale holder's writes pass the check again"
 		}
 		return []string{h}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/runner"
-	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -164,11 +163,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		defer func() { writeRunMetrics(f, o.metricsFile, rep, started, runExit(ctx, err)) }()
 	}
 	defer func() {
-		code := err
-		if errors.Is(err, context.Canceled) && context.Cause(ctx) != nil {
-			code = context.Cause(ctx)
-		}
-		rep.Exit = ExitCode(code)
+		rep.Exit = runExit(ctx, err)
 		if o.reportFile != "" {
 			if werr := writeReport(o.reportFile, rep); werr != nil {
 				f.IO.Errorf("warning: --report-file: %v", werr)
@@ -182,93 +177,51 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	if err != nil {
 		return err
 	}
-	started := time.Now()
-	lease, err := o.take(ctx, f, l, name, opts)
-	if err != nil {
-		rep.WaitedMS = time.Since(started).Milliseconds()
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
-		return o.refused(c, name, err, time.Since(started))
-	}
-	rep.Acquired, rep.Fence, rep.WaitedMS = true, lease.Fence, lease.Waited.Milliseconds()
-	heldSince := time.Now()
-	f.Verbosef("acquired %s (fence %d) after %v", lease.Key, lease.Fence, lease.Waited.Round(time.Millisecond))
-
-	ran := false // CMD started: what the release finds tells of its end
-	// The watchdog must outlive ctx's cancellation by a signal that lands
-	// before the child starts: the lease is then kept until it is released
-	// in order, never abandoned.
-	wdCtx, stopWD := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWD()
-	wd, err := l.Watch(wdCtx, lease, &lock.WatchdogOptions{
-		RenewEvery:   o.renewEvery,
-		OnRenewError: renewWarning(f, name),
+	out := runner.Run(ctx, &runner.Job{
+		Acquire:   func(ctx context.Context) (*lock.Lease, error) { return o.take(ctx, f, l, name, opts) },
+		Locker:    l,
+		LockerFor: func(sink lock.EventSink) *lock.Locker { return f.lockerRecordingTo(l, sink) },
+		Events:    f.eventSink(),
+		Watch:     &lock.WatchdogOptions{RenewEvery: o.renewEvery, OnRenewError: renewWarning(f, name)},
+		// Renew at once on a Sentinel failover, and again a little later:
+		// the first may still meet the old master, when the announcement
+		// reached lockctl before the client dropped its connections there.
+		OnWatch: func(renewNow func()) func() {
+			return f.OnMasterSwitch(func() {
+				renewNow()
+				time.AfterFunc(switchRenewAgain, renewNow)
+			})
+		},
+		Command: func(lease *lock.Lease) child.Spec {
+			return f.commandSpec(child.Spec{Argv: argv, Script: o.script, Env: childEnv(lease)})
+		},
+		Supervise:      f.supervision(runner.Config{OnLost: onLost, KillAfter: o.killAfter, MaxRuntime: o.maxRuntime}),
+		ReleaseTimeout: f.G.Timeout,
+		Released:       releaseWarning(f),
 	})
-	if err != nil {
-		releaseAfterRun(f, l, lease, false)
-		return err
-	}
-	// Renew at once on a Sentinel failover, and again a little later: the
-	// first may still meet the old master, when the announcement reached
-	// lockctl before the client dropped its connections there.
-	stopSwitch := f.OnMasterSwitch(func() {
-		wd.RenewNow()
-		time.AfterFunc(switchRenewAgain, wd.RenewNow)
-	})
-	defer func() {
-		stopSwitch()
-		wd.Stop()
-		rep.Renewals = wd.Renewals()
-		rl := l
-		if rep.Lost {
-			rl = f.quietLocker(l)
-			if wd.Err() == nil {
-				// Lost by the local deadline before the watchdog said so
-				// (stopped past it, or it passed as the child ended):
-				// the watchdog, stopped, recorded nothing.
-				f.record(ctx, events.LeaseLost, lease.Name, 0)
-			}
+	rep.WaitedMS = out.Waited.Milliseconds()
+	if out.Lease == nil {
+		if errors.Is(out.Err, context.Canceled) {
+			return out.Err
 		}
-		gone := releaseAfterRun(f, rl, lease, rep.Lost)
-		rep.HeldMS = time.Since(heldSince).Milliseconds()
-		if gone != nil && ran && !rep.Lost {
-			// The lock was deleted or taken while CMD ran, and no renewal
-			// came in between to say so (CMD itself may have released
-			// it): the end of CMD's work was not covered by the lease.
-			rep.Lost = true
-			f.record(ctx, events.LeaseLost, lease.Name, 0)
-			err = uncoveredEnd(f, name, gone, err, onLost)
+		return o.refused(c, name, out.Err, out.Waited)
+	}
+	rep.Acquired, rep.Fence = true, out.Lease.Fence
+	rep.HeldMS, rep.Renewals, rep.Lost = out.Held.Milliseconds(), out.Renewals, out.Lost
+	if out.Ran {
+		if s := out.Result.Status.Signal; s != 0 {
+			sig := child.SignalName(s)
+			rep.ChildSignal = &sig
+		} else {
+			code := out.Result.Status.Code
+			rep.ChildExit = &code
 		}
-	}()
-
-	spec := child.Spec{Argv: argv, Script: o.script, Env: childEnv(lease)}
-	res, err := superviseCommand(ctx, f, spec, runner.Config{
-		Lease:      wd,
-		OnLost:     onLost,
-		KillAfter:  o.killAfter,
-		MaxRuntime: o.maxRuntime,
-	})
-	if err != nil {
-		rep.Lost = errors.Is(err, runner.ErrLapsed)
-		return err
 	}
-	ran = true
-	rep.Lost = res.Lost
-	if res.Status.Signal != 0 {
-		s := child.SignalName(res.Status.Signal)
-		rep.ChildSignal = &s
-	} else {
-		code := res.Status.Code
-		rep.ChildExit = &code
+	err = runError(out)
+	if out.Uncovered != nil {
+		err = uncoveredEnd(f, name, out.Uncovered, err, onLost)
 	}
-	var bug *lock.PanicError
-	if res.Lost && errors.As(res.LostErr, &bug) {
-		// The watchdog (or its renewal) panicked: CMD was stopped as for a
-		// loss, and the status says it was lockctl's fault.
-		return &internalError{What: bug.Error(), Stack: bug.Stack}
-	}
-	return childExit(res)
+	return err
 }
 
 // renewWarning reports renewal trouble that has not lost the lease (Redis
@@ -284,30 +237,25 @@ func renewWarning(f *Factory, name string) func(error) {
 	}
 }
 
-// releaseAfterRun frees the lease once the child's group is gone, on a
-// context of its own: an interrupted lockctl still releases. It returns
-// the release's error when the lock was gone (ErrNotHeld) or held by
-// another token (ErrNotOwner): the lease did not last to the end.
-func releaseAfterRun(f *Factory, l *lock.Locker, lease *lock.Lease, lost bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), f.G.Timeout)
-	defer cancel()
-	left, err := l.ReleaseHold(ctx, lease)
-	gone := errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner)
-	switch {
-	case err == nil && left > 0 && lease.Holds == 1:
-		// The outermost holder is done, but holds taken by re-entry were
-		// not given back (a nested `lockctl lock` never released, or a
-		// nested holder still running).
-		f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name, left)
-	case err == nil, lost, gone:
-	case notWoken(f, "released "+lease.Name, err):
-	default:
-		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
+// releaseWarning words what the release at the end of run found, when it
+// is worth a warning: holds of the token left behind, or a release that
+// failed for another reason than the lock being gone or taken (those are
+// the run's outcome, see uncoveredEnd) or the lease lost before it.
+func releaseWarning(f *Factory) func(lease *lock.Lease, left int, err error, lost bool) {
+	return func(lease *lock.Lease, left int, err error, lost bool) {
+		gone := errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner)
+		switch {
+		case err == nil && left > 0 && lease.Holds == 1:
+			// The outermost holder is done, but holds taken by re-entry
+			// were not given back (a nested `lockctl lock` never released,
+			// or a nested holder still running).
+			f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name, left)
+		case err == nil, lost, gone:
+		case notWoken(f, "released "+lease.Name, err):
+		default:
+			f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
+		}
 	}
-	if gone {
-		return err
-	}
-	return nil
 }
 
 // uncoveredEnd is run's outcome when the release after CMD found the lock
@@ -334,7 +282,7 @@ func uncoveredEnd(f *Factory, name string, gone, err error, onLost runner.OnLost
 		f.IO.Errorf("warning: %v", msg)
 		return err
 	}
-	return withHint(&ExitError{Code: ExitLost, Err: msg},
+	return withHint(lostError(msg),
 		"something deleted or took the lock while the command ran (the command itself, a force-release, or a client that ignores the token): another holder may have overlapped its end")
 }
 
@@ -358,16 +306,16 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 	case errors.As(err, &le):
 		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; this call asks for --limit %d", name, le.Limit, le.Want),
 			Hints: []string{fmt.Sprintf("every holder of %s must use the same --limit (%d while its holders live)", name, le.Limit)}}
-	case errors.As(err, &held) && held.Holder.Kind == "shared":
+	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonShared:
 		return reword(err, "%s is held shared by %d holder(s); an exclusive holder waits until none is; the first lease ends within %s",
 			name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
-	case errors.As(err, &held) && held.Holder.Kind == "writers":
+	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonWriters:
 		return reword(err, "%s: %d exclusive waiter(s) go first; shared holders wait for them (%d shared holder(s) now)",
 			name, held.Holder.Queue, held.Holder.Holders)
-	case errors.As(err, &held) && held.Holder.Kind == "semaphore" && w.limit == 0:
+	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore && w.limit == 0:
 		return reword(err, "%s is held as a semaphore (%d slot(s) taken); a plain lock waits until none is; the next frees within %s",
 			name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
-	case errors.As(err, &held) && held.Holder.Kind == "semaphore":
+	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore:
 		return reword(err, "%s: all %d slots are taken; the next frees within %s", name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
 	case errors.As(err, &held) && w.limit > 0:
 		return reword(err, "%s is held as a plain lock by %s%s; semaphore slots wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"testing"
 
@@ -18,7 +17,7 @@ import (
 //	go test -run '^$' -bench 'AcquireRelease/lockctl/g=1$' -benchmem -cpuprofile cpu.out
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+func TestMain(m *testing.M) { redistest.Main(m, &srv) }
 
 func bench(b *testing.B, g int, op benchcmp.Op) {
 	b.ReportAllocs()

@@ -352,15 +352,6 @@ type Status struct {
 	Core   bool           // it dumped core
 }
 
-// ExitCode maps the status as a shell does: the exit code, or 128+N for
-// death by signal N.
-func (s Status) ExitCode() int {
-	if s.Signal != 0 {
-		return 128 + int(s.Signal)
-	}
-	return s.Code
-}
-
 func (s Status) String() string {
 	if s.Signal != 0 {
 		return "killed by " + SignalName(s.Signal)
@@ -405,8 +396,8 @@ func SignalName(s syscall.Signal) string {
 	return fmt.Sprintf("signal %d", int(s))
 }
 
-// ErrNotFound and ErrNotExecutable classify a *StartError; the shell's exit
-// codes for them are 127 and 126.
+// ErrNotFound and ErrNotExecutable classify a *StartError (the shell's 127
+// and 126, which lockctl's exit codes follow).
 var (
 	ErrNotFound      = errors.New("child: command not found")
 	ErrNotExecutable = errors.New("child: command not executable")
@@ -428,14 +419,6 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Is(target error) bool { return target == e.kind }
 func (e *StartError) Unwrap() error        { return e.Err }
-
-// ExitCode is 127 for ErrNotFound and 126 for ErrNotExecutable.
-func (e *StartError) ExitCode() int {
-	if e.kind == ErrNotFound {
-		return 127
-	}
-	return 126
-}
 
 // classify maps lookup and exec failures the way shells do. ENOENT from
 // execve on a file that exists means its #! interpreter is missing: bash

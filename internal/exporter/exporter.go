@@ -20,9 +20,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/inspect"
-	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
@@ -273,7 +273,7 @@ func (e *Exporter) chooseNames(ctx context.Context, byName map[string]*lockGauge
 // ok is false when the server refuses any of it (an ACL without PUBSUB or
 // INFO): the series are then left out, never a made-up 0.
 func pubsubCost(ctx context.Context, c redis.UniversalClient) (ok bool, channels, subscribers, clients int64) {
-	chans, err := c.PubSubChannels(ctx, lock.AuxPrefix+lock.KindChannel+":*").Result()
+	chans, err := c.PubSubChannels(ctx, lockwire.AuxPrefix+lockwire.KindChannel+":*").Result()
 	if err != nil {
 		return false, 0, 0, 0
 	}

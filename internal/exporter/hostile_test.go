@@ -21,11 +21,7 @@ import (
 // answers 200 with every series, the bad names shown with U+FFFD (two that
 // then coincide merged into one series), and promtool accepts the output.
 func TestHostileNamesKeepScrapesWhole(t *testing.T) {
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, nil)
 	c := s.Client(t)
 	ctx := context.Background()
 	for _, k := range []string{"lock:bad\xff", "lock:bad\xfe", "lock:good", "lock:\xc3"} {

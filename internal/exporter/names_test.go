@@ -35,11 +35,7 @@ func scrape(t *testing.T, e *Exporter) string {
 // are stored and a new exporter (a restart) keeps them and the bound, while
 // the scan and event loops run concurrently with scrapes.
 func TestNamesChosenByScanSurviveRestart(t *testing.T) {
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, nil)
 	c := s.Client(t)
 	ctx := context.Background()
 	quiet := lock.New(c, nil) // no events

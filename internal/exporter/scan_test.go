@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -15,17 +16,8 @@ import (
 // gauges are those of its longest-held holder and its longest TTL; an
 // exclusive acquirer waiting for them adds no holder.
 func TestScanCountsSharedHolders(t *testing.T) {
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	opt, err := redis.ParseURL(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	defer c.Close()
+	s := redistest.StartTest(t, nil)
+	c := redistest.ClientFor(t, s.URL)
 	ctx := context.Background()
 	l := lock.New(c, nil)
 	for _, ttl := range []time.Duration{40 * time.Second, time.Minute, 50 * time.Second} {
@@ -36,7 +28,7 @@ func TestScanCountsSharedHolders(t *testing.T) {
 	if _, err := l.Acquire(ctx, "deploy", time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ZAdd(ctx, lock.AuxKey(lock.KindWriters, "lock:rw"), redis.Z{Score: 99999999999999, Member: "w"}).Err(); err != nil {
+	if err := c.ZAdd(ctx, lockwire.AuxKey(lockwire.KindWriters, "lock:rw"), redis.Z{Score: 99999999999999, Member: "w"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	e := New(Config{Client: c, Inspector: inspect.New(c, nil), MaxNames: 10})

@@ -1,6 +1,9 @@
-// Package runner supervises a child while a lock is held: it forwards
-// signals to the child's process group, acts on the loss of the lock and on
-// the runtime limit, and returns only once the whole group is gone.
+// Package runner runs a command while a lock is held: Run acquires the
+// lease, watches it, starts and supervises the command (Exec, Supervise:
+// signals forwarded to its process group, the loss of the lock and the
+// runtime limit acted on), releases once the whole group is gone, and
+// returns how it all ended as an Outcome. It decides no exit status: the
+// caller turns the Outcome into one.
 package runner
 
 import (
@@ -12,12 +15,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/child"
-)
-
-// Exit codes of the contract that the supervisor decides.
-const (
-	ExitLost    = 76
-	ExitTimeout = 124
 )
 
 // DefaultKillAfter is the grace between SIGTERM and SIGKILL.
@@ -98,6 +95,13 @@ type Config struct {
 	MaxRuntime time.Duration
 	// Logf, when set, receives one line per decision (for stderr).
 	Logf func(format string, args ...any)
+	// Verbosef, when set, receives Exec's diagnostics (the start, the
+	// status).
+	Verbosef func(format string, args ...any)
+	// Route, when set, is called by Exec before it catches the signals:
+	// from then on they must no longer cancel the caller's context (they
+	// belong to the child). Its result is called once the group is gone.
+	Route func() (restore func())
 }
 
 // groupLinger is how long members may outlive the leader before Supervise
@@ -115,6 +119,19 @@ func LossGrace(killAfter, margin time.Duration) time.Duration {
 	return killAfter
 }
 
+// End is what a supervised run's end is to be reported as.
+type End int
+
+const (
+	// Exited: the child's own status stands (it exited, or died of a
+	// signal), also after a loss under OnLostIgnore.
+	Exited End = iota
+	// Lost: the lease was lost while the child ran (OnLost term or kill).
+	Lost
+	// TimedOut: MaxRuntime ran out and the group was terminated.
+	TimedOut
+)
+
 // Result is how a supervised run ended.
 type Result struct {
 	Status   child.Status // the direct child's status
@@ -122,7 +139,7 @@ type Result struct {
 	LostErr  error        // why (a *lock.LostError from a Watchdog)
 	TimedOut bool         // MaxRuntime ran out and the group was terminated
 	Renewals int64        // successful renewals (0 without a Lease)
-	Exit     int          // the exit code lockctl should end with
+	End      End          // what the end is to be reported as
 	// Foreground: the group had the terminal (child.Foreground).
 	Foreground bool
 	// GroupReceived: the signal the child died of reached its whole
@@ -139,16 +156,16 @@ type Result struct {
 // signals, on the loss of the lease and on the runtime limit meanwhile. It
 // never returns while a process of the group runs.
 //
-// Exit code: 76 when the lease was lost (and OnLost is not ignore), even
-// if the child then exited 0, since its work was not protected to the end.
+// End: Lost when the lease was lost (and OnLost is not ignore), even if
+// the child then exited 0, since its work was not protected to the end.
 // Lost is decided by the lease's deadline when the group is gone, not only
 // by a delivered loss: a loss that the lease's watcher has not reported yet
 // (it fired as the child exited, or this process was stopped past the
 // deadline and the child ended meanwhile) counts all the same;
-// else 124 when MaxRuntime ran out; else the child's status as a shell maps
-// it. With OnLostIgnore the child's status passes through and only
-// Result.Lost tells of the loss: the user chose to let the work finish and
-// wants to know how it ended.
+// else TimedOut when MaxRuntime ran out; else Exited, the child's status.
+// With OnLostIgnore the child's status stands and only Result.Lost tells of
+// the loss: the user chose to let the work finish and wants to know how it
+// ended.
 //
 // Cancelling ctx is an order to stop the child: SIGTERM, then SIGKILL after
 // KillAfter. A caller that forwards signals through Signals must pass a
@@ -255,22 +272,11 @@ loop:
 	}
 	switch {
 	case res.Lost && cfg.OnLost != OnLostIgnore:
-		res.Exit = ExitLost
+		res.End = Lost
 	case res.TimedOut:
-		res.Exit = ExitTimeout
-	default:
-		res.Exit = res.Status.ExitCode()
+		res.End = TimedOut
 	}
 	return res
 }
 
 var errNotHeldAtEnd = errors.New("the lease's local deadline passed before the child's process group ended")
-
-// Interrupted is the exit code for a signal that arrived while no child ran
-// yet (waiting for the lock): 128+N, as a shell reports death by signal N.
-func Interrupted(sig os.Signal) int {
-	if s, ok := sig.(syscall.Signal); ok {
-		return 128 + int(s)
-	}
-	return 128
-}

@@ -105,7 +105,7 @@ func TestLostTerminatesGroupAndExits76(t *testing.T) {
 	c, ch := supervise(t, context.Background(), `sleep 60 & echo > "$READY"; wait`, &runner.Config{Lease: lease})
 	lease.lost <- lostErr
 	o := result(t, ch)
-	if !o.res.Lost || !errors.Is(o.res.LostErr, lock.ErrLost) || o.res.Exit != runner.ExitLost {
+	if !o.res.Lost || !errors.Is(o.res.LostErr, lock.ErrLost) || o.res.End != runner.Lost {
 		t.Errorf("result %+v, want lost with exit 76", o.res)
 	}
 	if o.res.Status.Signal != syscall.SIGTERM {
@@ -124,8 +124,8 @@ func TestLostWinsOverCleanExit(t *testing.T) {
 	_, ch := supervise(t, context.Background(), `trap "exit 0" TERM; echo > "$READY"; while :; do sleep 0.05; done`, &runner.Config{Lease: lease})
 	lease.lost <- lostErr
 	o := result(t, ch)
-	if o.res.Status.ExitCode() != 0 || o.res.Exit != runner.ExitLost {
-		t.Errorf("child %v, exit %d; want child 0 and exit 76", o.res.Status, o.res.Exit)
+	if o.res.Status != (child.Status{}) || o.res.End != runner.Lost {
+		t.Errorf("child %v, end %v; want child 0 and lost (exit 76)", o.res.Status, o.res.End)
 	}
 }
 
@@ -136,8 +136,8 @@ func TestLapsedAtEndWithoutLossDeliveredExits76(t *testing.T) {
 	_, ch := supervise(t, context.Background(), `echo > "$READY"; sleep 1`, &runner.Config{Lease: lease})
 	lease.lapsed.Store(true)
 	o := result(t, ch)
-	if o.res.Status.ExitCode() != 0 || !o.res.Lost || o.res.Exit != runner.ExitLost {
-		t.Errorf("child %v, lost %v, exit %d; want child 0, lost and exit 76", o.res.Status, o.res.Lost, o.res.Exit)
+	if o.res.Status != (child.Status{}) || !o.res.Lost || o.res.End != runner.Lost {
+		t.Errorf("child %v, lost %v, end %v; want child 0, lost and exit 76", o.res.Status, o.res.Lost, o.res.End)
 	}
 }
 
@@ -146,7 +146,7 @@ func TestLostKillSendsSIGKILL(t *testing.T) {
 	_, ch := supervise(t, context.Background(), `echo > "$READY"; sleep 60`, &runner.Config{Lease: lease, OnLost: runner.OnLostKill})
 	lease.lost <- lostErr
 	o := result(t, ch)
-	if o.res.Status.Signal != syscall.SIGKILL || o.res.Exit != runner.ExitLost {
+	if o.res.Status.Signal != syscall.SIGKILL || o.res.End != runner.Lost {
 		t.Errorf("result %+v, want SIGKILL and 76", o.res)
 	}
 }
@@ -159,7 +159,7 @@ func TestLostGraceCappedByMargin(t *testing.T) {
 	sent := time.Now()
 	lease.lost <- lostErr
 	o := result(t, ch)
-	if o.res.Status.Signal != syscall.SIGKILL || o.res.Exit != runner.ExitLost {
+	if o.res.Status.Signal != syscall.SIGKILL || o.res.End != runner.Lost {
 		t.Errorf("result %+v, want SIGKILL and 76", o.res)
 	}
 	if took := o.at.Sub(sent); took > 30*time.Second {
@@ -186,7 +186,7 @@ func TestLostIgnoreLetsChildFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := result(t, ch)
-	if !o.res.Lost || o.res.Exit != 4 {
+	if !o.res.Lost || o.res.End != runner.Exited || o.res.Status != (child.Status{Code: 4}) {
 		t.Errorf("result %+v, want lost recorded and the child's exit 4", o.res)
 	}
 }
@@ -194,7 +194,7 @@ func TestLostIgnoreLetsChildFinish(t *testing.T) {
 func TestMaxRuntimeExits124(t *testing.T) {
 	c, ch := supervise(t, context.Background(), `sleep 60 & echo > "$READY"; wait`, &runner.Config{MaxRuntime: 200 * time.Millisecond})
 	o := result(t, ch)
-	if !o.res.TimedOut || o.res.Lost || o.res.Exit != runner.ExitTimeout || o.res.Status.Signal != syscall.SIGTERM {
+	if !o.res.TimedOut || o.res.Lost || o.res.End != runner.TimedOut || o.res.Status.Signal != syscall.SIGTERM {
 		t.Errorf("result %+v, want timed out, exit 124, child SIGTERMed", o.res)
 	}
 	groupGone(t, c)
@@ -205,7 +205,7 @@ func TestMaxRuntimeEscalatesToKill(t *testing.T) {
 	_, ch := supervise(t, context.Background(), `trap "" TERM; echo > "$READY"; sleep 60`,
 		&runner.Config{MaxRuntime: time.Second, KillAfter: 200 * time.Millisecond})
 	o := result(t, ch)
-	if o.res.Status.Signal != syscall.SIGKILL || o.res.Exit != runner.ExitTimeout {
+	if o.res.Status.Signal != syscall.SIGKILL || o.res.End != runner.TimedOut {
 		t.Errorf("result %+v, want SIGKILL and 124", o.res)
 	}
 }
@@ -224,7 +224,7 @@ exit 7`
 	_, ch := supervise(t, context.Background(), script, &runner.Config{Signals: sigs})
 	sigs <- syscall.SIGUSR1
 	o := result(t, ch)
-	if o.res.Exit != 7 || o.res.Lost || o.res.TimedOut {
+	if o.res.End != runner.Exited || o.res.Status != (child.Status{Code: 7}) || o.res.Lost || o.res.TimedOut {
 		t.Errorf("result %+v, want the child's exit 7", o.res)
 	}
 	if b, _ := os.ReadFile(got); string(b) != "USR1\n" {
@@ -235,13 +235,13 @@ exit 7`
 func TestExitCodePassesThrough(t *testing.T) {
 	for _, tc := range []struct {
 		script string
-		exit   int
-	}{{"exit 0", 0}, {"exit 3", 3}, {"kill -9 $$", 137}} {
+		status child.Status
+	}{{"exit 0", child.Status{}}, {"exit 3", child.Status{Code: 3}}, {"kill -9 $$", child.Status{Code: -1, Signal: syscall.SIGKILL}}} {
 		t.Run(tc.script, func(t *testing.T) {
 			_, ch := supervise(t, context.Background(), `echo > "$READY"; `+tc.script, &runner.Config{Lease: newLease(time.Minute)})
 			o := result(t, ch)
-			if o.res.Exit != tc.exit || o.res.Lost || o.res.TimedOut {
-				t.Errorf("result %+v, want exit %d", o.res, tc.exit)
+			if o.res.End != runner.Exited || o.res.Status != tc.status || o.res.Lost || o.res.TimedOut {
+				t.Errorf("result %+v, want the child's %v", o.res, tc.status)
 			}
 		})
 	}
@@ -264,7 +264,7 @@ func TestWaitsForGroupAfterLeaderExits(t *testing.T) {
 	}
 	lease.lost <- lostErr
 	o := result(t, ch)
-	if o.res.Exit != runner.ExitLost || o.res.Status.ExitCode() != 0 {
+	if o.res.End != runner.Lost || o.res.Status != (child.Status{}) {
 		t.Errorf("result %+v, want 76 with the leader's 0", o.res)
 	}
 	groupGone(t, c)
@@ -275,8 +275,8 @@ func TestCancelTerminates(t *testing.T) {
 	_, ch := supervise(t, ctx, `echo > "$READY"; sleep 60`, nil)
 	cancel()
 	o := result(t, ch)
-	if o.res.Status.Signal != syscall.SIGTERM || o.res.Exit != 143 {
-		t.Errorf("result %+v, want SIGTERM and 143", o.res)
+	if o.res.Status.Signal != syscall.SIGTERM || o.res.End != runner.Exited {
+		t.Errorf("result %+v, want the child's SIGTERM (143)", o.res)
 	}
 }
 
@@ -302,9 +302,6 @@ func TestLossGrace(t *testing.T) {
 			t.Errorf("LossGrace(%v, %v) = %v, want %v", tc.killAfter, tc.margin, got, tc.want)
 		}
 	}
-	if runner.Interrupted(syscall.SIGINT) != 130 || runner.Interrupted(syscall.SIGHUP) != 129 || runner.Interrupted(syscall.SIGTERM) != 143 {
-		t.Error("Interrupted does not map like a shell")
-	}
 }
 
 // helperMain holds a 1s lease through a Watchdog whose renewals always
@@ -327,9 +324,16 @@ func helperMain() int {
 	}
 	fmt.Println("pgid", c.Pid())
 	res := runner.Supervise(context.Background(), c, &runner.Config{Signals: sigs, Lease: w})
-	fmt.Println("result", res.Exit, res.Lost, res.Renewals, res.Status.Signal == syscall.SIGTERM)
-	return res.Exit
+	exit := res.Status.Code
+	if res.End == runner.Lost {
+		exit = exitLost
+	}
+	fmt.Println("result", exit, res.Lost, res.Renewals, res.Status.Signal == syscall.SIGTERM)
+	return exit
 }
+
+// exitLost is what lockctl exits with for a run whose lease was lost.
+const exitLost = 76
 
 type renewFunc func(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error)
 
@@ -386,7 +390,7 @@ func TestStoppedLongerThanTTLExits76(t *testing.T) {
 		t.Fatal("helper still running after SIGCONT")
 	}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != runner.ExitLost {
+	if !errors.As(err, &ee) || ee.ExitCode() != exitLost {
 		t.Fatalf("helper ended with %v (%s), want exit 76", err, last)
 	}
 	var exit, renewals int

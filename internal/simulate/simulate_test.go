@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/internal/simulate"
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+func TestMain(m *testing.M) { redistest.Main(m, &srv) }
 
 func names() []string {
 	var out []string

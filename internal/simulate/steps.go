@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -83,8 +84,8 @@ func (e *env) warm(n *node, l *lock.Locker) {
 	res := n.key("lockctl-simulate-warmup")
 	l.Fences().Check(ctx, res, 1, tok)
 	key := l.Key(name)
-	n.rdb.Del(ctx, key, lock.AuxKey(lock.KindFence, key), lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key),
-		lock.AuxKey(lock.KindChecked, res))
+	n.rdb.Del(ctx, key, lockwire.AuxKey(lockwire.KindFence, key), lockwire.AuxKey(lockwire.KindSem, key), lockwire.AuxKey(lockwire.KindSemVal, key),
+		lockwire.AuxKey(lockwire.KindChecked, res))
 }
 
 // rawAcquire is the hand-written lock: SET key token NX PX ttl.

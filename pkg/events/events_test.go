@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+func TestMain(m *testing.M) { redistest.Main(m, &srv) }
 
 var ctx = context.Background()
 
@@ -29,14 +28,8 @@ func unique(t testing.TB) string {
 	return "ev:" + t.Name() + "." + hex.EncodeToString(b[:])
 }
 
-func client(t testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 128})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func TestRecordAndRead(t *testing.T) {
-	c := client(t)
+	c := srv.Client(t)
 	key := unique(t)
 	t.Cleanup(func() { c.Del(context.Background(), key) })
 	r := events.NewRecorder(c, &events.Options{Key: key, MaxLen: 5})
@@ -75,7 +68,7 @@ func TestRecordAndRead(t *testing.T) {
 
 // The cap holds the stream near MaxLen (XADD MAXLEN ~ trims whole nodes).
 func TestCapped(t *testing.T) {
-	c := client(t)
+	c := srv.Client(t)
 	key := unique(t)
 	t.Cleanup(func() { c.Del(context.Background(), key) })
 	r := events.NewRecorder(c, &events.Options{Key: key, MaxLen: 100})
@@ -143,7 +136,7 @@ func TestParseRejectsForeignEntries(t *testing.T) {
 func BenchmarkAcquireReleaseEvents(b *testing.B) {
 	for _, g := range []int{1, 16} {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
-			c := client(b)
+			c := srv.Client(b)
 			key := unique(b)
 			b.Cleanup(func() { c.Del(context.Background(), key) })
 			l := lock.New(c, nil)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -61,8 +62,8 @@ type scratch struct {
 // keys are every key the checks may write, for the clean-up after trying.
 func (s scratch) keys() []string {
 	out := []string{s.key, s.audit, s.events, s.events + ":exporter", s.limit, s.once}
-	for _, k := range []string{lock.KindFence, lock.KindQueue, lock.KindQueueHB, lock.KindSem, lock.KindSemVal, lock.KindChecked, lock.KindWriters} {
-		out = append(out, lock.AuxKey(k, s.key))
+	for _, k := range []string{lockwire.KindFence, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindChecked, lockwire.KindWriters} {
+		out = append(out, lockwire.AuxKey(k, s.key))
 	}
 	return out
 }
@@ -135,15 +136,15 @@ func family(use, key, channel, stream string, cmds []string) []need {
 // and granted by the hint, without anyone updating a list.
 func needs(s scratch) []need {
 	key := s.key
-	fence, queue, sem := lock.AuxKey(lock.KindFence, key), lock.AuxKey(lock.KindQueue, key), lock.AuxKey(lock.KindSem, key)
-	semval, ch := lock.AuxKey(lock.KindSemVal, key), lock.Channel(key)
+	fence, queue, sem := lockwire.AuxKey(lockwire.KindFence, key), lockwire.AuxKey(lockwire.KindQueue, key), lockwire.AuxKey(lockwire.KindSem, key)
+	semval, ch := lockwire.AuxKey(lockwire.KindSemVal, key), lockwire.Channel(key)
 	n := []need{
 		{args: []string{"EVALSHA", evalsha, "2", key, fence}},
 		{args: []string{"EVAL", "return 1", "2", key, fence}},
 	}
 	// What the lock scripts call, on the keys each call names.
 	aux := map[string][]string{
-		"GET": {key, lock.AuxKey(lock.KindChecked, key), fence}, "SET": {key, fence},
+		"GET": {key, lockwire.AuxKey(lockwire.KindChecked, key), fence}, "SET": {key, fence},
 		"INCR": {fence}, "EXISTS": {key, sem},
 		"ZADD": {sem, queue}, "ZSCORE": {sem}, "ZRANK": {queue}, "ZCARD": {queue, sem}, "ZCOUNT": {sem},
 		"ZRANGE": {queue}, "ZRANGEBYSCORE": {queue, sem}, "ZREMRANGEBYSCORE": {queue, sem}, "ZREM": {sem, queue},
@@ -174,7 +175,7 @@ func needs(s scratch) []need {
 		need{[]string{"PTTL", key}, "inspect"},
 		need{[]string{"GET", fence}, "inspect"},
 		need{[]string{"ZCARD", queue}, "inspect"},
-		need{[]string{"ZRANGE", lock.AuxKey(lock.KindQueueHB, key), "0", "-1", "WITHSCORES"}, "inspect"},
+		need{[]string{"ZRANGE", lockwire.AuxKey(lockwire.KindQueueHB, key), "0", "-1", "WITHSCORES"}, "inspect"},
 		need{[]string{"HGETALL", semval}, "inspect"},
 		need{[]string{"PUBSUB", "NUMSUB", ch}, "inspect"},
 		need{[]string{"PUBSUB", "SHARDNUMSUB", ch}, "inspect"},
@@ -281,7 +282,7 @@ func (in *Inspector) aclCheck(ctx context.Context, dryrun bool) Check {
 		optional = append(optional, u+" ("+strings.Join(byUse[u], ", ")+")")
 	}
 	ck.Hint = fmt.Sprintf("ACL SETUSER %s %s~%s ~%s* ~%s* ~%s* &%s*", user, strings.Join(append(grants, ""), " "),
-		in.Pattern("*"), lock.AuxPrefix, limit.DefaultPrefix, once.DefaultPrefix, lock.AuxPrefix)
+		in.Pattern("*"), lockwire.AuxPrefix, limit.DefaultPrefix, once.DefaultPrefix, lockwire.AuxPrefix)
 	switch {
 	case len(required) > 0:
 		ck.Status = StatusFail
@@ -326,8 +327,8 @@ func (in *Inspector) probe(ctx context.Context) ([]denial, error) {
 		return nil, err
 	}
 	id := hex.EncodeToString(b[:])
-	sc := scratch{key: in.Key("lockctl-doctor-" + id), audit: lock.AuxPrefix + "doctor:" + id,
-		events: lock.AuxPrefix + "doctor-events:" + id,
+	sc := scratch{key: in.Key("lockctl-doctor-" + id), audit: lockwire.AuxPrefix + "doctor:" + id,
+		events: lockwire.AuxPrefix + "doctor-events:" + id,
 		limit:  limit.DefaultPrefix + "lockctl-doctor-" + id, once: once.DefaultPrefix + "lockctl-doctor-" + id}
 	defer func() {
 		// Detached: an interrupted doctor leaves nothing behind either.

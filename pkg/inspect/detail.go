@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -104,9 +105,9 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 		return nil, fmt.Errorf("%w: empty lock name", lock.ErrInvalid)
 	}
 	key := in.Key(name)
-	d := &Detail{Name: name, Key: key, FenceKey: lock.AuxKey(lock.KindFence, key),
-		QueueKey: lock.AuxKey(lock.KindQueue, key), SemKey: lock.AuxKey(lock.KindSem, key),
-		SemValKey: lock.AuxKey(lock.KindSemVal, key), WritersKey: lock.AuxKey(lock.KindWriters, key),
+	d := &Detail{Name: name, Key: key, FenceKey: lockwire.AuxKey(lockwire.KindFence, key),
+		QueueKey: lockwire.AuxKey(lockwire.KindQueue, key), SemKey: lockwire.AuxKey(lockwire.KindSem, key),
+		SemValKey: lockwire.AuxKey(lockwire.KindSemVal, key), WritersKey: lockwire.AuxKey(lockwire.KindWriters, key),
 		RedissonQueueKey: RedissonQueue(key)}
 	clk, err := serverClock(ctx, in.c)
 	if err != nil {
@@ -120,12 +121,12 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	hs := redisson(ctx, p, key)
 	fence := p.Get(ctx, d.FenceKey)
 	queue := p.ZRangeWithScores(ctx, d.QueueKey, 0, -1)
-	hb := p.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueueHB, key), 0, -1)
+	hb := p.ZRangeWithScores(ctx, lockwire.AuxKey(lockwire.KindQueueHB, key), 0, -1)
 	sem := liveHolders(ctx, p, key, clk.now())
 	semVals := p.HGetAll(ctx, d.SemValKey)
 	writers := liveMembers(ctx, p, d.WritersKey, clk.now())
 	fair := fairWaiters(ctx, p, key, clk)
-	numsub := p.PubSubNumSub(ctx, lock.Channel(key), RedissonChannel(key), RedissonRWChannel(key))
+	numsub := p.PubSubNumSub(ctx, lockwire.Channel(key), RedissonChannel(key), RedissonRWChannel(key))
 	shardsub := p.PubSubShardNumSub(ctx, RedissonChannel(key), RedissonRWChannel(key))
 	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
@@ -142,7 +143,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
 	d.Fence, _ = fence.Int64()
-	d.Subscribers = numsub.Val()[lock.Channel(key)]
+	d.Subscribers = numsub.Val()[lockwire.Channel(key)]
 	d.Queue = waiters(queue.Val(), hb.Val(), clk)
 	d.Writers = writersOf(writers.Val(), clk)
 	d.RedissonQueued = fair.Val()
@@ -152,11 +153,11 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	case "none":
 	case "string":
 		d.Raw = get.Val()
-		l := in.record(lock.ParseValue(key, d.Raw, ttl), clk, d.Subscribers, queued)
+		l := in.record(parseValue(key, d.Raw, ttl), clk, d.Subscribers, queued)
 		d.Lock = &l
 	case "hash":
 		fields, ok := redissonFields(hs)
-		h, ok2 := lock.ParseRedissonAny(key, fields, ttl)
+		h, ok2 := parseRedissonAny(key, fields, ttl)
 		if !ok || !ok2 {
 			return nil, &lock.WrongTypeError{Key: key, Type: t}
 		}
@@ -171,7 +172,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 		d.Subscribers += numsub.Val()[ch] + shardsub.Val()[ch]
 		l := in.record(h, clk, d.Subscribers, queued)
 		d.Lock = &l
-		if hs, ok := lock.ParseRedissonRW(key, fields, ttl); ok {
+		if hs, ok := parseRedissonRW(key, fields, ttl); ok {
 			for _, h := range hs {
 				d.RWHolds = append(d.RWHolds, in.record(h, clk, d.Subscribers, queued))
 			}

@@ -16,15 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func startServer(t *testing.T, o *redistest.Options) *redistest.Server {
-	t.Helper()
-	s, err := redistest.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	return s
-}
+// startServer starts a private server, stopped when the test ends.
+var startServer = redistest.StartTest
 
 func doctor(t *testing.T, c redis.UniversalClient) map[string]inspect.Check {
 	t.Helper()

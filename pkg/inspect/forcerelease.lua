@@ -34,19 +34,14 @@ local function matches(tok)
 end
 
 local function describe(body)
-  local token = string.match(body, '^{"token":"([^"]+)"')
+  local token = valueToken(body)
   if not token then
     return 'string', body, body, nil
   end
-  local owner
-  local ok, d = pcall(cjson.decode, body)
-  if ok and type(d) == 'table' and type(d.owner) == 'string' then
-    owner = d.owner
-  end
-  return 'lockctl', token, owner, string.match(body, '"fence":(%d+)')
+  return 'lockctl', token, valueOwner(body), valueFence(body)
 end
 
--- A Redisson lock (RSLock, fair lock) as lock.ParseRedisson reads one: at
+-- A Redisson lock (RSLock, fair lock) as lockwire.ParseRedisson reads one: at
 -- least one field, every field "uuid:threadId" holding a count of at least
 -- 1 (no stricter than Go, so nothing passes here that Go then refuses).
 -- An application's hash, or a Redisson read-write lock (a "mode" field
@@ -174,7 +169,7 @@ for i = 1, #live, 2 do
       local j = i == 1 and 3 or 1
       marked = live[j] and (redis.call('HGET', vals, live[j]) or '') or ''
     end
-    if string.find(marked, ',"mode":"shared"', 1, true) then
+    if isShared(marked) then
       kind = 'shared'
     end
     if check then

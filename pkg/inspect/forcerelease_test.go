@@ -58,7 +58,7 @@ func TestForceReleaseRefusesWhatIsNotALock(t *testing.T) {
 	// The real thing still goes.
 	do(t, c, "HSET", prefix+"rx", u+":7", "2")
 	r, err := in.ForceRelease(ctx, "rx", u+":7", &inspect.ReleaseOptions{Reason: "test"})
-	if err != nil || r.Holder.Kind != "redisson" || r.AuditID == "" || r.Wake != nil {
+	if err != nil || r.Holder.Kind() != "redisson" || r.AuditID == "" || r.Wake != nil {
 		t.Fatalf("release: %+v %v", r, err)
 	}
 	if c.Exists(ctx, prefix+"rx").Val() != 0 {

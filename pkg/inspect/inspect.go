@@ -15,13 +15,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
 
 // AuditKey is the stream every forced release is recorded in. It starts with
-// lock.AuxPrefix, so no lock listing or orphan scan ever shows it.
-const AuditKey = lock.AuxPrefix + "audit"
+// lockwire.AuxPrefix, so no lock listing or orphan scan ever shows it.
+const AuditKey = lockwire.AuxPrefix + "audit"
 
 // AuditMaxLen bounds the audit stream (XADD MAXLEN ~).
 const AuditMaxLen = 10000
@@ -124,7 +125,7 @@ func TokenHash(token string) string {
 
 // isAux reports whether key is one of lockctl's auxiliary keys, which a
 // custom prefix such as ” would otherwise match.
-func isAux(key string) bool { return strings.HasPrefix(key, lock.AuxPrefix) }
+func isAux(key string) bool { return strings.HasPrefix(key, lockwire.AuxPrefix) }
 
 // splitOwner splits lockctl's default owner "user@host:pid" into its parts;
 // ok is false for any other shape (a custom --owner, a foreign lock).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -59,7 +60,7 @@ func fixture(t *testing.T) (*inspect.Inspector, *redis.Client, string, map[strin
 	if _, err := l.Fences().Next(ctx, "nightly[1]"); err != nil {
 		t.Fatal(err)
 	}
-	do(t, c, "ZADD", lock.AuxKey(lock.KindQueue, prefix+"deploy"), 1, "w1", 2, "w2")
+	do(t, c, "ZADD", lockwire.AuxKey(lockwire.KindQueue, prefix+"deploy"), 1, "w1", 2, "w2")
 	// Keys without TTL outside the pattern, and thousands of unrelated keys.
 	do(t, c, "SET", "x"+prefix+"nottl", "1")
 	pipe := c.Pipeline()
@@ -90,7 +91,7 @@ func TestLocks(t *testing.T) {
 		if le := leases[l.Name]; le != nil && le.Fence == l.Fence {
 			fence = "-"
 		}
-		rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%d|%s|%s|q%d|ttl=%v|age=%v", l.Name, l.Kind, l.Owner, l.Host, l.PID, fence, l.Note,
+		rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%d|%s|%s|q%d|ttl=%v|age=%v", l.Name, l.Kind(), l.Owner, l.Host, l.PID, fence, l.Note,
 			l.Queued, l.TTL < 0, l.Age >= 0))
 	}
 	want := []string{
@@ -135,7 +136,7 @@ func fifoWaiters(t *testing.T, c *redis.Client, prefix, name string, n int) []st
 			<-done
 		}
 	})
-	q := lock.AuxKey(lock.KindQueue, prefix+name)
+	q := lockwire.AuxKey(lockwire.KindQueue, prefix+name)
 	var tokens []string
 	for i := 0; i < n; i++ {
 		tok := token(t)
@@ -176,13 +177,15 @@ func TestWaitersCountSubscribersAndQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := fifoWaiters(t, c, prefix, "q", 2)
-	ps := c.Subscribe(ctx, lock.Channel(prefix+"q"))
+	ps := c.Subscribe(ctx, lockwire.Channel(prefix+"q"))
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The waiters' shared subscription follows their first attempt.
-	waitFor(t, func() bool { return c.PubSubNumSub(ctx, lock.Channel(prefix+"q")).Val()[lock.Channel(prefix+"q")] >= 2 })
+	waitFor(t, func() bool {
+		return c.PubSubNumSub(ctx, lockwire.Channel(prefix+"q")).Val()[lockwire.Channel(prefix+"q")] >= 2
+	})
 	d, err := in.Lock(ctx, "q")
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +232,7 @@ func TestSemaphoreHolders(t *testing.T) {
 	semaphore(t, c, prefix, "a}b")      // the slot-tag shape of AuxKey
 	semaphore(t, c, "x"+prefix, "pool") // another prefix
 	// A slot past its expiry holds nothing, though no one trimmed it yet.
-	do(t, c, "ZADD", lock.AuxKey(lock.KindSem, prefix+"pool"), 1, "dead")
+	do(t, c, "ZADD", lockwire.AuxKey(lockwire.KindSem, prefix+"pool"), 1, "dead")
 
 	d, err := in.Lock(ctx, "pool")
 	if err != nil {
@@ -239,7 +242,7 @@ func TestSemaphoreHolders(t *testing.T) {
 		t.Fatalf("semaphore detail %+v", d)
 	}
 	h := d.Holders[0]
-	if h.Kind != "semaphore" || h.Owner != "ci@build-3:11" || h.Host != "build-3" || h.PID != 11 || h.Fence != a.Fence ||
+	if h.Kind() != "semaphore" || h.Owner != "ci@build-3:11" || h.Host != "build-3" || h.PID != 11 || h.Fence != a.Fence ||
 		h.Note != "shard 1" || h.CI != "https://ci.example/job/1" || h.TokenHash != inspect.TokenHash(a.Token) ||
 		h.Holders != 2 || h.Limit != 2 || h.TTL <= 30*time.Second || h.TTL > time.Minute || h.Age < 0 {
 		t.Errorf("holder 1: %+v", h)
@@ -251,7 +254,7 @@ func TestSemaphoreHolders(t *testing.T) {
 	rows := func(glob string) []string {
 		var rows []string
 		err := in.Locks(ctx, glob, nil, func(l inspect.Lock) error {
-			if l.Kind == "semaphore" {
+			if l.Kind() == "semaphore" {
 				rows = append(rows, fmt.Sprintf("%s|%s|%s|%d/%d|%s", l.Name, l.Key, l.Owner, l.Holders, l.Limit, l.CI))
 			}
 			return nil
@@ -299,7 +302,7 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 	in, c, prefix, _ := fixture(t)
 	ctx := context.Background()
 	a, b := semaphore(t, c, prefix, "pool")
-	ps := c.Subscribe(ctx, lock.Channel(prefix+"pool"))
+	ps := c.Subscribe(ctx, lockwire.Channel(prefix+"pool"))
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -307,7 +310,7 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 	// A token that holds no slot: refused, naming a holder.
 	_, err := in.ForceRelease(ctx, "pool", token(t), nil)
 	var held *lock.HeldError
-	if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotOwner) || held.Holder.Kind != "semaphore" || held.Holder.Holders != 2 {
+	if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotOwner) || held.Holder.Kind() != "semaphore" || held.Holder.Holders != 2 {
 		t.Fatalf("wrong token: %v %+v", err, held)
 	}
 	// By token hash: that slot goes, the other stays.
@@ -315,7 +318,7 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Holder.Kind != "semaphore" || r.Holder.Owner != "ci@build-3:11" || r.Holder.Token != a.Token || r.Holder.Fence != a.Fence ||
+	if r.Holder.Kind() != "semaphore" || r.Holder.Owner != "ci@build-3:11" || r.Holder.Token != a.Token || r.Holder.Fence != a.Fence ||
 		r.HoldersLeft != 1 || r.AuditID == "" || r.Holder.TTL <= 0 {
 		t.Errorf("released %+v", r)
 	}
@@ -327,7 +330,7 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("waiters were not woken")
 	}
-	semKey, valKey := lock.AuxKey(lock.KindSem, prefix+"pool"), lock.AuxKey(lock.KindSemVal, prefix+"pool")
+	semKey, valKey := lockwire.AuxKey(lockwire.KindSem, prefix+"pool"), lockwire.AuxKey(lockwire.KindSemVal, prefix+"pool")
 	if c.ZCard(ctx, semKey).Val() != 1 || c.HExists(ctx, valKey, a.Token).Val() || c.PTTL(ctx, valKey).Val() <= 0 {
 		t.Errorf("after releasing a: zcard %d, pttl %v", c.ZCard(ctx, semKey).Val(), c.PTTL(ctx, valKey).Val())
 	}
@@ -401,10 +404,10 @@ func TestOrphansAndFix(t *testing.T) {
 		t.Fatal(err)
 	}
 	fifoWaiters(t, c, prefix, "q", 1)
-	for _, kind := range []string{lock.KindSem, lock.KindSemVal, lock.KindQueue, lock.KindQueueHB} {
-		key := lock.AuxKey(kind, prefix+"pool")
-		if kind == lock.KindQueue || kind == lock.KindQueueHB {
-			key = lock.AuxKey(kind, prefix+"q")
+	for _, kind := range []string{lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue, lockwire.KindQueueHB} {
+		key := lockwire.AuxKey(kind, prefix+"pool")
+		if kind == lockwire.KindQueue || kind == lockwire.KindQueueHB {
+			key = lockwire.AuxKey(kind, prefix+"q")
 		}
 		if n := c.Exists(ctx, key).Val(); n != 1 {
 			t.Fatalf("%s missing", key)
@@ -413,7 +416,7 @@ func TestOrphansAndFix(t *testing.T) {
 	}
 	raw := inspect.New(c, &inspect.Options{RawKeys: true})
 	err := raw.Orphans(ctx, "*", nil, func(o inspect.Orphan) error {
-		if strings.HasPrefix(o.Key, lock.AuxPrefix) {
+		if strings.HasPrefix(o.Key, lockwire.AuxPrefix) {
 			t.Errorf("auxiliary key listed: %s", o.Key)
 		}
 		return nil
@@ -439,7 +442,7 @@ func TestOrphansAndFix(t *testing.T) {
 		t.Fatalf("delete: %v %v", done, err)
 	}
 	// Nothing else changed: fence counters, keys outside the pattern.
-	if c.PTTL(ctx, lock.AuxKey(lock.KindFence, prefix+"nightly[1]")).Val() != -1 ||
+	if c.PTTL(ctx, lockwire.AuxKey(lockwire.KindFence, prefix+"nightly[1]")).Val() != -1 ||
 		c.PTTL(ctx, "x"+prefix+"nottl").Val() != -1 {
 		t.Error("fix touched keys it was not given")
 	}
@@ -476,7 +479,7 @@ func TestForceReleaseStaleTokenAfterTakeover(t *testing.T) {
 		t.Fatalf("new holder's lock gone: %v %v", h, err)
 	}
 	// The hash of the current holder frees it, wakes waiters and audits.
-	ps := c.Subscribe(ctx, lock.Channel(prefix+"deploy"))
+	ps := c.Subscribe(ctx, lockwire.Channel(prefix+"deploy"))
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package inspect_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
@@ -11,18 +10,10 @@ import (
 
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+func TestMain(m *testing.M) { redistest.Main(m, &srv) }
 
-func clientFor(t testing.TB, url string) *redis.Client {
-	t.Helper()
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// clientFor returns a client on a redis:// URL, closed when the test ends.
+var clientFor = redistest.ClientFor
 
 func do(t testing.TB, c redis.UniversalClient, args ...any) any {
 	t.Helper()

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,8 +38,8 @@ func (in *Inspector) Names(ctx context.Context, start string, max int) ([]string
 			return err
 		}
 		return boundedScan(ctx, node, in.semPattern(), func(aux string) bool {
-			kind, key, ok := lock.KeyOfAux(aux)
-			if !ok || kind != lock.KindSem || isAux(key) || !strings.HasPrefix(key, in.prefix+start) {
+			kind, key, ok := lockwire.KeyOfAux(aux)
+			if !ok || kind != lockwire.KindSem || isAux(key) || !strings.HasPrefix(key, in.prefix+start) {
 				return true
 			}
 			return add(in.Name(key))

@@ -47,7 +47,7 @@ func TestLocksDefaultPrefixScansOnce(t *testing.T) {
 	do(t, c, "CONFIG", "RESETSTAT")
 	var got []string
 	err = inspect.New(c, nil).Locks(ctx, "", nil, func(x inspect.Lock) error {
-		got = append(got, x.Name+"/"+x.Kind)
+		got = append(got, x.Name+"/"+x.Kind())
 		return nil
 	})
 	if err != nil {

@@ -3,29 +3,20 @@ package inspect_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/plant"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
-var plantTargets = []string{"lock", lock.KindFence, lock.KindSem, lock.KindSemVal, lock.KindQueue,
-	lock.KindQueueHB, "audit"}
-
-var plantSeq atomic.Int64
+var plantTargets = []string{"lock", lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue,
+	lockwire.KindQueueHB, "audit"}
 
 func typedInspectErr(err error) bool {
-	for _, s := range []error{lock.ErrNotHeld, lock.ErrNotOwner, lock.ErrWrongType, lock.ErrInvalid} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return plant.ReplyError(err)
+	return plant.Typed(err, lock.ErrNotHeld, lock.ErrNotOwner, lock.ErrWrongType, lock.ErrInvalid)
 }
 
 // FuzzPlantedInspect plants foreign, corrupted, huge and wrong-type values
@@ -34,29 +25,21 @@ func typedInspectErr(err error) bool {
 // every error is typed, and the token hash a listing shows releases the
 // holder it shows.
 func FuzzPlantedInspect(f *testing.F) {
-	val := `{"token":"0123456789abcdef0123456789abcdef","fence":7,"owner":"ci@h:1","acquired_ms":1767225600000}`
-	for target := range plantTargets {
-		for _, s := range []struct {
-			typ     byte
-			payload string
-			huge    bool
-		}{
-			{0, "foreign-uuid", false}, {0, val, false}, {0, val[:30], false}, {0, "x", true}, {0, "", false},
-			{0, "abc", false}, {0, `{"token":"a\"b","fence":1}`, false}, {0, `{"token":"\u0061b","fence":1}`, false},
-			{0, `{"token":"a","token":"b"}`, false}, {0, `{"token":"ab","owner":5}`, false}, {0, "\xff\x00\x1b[2J", false},
-			{1, "u:1=1", false}, {1, "u:1=x,v:2=0", false}, {1, "0123456789abcdef0123456789abcdef=" + val, false},
-			{1, "tok=garbage", false}, {2, "9999999999999=tok", false}, {2, "1=a,2=b,3=c", false},
-			{2, "-inf=a,inf=b", false}, {2, "1e300=x", false}, {3, "a,b", false}, {4, "a", false},
-			{5, "who=x,fence=abc,ttl_ms=1e9", false}, {5, "f=v", false}, {6, "", false},
-		} {
-			f.Add(byte(target), s.typ, s.payload, s.huge)
-		}
-	}
+	val := plant.LockValue
+	plant.AddSeeds(f, len(plantTargets), []plant.Seed{
+		{0, "foreign-uuid", false}, {0, val, false}, {0, val[:30], false}, {0, "x", true}, {0, "", false},
+		{0, "abc", false}, {0, `{"token":"a\"b","fence":1}`, false}, {0, `{"token":"\u0061b","fence":1}`, false},
+		{0, `{"token":"a","token":"b"}`, false}, {0, `{"token":"ab","owner":5}`, false}, {0, "\xff\x00\x1b[2J", false},
+		{1, "u:1=1", false}, {1, "u:1=x,v:2=0", false}, {1, "0123456789abcdef0123456789abcdef=" + val, false},
+		{1, "tok=garbage", false}, {2, "9999999999999=tok", false}, {2, "1=a,2=b,3=c", false},
+		{2, "-inf=a,inf=b", false}, {2, "1e300=x", false}, {3, "a,b", false}, {4, "a", false},
+		{5, "who=x,fence=abc,ttl_ms=1e9", false}, {5, "f=v", false}, {6, "", false},
+	})
 	c := srv.Client(f)
 	f.Fuzz(func(t *testing.T, target, typ byte, payload string, huge bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		prefix := fmt.Sprintf("fuzzinsp:%d.%d:", os.Getpid(), plantSeq.Add(1))
+		prefix := "fuzzinsp:" + plant.Unique() + ":"
 		in := inspect.New(c, &inspect.Options{Prefix: prefix})
 		key := in.Key("k")
 		where := plantTargets[int(target)%len(plantTargets)]
@@ -66,25 +49,18 @@ func FuzzPlantedInspect(f *testing.F) {
 		case "audit":
 			at = inspect.AuditKey
 		default:
-			at = lock.AuxKey(where, key)
+			at = lockwire.AuxKey(where, key)
 		}
-		if err := plant.Value(ctx, c, at, typ, payload, plant.Size(huge)); err != nil {
-			t.Fatalf("plant at %s: %v", at, err)
-		}
+		plant.At(ctx, t, c, at, typ, payload, plant.Size(huge))
 		defer func() {
 			keys := []string{key, inspect.AuditKey}
 			for _, k := range plantTargets[1 : len(plantTargets)-1] {
-				keys = append(keys, lock.AuxKey(k, key))
+				keys = append(keys, lockwire.AuxKey(k, key))
 			}
 			c.Del(context.Background(), keys...)
 		}()
 		what := plant.Describe(typ, payload, at)
-		check := func(op string, err error) {
-			t.Helper()
-			if err != nil && !typedInspectErr(err) {
-				t.Fatalf("%s with %s: untyped error %T: %s", op, what, err, plant.Abbrev(err.Error()))
-			}
-		}
+		check := plant.Checker(t, what, typedInspectErr)
 		d, err := in.Lock(ctx, "k")
 		check("Lock", err)
 		check("Locks", in.Locks(ctx, "", nil, func(inspect.Lock) error { return nil }))
@@ -101,7 +77,7 @@ func FuzzPlantedInspect(f *testing.F) {
 			check("ForceRelease (listed hash)", err)
 			if errors.Is(err, lock.ErrNotOwner) {
 				t.Fatalf("with %s: the listed holder (kind %s, token %q) is not released by its listed hash %s: %v",
-					what, d.Lock.Kind, plant.Abbrev(d.Lock.Token), d.Lock.TokenHash, err)
+					what, d.Lock.Kind(), plant.Abbrev(d.Lock.Token), d.Lock.TokenHash, err)
 			}
 		}
 	})

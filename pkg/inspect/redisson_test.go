@@ -100,7 +100,7 @@ func TestRedissonReadWriteLock(t *testing.T) {
 		t.Fatalf("%d rows, want one per hold: %+v", len(rows), rows)
 	}
 	for _, l := range rows {
-		if l.Name != "{doc}" || l.Kind != "redisson" || l.Mode() != inspect.ModeRead || l.Holders != 2 {
+		if l.Name != "{doc}" || l.Kind() != "redisson" || l.Mode() != inspect.ModeRead || l.Holders != 2 {
 			t.Errorf("row %+v", l)
 		}
 		if want := map[string]int64{redissonField: 2, foreignUUID + ":3": 1}[l.Owner]; l.Reentry != want {
@@ -131,7 +131,7 @@ func TestRedissonReadWriteLock(t *testing.T) {
 		if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotObtained) {
 			t.Fatalf("acquire %s: %v; want held", name, err)
 		}
-		if held.Holder.Kind != "redisson" || held.Holder.RWMode == "" {
+		if held.Holder.Kind() != "redisson" || held.Holder.RWMode == "" {
 			t.Fatalf("acquire %s: holder %+v", name, held.Holder)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/scriptcmds"
 	"os"
 	"os/user"
@@ -20,7 +21,7 @@ import (
 var (
 	//go:embed forcerelease.lua
 	forceReleaseLua    string
-	forceReleaseScript = redis.NewScript(forceReleaseLua)
+	forceReleaseScript = redis.NewScript(lockwire.ValueLua + forceReleaseLua)
 	//go:embed fairwake.lua
 	fairWakeLua    string
 	fairWakeScript = redis.NewScript(fairWakeLua)
@@ -33,7 +34,7 @@ var (
 // its wake-up of a Redisson fair lock's next waiter) and orphans --fix's
 // scripts call.
 func inspectScriptCommands() []string {
-	return scriptcmds.Calls(forceReleaseLua, fairWakeLua, fixOrphanLua)
+	return scriptcmds.Calls(lockwire.ValueLua, forceReleaseLua, fairWakeLua, fixOrphanLua)
 }
 
 // ReleaseOptions tune ForceRelease. A nil *ReleaseOptions means defaults.
@@ -47,7 +48,7 @@ type ReleaseOptions struct {
 // Released describes a forced release: the holder that was removed.
 type Released struct {
 	Name string
-	// Holder is the removed holder; Kind "semaphore" for a --limit slot,
+	// Holder is the removed holder; Reason ReasonSemaphore for a --limit slot,
 	// "shared" for a shared holder's slot.
 	Holder    lock.Holder
 	TokenHash string
@@ -63,7 +64,7 @@ type Released struct {
 }
 
 // ErrOwnKey: force-release was asked to free a key in lockctl's own
-// namespace (lock.AuxPrefix: fence counters, fence-check records, queues,
+// namespace (lockwire.AuxPrefix: fence counters, fence-check records, queues,
 // the audit and event streams), which no lock lives in.
 var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 
@@ -119,16 +120,16 @@ func Operator() string {
 // Released.Wake).
 //
 // Errors: ErrOwnKey (errors.Is lock.ErrInvalid) for a key under
-// lock.AuxPrefix; lock.ErrNotHeld when there is no lock;
+// lockwire.AuxPrefix; lock.ErrNotHeld when there is no lock;
 // *lock.HeldError (errors.Is lock.ErrNotOwner) naming the current holder
-// when token does not match (for slots, Kind "semaphore" or "shared", the
+// when token does not match (for slots, Reason semaphore or shared, the
 // holder whose slot frees first and Holders); *lock.WrongTypeError, or
 // *RWLockError for a Redisson read-write lock (both errors.Is
 // lock.ErrWrongType); lock.ErrInvalid; Redis errors (an error reply:
 // nothing changed).
 func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *ReleaseOptions) (*Released, error) {
 	r, err := in.forceRelease(ctx, name, token, o)
-	if err == nil && r.Holder.Kind == "redisson" {
+	if err == nil && r.Holder.Format == lock.FormatRedisson {
 		in.wakeFairHead(ctx, r)
 	}
 	return r, err
@@ -143,7 +144,7 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 func (in *Inspector) wakeFairHead(ctx context.Context, r *Released) {
 	key := r.Holder.Key
 	queue, timeouts := RedissonQueue(key), RedissonTimeouts(key)
-	if lock.Slot(queue) != lock.Slot(key) || lock.Slot(timeouts) != lock.Slot(key) {
+	if lockwire.Slot(queue) != lockwire.Slot(key) || lockwire.Slot(timeouts) != lockwire.Slot(key) {
 		return
 	}
 	err := fairWakeScript.Run(context.WithoutCancel(ctx), in.c, []string{queue, timeouts}, RedissonChannel(key), RedissonUnlockMessage).Err()
@@ -164,16 +165,16 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 		who = Operator()
 	}
 	key := in.Key(name)
-	if strings.HasPrefix(key, lock.AuxPrefix) {
+	if strings.HasPrefix(key, lockwire.AuxPrefix) {
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, ErrOwnKey)
 	}
-	keys := []string{key, lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key)}
+	keys := []string{key, lockwire.AuxKey(lockwire.KindSem, key), lockwire.AuxKey(lockwire.KindSemVal, key)}
 	_, cluster := in.c.(*redis.ClusterClient)
 	if !cluster {
 		keys = append(keys, AuditKey)
 	}
 	run := func(token, mode string) ([]any, error) {
-		v, err := forceReleaseScript.Run(ctx, in.c, keys, token, lock.Channel(key), who, o.Reason, name,
+		v, err := forceReleaseScript.Run(ctx, in.c, keys, token, lockwire.Channel(key), who, o.Reason, name,
 			AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage, mode).Slice()
 		var rerr redis.Error
 		if errors.As(err, &rerr) {
@@ -203,7 +204,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	// that a new holder's token might share).
 	exact, _ := v[6].(string)
 	id, err := in.c.XAdd(ctx, &redis.XAddArgs{Stream: AuditKey, MaxLen: AuditMaxLen, Approx: true, Values: []any{
-		"who", who, "name", name, "key", key, "kind", r.Holder.Kind, "owner", r.Holder.Owner, "token_hash", r.TokenHash,
+		"who", who, "name", name, "key", key, "kind", r.Holder.Kind(), "owner", r.Holder.Owner, "token_hash", r.TokenHash,
 		"fence", strconv.FormatInt(r.Holder.Fence, 10), "ttl_ms", strconv.FormatInt(int64(r.Holder.TTL/time.Millisecond), 10),
 		"reason", o.Reason,
 	}}).Result()
@@ -228,29 +229,26 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 // released decodes forcerelease.lua's reply into what was (or, for a
 // check, would be) released, or the error that refused it.
 func released(key, name string, v []any) (*Released, error) {
-	code, ok := int64(-1), len(v) > 0
-	if ok {
-		code, ok = v[0].(int64)
-	}
-	if !ok || (code == 3 && len(v) < 2) {
+	_, code, err := lockwire.DecodeForceRelease(v)
+	if err != nil || (code == lockwire.ForceNotLock && len(v) < 2) {
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
 	}
 	switch code {
-	case 0:
+	case lockwire.ForceNone:
 		return nil, fmt.Errorf("%w: %s", lock.ErrNotHeld, key)
-	case 3:
+	case lockwire.ForceNotLock:
 		t, _ := v[1].(string)
 		if len(v) > 2 && v[2] == "rwlock" {
 			return nil, &RWLockError{Key: key}
 		}
 		return nil, &lock.WrongTypeError{Key: key, Type: t}
-	case 2:
+	case lockwire.ForceOther:
 		h, err := holderOf(key, v)
 		if err != nil {
 			return nil, err
 		}
 		return nil, lock.NewHeldError(lock.ErrNotOwner, h)
-	case 1:
+	case lockwire.ForceReleased:
 	default:
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
 	}
@@ -286,25 +284,25 @@ func holderOf(key string, v []any) (lock.Holder, error) {
 	ttl := ttlOf(time.Duration(pttl) * time.Millisecond)
 	switch body := v[2].(type) {
 	case string:
-		h := lock.ParseValue(key, body, ttl)
+		h := parseValue(key, body, ttl)
 		if t != "zset" {
 			return h, nil
 		}
 		// A semaphore or shared slot: its token is the zset member,
 		// whatever the value says.
-		h.Kind = "semaphore"
+		h.Reason = lock.ReasonSemaphore
 		if h.Shared {
-			h.Kind = "shared"
+			h.Reason = lock.ReasonShared
 		}
 		switch code, _ := v[0].(int64); {
-		case code == 1 && len(v) > 9:
-			if kind, _ := v[4].(string); kind == "shared" {
-				h.Kind, h.Shared = kind, true
+		case code == lockwire.ForceReleased && len(v) > 9:
+			if kind, _ := v[4].(string); kind == string(lock.ReasonShared) {
+				h.Reason, h.Shared = lock.ReasonShared, true
 			}
 			h.Token, _ = v[6].(string)
 			h.Holders, _ = v[9].(int64)
 			h.Holders++
-		case code == 2 && len(v) > 4:
+		case code == lockwire.ForceOther && len(v) > 4:
 			h.Holders, _ = v[4].(int64)
 		}
 		return h, nil
@@ -313,7 +311,7 @@ func holderOf(key string, v []any) (lock.Holder, error) {
 		for i := 0; i+1 < len(body); i += 2 {
 			fields[fmt.Sprint(body[i])] = fmt.Sprint(body[i+1])
 		}
-		if h, ok := lock.ParseRedisson(key, fields, ttl); ok {
+		if h, ok := parseRedisson(key, fields, ttl); ok {
 			if len(v) > 6 {
 				// The field that matched, when several threads hold it.
 				if tok, ok := v[6].(string); ok && fields[tok] != "" {
@@ -405,7 +403,7 @@ type Fix struct {
 // (an ACL without PUBLISH or the channel) the key is fixed all the same,
 // and the error returned with the full result is a *lock.WakeError
 // (errors.Is lock.ErrNotWoken) naming the first such key. A key under
-// lock.AuxPrefix refuses the whole call (ErrOwnKey) before anything is
+// lockwire.AuxPrefix refuses the whole call (ErrOwnKey) before anything is
 // changed. The scripts of a batch are pipelined.
 func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]bool, error) {
 	if !fix.Delete && fix.Expire < time.Millisecond {
@@ -414,7 +412,7 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 	// Checked for every key before any is changed: fence counters never
 	// expire, by design, and must never be "fixed".
 	for _, k := range keys {
-		if strings.HasPrefix(k, lock.AuxPrefix) {
+		if strings.HasPrefix(k, lockwire.AuxPrefix) {
 			return nil, fmt.Errorf("inspect: fix %s: %w", k, ErrOwnKey)
 		}
 	}
@@ -440,7 +438,7 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 			if start+i < len(fix.Types) {
 				typ = fix.Types[start+i]
 			}
-			cmds = append(cmds, fixOrphanScript.EvalSha(ctx, pipe, []string{k}, action, ms, lock.Channel(k),
+			cmds = append(cmds, fixOrphanScript.EvalSha(ctx, pipe, []string{k}, action, ms, lockwire.Channel(k),
 				RedissonChannel(k), RedissonUnlockMessage, typ))
 		}
 		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {

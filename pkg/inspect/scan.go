@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -42,24 +43,24 @@ const (
 	// ModeSemaphore: one slot of a counting (--limit) lock.
 	ModeSemaphore = "semaphore"
 	// ModeRead and ModeWrite: a read or a write hold of a Redisson
-	// read-write lock (lock.ParseRedissonRW), which lockctl shows but
+	// read-write lock (lockwire.ParseRedissonRW), which lockctl shows but
 	// neither takes nor releases.
-	ModeRead  = lock.RedissonRead
-	ModeWrite = lock.RedissonWrite
+	ModeRead  = lockwire.RedissonRead
+	ModeWrite = lockwire.RedissonWrite
 )
 
-// Mode is how l holds its lock: ModeShared for a shared holder (Kind
-// "shared"), ModeSemaphore for a --limit slot (Kind "semaphore"), ModeRead
+// Mode is how l holds its lock: ModeShared for a shared holder (Reason
+// shared), ModeSemaphore for a --limit slot (Kind "semaphore"), ModeRead
 // or ModeWrite for a hold of a Redisson read-write lock, ModeExclusive for
 // everything else.
 func (l Lock) Mode() string {
 	if l.RWMode != "" {
 		return l.RWMode
 	}
-	switch l.Kind {
-	case "shared":
+	switch l.Reason {
+	case lock.ReasonShared:
 		return ModeShared
-	case "semaphore":
+	case lock.ReasonSemaphore:
 		return ModeSemaphore
 	}
 	return ModeExclusive
@@ -120,8 +121,8 @@ func (in *Inspector) Locks(ctx context.Context, glob string, o *ScanOptions, fn 
 		}
 		match := in.Pattern(glob)
 		semOf := func(aux string) (string, bool) {
-			kind, key, ok := lock.KeyOfAux(aux)
-			if !ok || kind != lock.KindSem || isAux(key) || !strings.HasPrefix(key, in.prefix) || !globMatch(match, key) {
+			kind, key, ok := lockwire.KeyOfAux(aux)
+			if !ok || kind != lockwire.KindSem || isAux(key) || !strings.HasPrefix(key, in.prefix) || !globMatch(match, key) {
 				return "", false
 			}
 			return key, true
@@ -220,14 +221,14 @@ func literalPrefix(p string) string {
 // semPattern matches the holder sets of every semaphore whose lock key may
 // start with the prefix: both shapes of AuxKey ("{key}" and "{tag}key")
 // contain the whole key after "lockctl:sem:". Names are then checked
-// exactly by decoding the lock key (lock.KeyOfAux).
+// exactly by decoding the lock key (lockwire.KeyOfAux).
 func (in *Inspector) semPattern() string {
-	return EscapeGlob(lock.AuxPrefix+lock.KindSem+":") + "*" + EscapeGlob(in.prefix) + "*"
+	return EscapeGlob(lockwire.AuxPrefix+lockwire.KindSem+":") + "*" + EscapeGlob(in.prefix) + "*"
 }
 
 // notAux keeps the keys that may be locks: not lockctl's auxiliary keys,
-// nor the ones Redisson keeps beside its locks (lock.IsRedissonAux).
-func (in *Inspector) notAux(key string) bool { return !isAux(key) && !lock.IsRedissonAux(key) }
+// nor the ones Redisson keeps beside its locks (lockwire.IsRedissonAux).
+func (in *Inspector) notAux(key string) bool { return !isAux(key) && !lockwire.IsRedissonAux(key) }
 
 // scan walks the keys matching match that keep accepts. batch gets the
 // kept keys of one SCAN reply and a function that queues the next SCAN on
@@ -296,8 +297,8 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		// second round trip to ask for strings only.
 		gets[i] = pipe.Get(ctx, k)
 		// The FIFO queue (a sorted set of waiting tokens).
-		zcards[i] = pipe.ZCard(ctx, lock.AuxKey(lock.KindQueue, k))
-		chans[i] = lock.Channel(k)
+		zcards[i] = pipe.ZCard(ctx, lockwire.AuxKey(lockwire.KindQueue, k))
+		chans[i] = lockwire.Channel(k)
 		rchans[i] = RedissonChannel(k)
 	}
 	numsub := pipe.PubSubNumSub(ctx, append(chans, rchans...)...)
@@ -320,7 +321,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		ttl := ttlOf(pttls[i].Val())
 		switch types[i].Val() {
 		case "string":
-			h := lock.ParseValue(k, gets[i].Val(), ttl)
+			h := parseValue(k, gets[i].Val(), ttl)
 			out = append(out, in.record(h, clk, subs[chans[i]], zcards[i].Val()))
 		case "hash":
 			hashes = append(hashes, i)
@@ -335,7 +336,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 			scans[j] = redisson(ctx, hp, keys[i])
 			// (Only where Redisson could keep a queue: in the key's slot,
 			// so on this node of a Cluster.)
-			if lock.Slot(RedissonTimeouts(keys[i])) == lock.Slot(keys[i]) {
+			if lockwire.Slot(RedissonTimeouts(keys[i])) == lockwire.Slot(keys[i]) {
 				fair[j] = fairWaiters(ctx, hp, keys[i], clk)
 			}
 			rwchans[j] = RedissonRWChannel(keys[i])
@@ -362,13 +363,13 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 			// A fair lock's waiters each listen on a channel of their own:
 			// its queue counts them (those whose place has not timed out).
 			queued += zcards[i].Val()
-			if h, ok := lock.ParseRedisson(keys[i], fields, ttl); ok {
+			if h, ok := parseRedisson(keys[i], fields, ttl); ok {
 				out = append(out, in.record(h, clk, waiting, queued))
 				continue
 			}
 			// A read-write lock: one row per hold. Its waiters listen on
 			// Redisson's read-write channel.
-			hs, ok := lock.ParseRedissonRW(keys[i], fields, ttl)
+			hs, ok := parseRedissonRW(keys[i], fields, ttl)
 			if !ok {
 				continue
 			}
@@ -402,9 +403,9 @@ func (in *Inspector) readSems(ctx context.Context, node redis.UniversalClient, k
 	chans := make([]string, len(keys))
 	for i, k := range keys {
 		sems[i] = liveHolders(ctx, pipe, k, now)
-		vals[i] = pipe.HGetAll(ctx, lock.AuxKey(lock.KindSemVal, k))
-		queues[i] = pipe.ZCard(ctx, lock.AuxKey(lock.KindQueue, k))
-		chans[i] = lock.Channel(k)
+		vals[i] = pipe.HGetAll(ctx, lockwire.AuxKey(lockwire.KindSemVal, k))
+		queues[i] = pipe.ZCard(ctx, lockwire.AuxKey(lockwire.KindQueue, k))
+		chans[i] = lockwire.Channel(k)
 	}
 	numsub := pipe.PubSubNumSub(ctx, chans...)
 	if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
@@ -427,7 +428,7 @@ func (in *Inspector) readSems(ctx context.Context, node redis.UniversalClient, k
 // expired by now. Expired members linger until the next acquire or release
 // trims them; they hold nothing.
 func liveHolders(ctx context.Context, p redis.Pipeliner, key string, now time.Time) *redis.ZSliceCmd {
-	return liveMembers(ctx, p, lock.AuxKey(lock.KindSem, key), now)
+	return liveMembers(ctx, p, lockwire.AuxKey(lockwire.KindSem, key), now)
 }
 
 // liveMembers queues a read of the members of a zset of token -> expiry
@@ -460,21 +461,21 @@ func (in *Inspector) semHolders(key string, slots []redis.Z, vals map[string]str
 		}
 		var h lock.Holder
 		if v, ok := vals[token]; ok {
-			h = lock.ParseValue(key, v, ttl)
+			h = parseValue(key, v, ttl)
 		} else {
 			// A slot whose value is missing: only the token is known.
 			h = lock.Holder{Key: key, TTL: ttl, Reentry: 1}
 			bare = append(bare, len(out))
 		}
-		h.Token, h.Kind, h.Holders = token, "semaphore", int64(len(slots))
+		h.Token, h.Reason, h.Holders = token, lock.ReasonSemaphore, int64(len(slots))
 		if h.Shared {
-			h.Kind, shared = "shared", true
+			h.Reason, shared = lock.ReasonShared, true
 		}
 		out = append(out, in.record(h, clk, subs, queued))
 	}
 	if shared {
 		for _, i := range bare {
-			out[i].Kind, out[i].Shared = "shared", true
+			out[i].Reason, out[i].Shared = lock.ReasonShared, true
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -517,7 +518,7 @@ func ttlOf(d time.Duration) time.Duration {
 
 func (in *Inspector) record(h lock.Holder, clk clock, subs, queued int64) Lock {
 	l := Lock{Name: in.Name(h.Key), Holder: h, Age: -1, Subscribers: subs, Queued: queued, TokenHash: TokenHash(h.Token)}
-	if h.Kind == "lockctl" || h.Kind == "semaphore" || h.Kind == "shared" {
+	if (h.Format == lock.FormatLockctl && h.Reason == "") || h.Reason == lock.ReasonSemaphore || h.Reason == lock.ReasonShared {
 		if u, host, pid, ok := splitOwner(h.Owner); ok {
 			l.User, l.Host, l.PID = u, host, pid
 		}
@@ -614,11 +615,11 @@ func (in *Inspector) readOrphans(ctx context.Context, node redis.UniversalClient
 		o := Orphan{Name: in.Name(k), Key: k, Type: t}
 		switch t {
 		case "string":
-			h := lock.ParseValue(k, gets[i].Val(), -1)
+			h := parseValue(k, gets[i].Val(), -1)
 			o.Holder = &h
 		case "hash":
 			if fields, ok := redissonFields(scans[i]); ok {
-				if h, ok := lock.ParseRedissonAny(k, fields, -1); ok {
+				if h, ok := parseRedissonAny(k, fields, -1); ok {
 					o.Holder = &h
 				}
 			}

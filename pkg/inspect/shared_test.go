@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -45,7 +46,7 @@ func waitingWriter(t *testing.T, c *redis.Client, prefix, name string) string {
 		defer close(done)
 		l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Token: tok, Wait: -1})
 	}()
-	w := lock.AuxKey(lock.KindWriters, prefix+name)
+	w := lockwire.AuxKey(lockwire.KindWriters, prefix+name)
 	waitFor(t, func() bool { return c.ZScore(ctx, w, tok).Err() == nil })
 	return tok
 }
@@ -59,7 +60,7 @@ func TestSharedHoldersListed(t *testing.T) {
 	var rows []string
 	err := in.Locks(ctx, "", nil, func(l inspect.Lock) error {
 		if l.Name == "rw" || l.Name == "pool" || l.Name == "deploy" {
-			rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%s|%d|%d/%d|%s", l.Name, l.Mode(), l.Kind, l.Owner, l.Host, l.PID,
+			rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%s|%d|%d/%d|%s", l.Name, l.Mode(), l.Kind(), l.Owner, l.Host, l.PID,
 				l.Holders, l.Limit, l.Note))
 		}
 		return nil
@@ -98,7 +99,7 @@ func TestSharedHoldersListed(t *testing.T) {
 		i, ok := byHash[h.TokenHash]
 		delete(byHash, h.TokenHash)
 		le := shared[i]
-		if !ok || h.Kind != "shared" || !h.Shared || h.Owner != le.Owner || h.TokenHash != inspect.TokenHash(le.Token) ||
+		if !ok || h.Kind() != "shared" || !h.Shared || h.Owner != le.Owner || h.TokenHash != inspect.TokenHash(le.Token) ||
 			h.Fence != le.Fence || h.Fence != shared[0].Fence || h.Holders != 3 ||
 			h.TTL <= time.Duration(50-10*i)*time.Second || h.TTL > time.Duration(60-10*i)*time.Second {
 			t.Errorf("holder %d: %+v", i+1, h)
@@ -107,7 +108,7 @@ func TestSharedHoldersListed(t *testing.T) {
 	if len(byHash) != 0 {
 		t.Errorf("holders missing: %v", byHash)
 	}
-	if d.WritersKey != lock.AuxKey(lock.KindWriters, prefix+"rw") {
+	if d.WritersKey != lockwire.AuxKey(lockwire.KindWriters, prefix+"rw") {
 		t.Errorf("writers key %q", d.WritersKey)
 	}
 
@@ -151,7 +152,7 @@ func TestLockDetailWaitingWriters(t *testing.T) {
 	// The writers keep new shared holders out.
 	l := lock.New(c, &lock.Options{Prefix: prefix})
 	var held *lock.HeldError
-	if _, err := l.Acquire(ctx, "rw", time.Minute, &lock.AcquireOptions{Shared: true}); !errors.As(err, &held) || held.Holder.Kind != "writers" {
+	if _, err := l.Acquire(ctx, "rw", time.Minute, &lock.AcquireOptions{Shared: true}); !errors.As(err, &held) || held.Holder.Kind() != "writers" {
 		t.Errorf("shared acquire with a writer waiting: %v", err)
 	}
 
@@ -165,7 +166,7 @@ func TestLockDetailWaitingWriters(t *testing.T) {
 		t.Errorf("plain lock: mode %q, writers %+v", d.Mode(), d.Writers)
 	}
 	// Members past their expiry wait no more: not shown.
-	do(t, c, "ZADD", lock.AuxKey(lock.KindWriters, prefix+"deploy"), 1, "gone")
+	do(t, c, "ZADD", lockwire.AuxKey(lockwire.KindWriters, prefix+"deploy"), 1, "gone")
 	if d, err = in.Lock(ctx, "deploy"); err != nil || len(d.Writers) != 1 {
 		t.Errorf("expired writer shown: %+v %v", d.Writers, err)
 	}
@@ -178,7 +179,7 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 	in, c, prefix, _ := fixture(t)
 	ctx := context.Background()
 	shared := sharedHolders(t, c, prefix, "rw")
-	semKey, valKey := lock.AuxKey(lock.KindSem, prefix+"rw"), lock.AuxKey(lock.KindSemVal, prefix+"rw")
+	semKey, valKey := lockwire.AuxKey(lockwire.KindSem, prefix+"rw"), lockwire.AuxKey(lockwire.KindSemVal, prefix+"rw")
 	slots := func() string {
 		m := c.ZRange(ctx, semKey, 0, -1).Val()
 		sort.Strings(m)
@@ -190,7 +191,7 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 	// nothing changed.
 	_, err := in.ForceRelease(ctx, "rw", token(t), nil)
 	var held *lock.HeldError
-	if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotOwner) || held.Holder.Kind != "shared" || held.Holder.Holders != 3 {
+	if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotOwner) || held.Holder.Kind() != "shared" || held.Holder.Holders != 3 {
 		t.Fatalf("wrong token: %v %+v", err, held)
 	}
 	if slots() != before || c.HLen(ctx, valKey).Val() != 3 {
@@ -200,7 +201,7 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 	// An exclusive acquirer waits; freeing one shared holder wakes it (it
 	// tries again and waits on), and the other two keep their slots.
 	writer := waitingWriter(t, c, prefix, "rw")
-	ps := c.Subscribe(ctx, lock.Channel(prefix+"rw"))
+	ps := c.Subscribe(ctx, lockwire.Channel(prefix+"rw"))
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -210,7 +211,7 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Holder.Kind != "shared" || !r.Holder.Shared || r.Holder.Owner != b.Owner || r.Holder.Token != b.Token ||
+	if r.Holder.Kind() != "shared" || !r.Holder.Shared || r.Holder.Owner != b.Owner || r.Holder.Token != b.Token ||
 		r.Holder.Fence != b.Fence || r.HoldersLeft != 2 || r.AuditID == "" || r.Holder.TTL <= 0 {
 		t.Errorf("released %+v", r)
 	}
@@ -235,7 +236,7 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 	if _, err := l.Renewer(shared[0]).Renew(ctx, "rw", shared[0].Token, time.Minute); err != nil {
 		t.Errorf("remaining holder's renew: %v", err)
 	}
-	if c.ZScore(ctx, lock.AuxKey(lock.KindWriters, prefix+"rw"), writer).Err() != nil {
+	if c.ZScore(ctx, lockwire.AuxKey(lockwire.KindWriters, prefix+"rw"), writer).Err() != nil {
 		t.Error("the writer is no longer listed")
 	}
 	entries, err := in.Audit(ctx, 1)
@@ -269,9 +270,9 @@ func TestSharedKeysNotOrphans(t *testing.T) {
 	ctx := context.Background()
 	sharedHolders(t, c, prefix, "rw")
 	waitingWriter(t, c, prefix, "rw")
-	do(t, c, "ZADD", lock.AuxKey(lock.KindWriters, prefix+"wanted"), 99999999999999, "w")
-	for _, key := range []string{lock.AuxKey(lock.KindWriters, prefix+"rw"), lock.AuxKey(lock.KindWriters, prefix+"wanted"),
-		lock.AuxKey(lock.KindSem, prefix+"rw"), lock.AuxKey(lock.KindSemVal, prefix+"rw")} {
+	do(t, c, "ZADD", lockwire.AuxKey(lockwire.KindWriters, prefix+"wanted"), 99999999999999, "w")
+	for _, key := range []string{lockwire.AuxKey(lockwire.KindWriters, prefix+"rw"), lockwire.AuxKey(lockwire.KindWriters, prefix+"wanted"),
+		lockwire.AuxKey(lockwire.KindSem, prefix+"rw"), lockwire.AuxKey(lockwire.KindSemVal, prefix+"rw")} {
 		if n := c.Exists(ctx, key).Val(); n != 1 {
 			t.Fatalf("%s missing", key)
 		}
@@ -279,7 +280,7 @@ func TestSharedKeysNotOrphans(t *testing.T) {
 	}
 	raw := inspect.New(c, &inspect.Options{RawKeys: true})
 	if err := raw.Orphans(ctx, "*", nil, func(o inspect.Orphan) error {
-		if strings.HasPrefix(o.Key, lock.AuxPrefix) {
+		if strings.HasPrefix(o.Key, lockwire.AuxPrefix) {
 			t.Errorf("auxiliary key listed as an orphan: %s", o.Key)
 		}
 		return nil
@@ -291,7 +292,7 @@ func TestSharedKeysNotOrphans(t *testing.T) {
 	}
 	n := 0
 	if err := raw.Locks(ctx, "*"+prefix+"*", nil, func(l inspect.Lock) error {
-		if strings.HasPrefix(l.Key, lock.AuxPrefix) {
+		if strings.HasPrefix(l.Key, lockwire.AuxPrefix) {
 			t.Errorf("auxiliary key listed as a lock: %s", l.Key)
 		}
 		if l.Key == prefix+"rw" {
@@ -310,11 +311,7 @@ func TestSharedKeysNotOrphans(t *testing.T) {
 // for. (A server of its own: Names reads a bounded part of the keyspace,
 // which the package's shared server outgrows.)
 func TestNamesSharedHolders(t *testing.T) {
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, nil)
 	c := clientFor(t, s.URL)
 	ctx := context.Background()
 	sharedHolders(t, c, "lock:", "rw")
@@ -322,7 +319,7 @@ func TestNamesSharedHolders(t *testing.T) {
 	if _, err := l.Acquire(ctx, "rx", time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
-	do(t, c, "ZADD", lock.AuxKey(lock.KindWriters, "lock:rwanted"), 99999999999999, "w")
+	do(t, c, "ZADD", lockwire.AuxKey(lockwire.KindWriters, "lock:rwanted"), 99999999999999, "w")
 	in := inspect.New(c, nil)
 	for start, want := range map[string]string{"": "rw,rx", "r": "rw,rx", "rw": "rw", "rwa": ""} {
 		names, err := in.Names(ctx, start, 100)

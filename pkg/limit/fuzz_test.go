@@ -3,9 +3,6 @@ package limit_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,17 +36,11 @@ func FuzzParseRate(f *testing.F) {
 	})
 }
 
-var plantSeq atomic.Int64
-
 // FuzzPlantedLimit plants foreign, corrupted and wrong-type values at a
 // limit key: every algorithm must decide or refuse with a typed error
 // (ErrWrongType or a Redis error reply), never panic or leak a parse error.
 func FuzzPlantedLimit(f *testing.F) {
-	seeds := []struct {
-		typ     byte
-		payload string
-		huge    bool
-	}{
+	seeds := []plant.Seed{
 		{0, "garbage", false}, {0, "1:0", false}, {0, "99999999999999999999:0", false}, {0, "0:99999999999999999999", false},
 		{0, "1:2:3", false}, {0, "99999999999999999999:1:1", false}, {0, "-1:0", false}, {0, "x", true},
 		{0, "", false}, {0, "\xff\x00", false},
@@ -59,8 +50,8 @@ func FuzzPlantedLimit(f *testing.F) {
 		{3, "x", false}, {4, "x", false}, {5, "f=v", false}, {6, "", false},
 	}
 	for _, s := range seeds {
-		f.Add(s.typ, s.payload, s.huge, int64(1))
-		f.Add(s.typ, s.payload, s.huge, int64(3))
+		f.Add(s.Typ, s.Payload, s.Huge, int64(1))
+		f.Add(s.Typ, s.Payload, s.Huge, int64(3))
 	}
 	c := srv.Client(f)
 	f.Fuzz(func(t *testing.T, typ byte, payload string, huge bool, cost int64) {
@@ -68,7 +59,7 @@ func FuzzPlantedLimit(f *testing.F) {
 		defer cancel()
 		cost = 1 + abs(cost)%5
 		for _, algo := range limit.Algorithms {
-			prefix := fmt.Sprintf("limit:fuzz:%d:%d:", os.Getpid(), plantSeq.Add(1))
+			prefix := "limit:fuzz:" + plant.Unique() + ":"
 			l, err := limit.New(c, limit.Rate{Limit: 5, Period: time.Second}, &limit.Options{Algorithm: algo, Prefix: prefix})
 			if err != nil {
 				t.Fatal(err)
@@ -78,9 +69,7 @@ func FuzzPlantedLimit(f *testing.F) {
 			if huge {
 				size = plant.Huge
 			}
-			if err := plant.Value(ctx, c, key, typ, payload, size); err != nil {
-				t.Fatalf("plant at %s: %v", key, err)
-			}
+			plant.At(ctx, t, c, key, typ, payload, size)
 			r, err := l.Allow(ctx, "k", cost)
 			c.Del(ctx, key)
 			var rerr redis.Error

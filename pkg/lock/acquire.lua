@@ -4,7 +4,7 @@
 -- waiting (zset token -> expiry in server ms).
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] the value's members after the
 -- fence: ,"owner":...[,"note":...]. The value starts {"token":"<token>",
--- built here (tokenPrefix) rather than sent with every call. ARGV[4] '0',
+-- built here (newValue) rather than sent with every call. ARGV[4] '0',
 -- or, for a caller that will wait when refused, how long in ms its place
 -- among the waiting exclusive acquirers is kept without a new attempt.
 --
@@ -15,8 +15,7 @@ local key, token, w = KEYS[1], ARGV[1], KEYS[5]
 local function grant()
   -- The fence only once the SET is certain, so refused attempts burn none.
   local fence, ms = next_fence(KEYS[2])
-  local v = '{"token":"' .. token .. '","fence":' .. fence .. ARGV[3] ..
-    ',"acquired_ms":' .. string.format('%d', ms) .. '}'
+  local v = newValue(tokenPrefix(token), fence, ARGV[3], ms)
   redis.call('SET', key, v, 'NX', 'PX', ARGV[2])
   return {1, fence, ms}
 end

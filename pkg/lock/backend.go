@@ -5,20 +5,19 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
 
 // backend is everything a Locker asks of the servers that keep its locks.
 // Callers never see it: today one server (or a Sentinel-managed master, or
 // a Redis Cluster, where every key a script touches shares the lock key's
-// slot through AuxKey); a Redlock backend over a majority of independent
+// slot through lockwire.AuxKey); a Redlock backend over a majority of independent
 // masters can implement the same calls without changing Locker's API.
 type backend interface {
 	acquire(ctx context.Context, key string, a acquireArgs) (reply, error)
@@ -82,53 +81,6 @@ type acquireArgs struct {
 	intent time.Duration
 }
 
-// reply is a decoded script reply. code means what each script's header
-// says; typ, value, fields and pttl describe a holder when one refused us.
-type reply struct {
-	code   int64
-	typ    string
-	value  string
-	fields map[string]string
-	pttl   time.Duration
-	fence  int64
-	nowMS  int64
-	acked  int   // replicas that acknowledged the write; -1 when not asked
-	num    int64 // {code, n} replies: a renewal's ttl in ms, the holds left, a semaphore's limit
-
-	holders int64 // semaphore refusal: live holders
-	queue   int64 // FIFO refusal: waiters ahead
-	arrival int64 // FIFO refusal: the waiter's arrival in the queue (server µs)
-}
-
-// holder turns a refusal into the Holder it describes, or a *WrongTypeError
-// when the key is not a lock of any kind we know.
-func (r reply) holder(key string) (Holder, error) {
-	switch r.typ {
-	case "string":
-		h := ParseValue(key, r.value, r.pttl)
-		h.Queue, h.arrival = r.queue, r.arrival
-		return h, nil
-	case "hash":
-		if h, ok := ParseRedissonAny(key, r.fields, r.pttl); ok {
-			h.Queue, h.arrival = r.queue, r.arrival
-			return h, nil
-		}
-	case "semaphore", "shared":
-		h := ParseValue(key, r.value, r.pttl)
-		h.Kind, h.Holders = r.typ, r.holders
-		h.Queue, h.arrival = r.queue, r.arrival
-		return h, nil
-	case "writers":
-		// Shared: exclusive acquirers wait, and go first.
-		return Holder{Key: key, Kind: "writers", TTL: -1, Holders: r.holders, Queue: r.num, arrival: r.arrival}, nil
-	case "none":
-		// FIFO: the lock is free, but earlier waiters go first. TTL -1
-		// keeps waiters from timing their retry by it.
-		return Holder{Key: key, Kind: "queue", TTL: -1, Queue: r.queue, arrival: r.arrival}, nil
-	}
-	return Holder{}, &WrongTypeError{Key: key, Type: r.typ}
-}
-
 var (
 	//go:embed holder.lua
 	holderLua string
@@ -154,14 +106,15 @@ var (
 	// The SHA-1 of each script is computed once, at first use (lazyScript);
 	// EVALSHA falls back to EVAL on NOSCRIPT, which also reloads the script
 	// into the server's cache, so SCRIPT FLUSH or a restart costs one extra
-	// round trip.
-	acquireScript   = lazyScript(func() string { return fenceLua + holderLua + acquireLua })
-	renewScript     = lazyScript(func() string { return holderLua + renewLua })
-	releaseScript   = lazyScript(func() string { return holderLua + wakeLua + releaseLua })
-	inspectScript   = lazyScript(func() string { return holderLua + inspectLua })
+	// round trip. Every script that builds, reads or edits a stored value
+	// starts with lockwire.ValueLua (value.lua), the value's Lua side.
+	acquireScript   = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + acquireLua })
+	renewScript     = lazyScript(func() string { return lockwire.ValueLua + holderLua + renewLua })
+	releaseScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + wakeLua + releaseLua })
+	inspectScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + inspectLua })
 	checkScript     = lazyScript(func() string { return fenceLua + checkLua })
 	fenceNextScript = lazyScript(func() string { return fenceLua + fenceNextLua })
-	reenterScript   = lazyScript(func() string { return holderLua + reenterLua })
+	reenterScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + reenterLua })
 )
 
 // single is a backend on one logical Redis: a server, a Sentinel-managed
@@ -199,42 +152,27 @@ func (s *single) sendSource(sc *redis.Script) bool {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
-	return s.writeRaw(ctx, acquireScript(), withAux(key, KindFence, KindSem, KindSemVal, KindWriters), 0, decodeSemAcquire,
-		a.token, ms(a.ttl), a.rest, ms(a.intent))
+	keys := lockwire.WithAux(key, lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindWriters)
+	return s.writeRaw(ctx, acquireScript(), keys, 0, lockwire.DecodeAcquire, a.token, ms(a.ttl), a.rest, ms(a.intent))
 }
 
 func (s *single) reenter(ctx context.Context, key, token string) (reply, error) {
-	return s.writeRaw(ctx, reenterScript(), append([]string{key}, semKeys(key)...), 0, decodeReenter, token, valuePrefix(token))
-}
-
-// decodeReenter reads reenter.lua's {1|3, value, pttl, server ms}, else the
-// usual shapes.
-func decodeReenter(v any) (reply, error) {
-	if a, ok := v.([]any); ok && len(a) == 4 {
-		code, _ := a[0].(int64)
-		val, ok1 := a[1].(string)
-		pttl, ok2 := a[2].(int64)
-		now, ok3 := a[3].(int64)
-		if (code == 1 || code == 3) && ok1 && ok2 && ok3 {
-			return reply{code: code, value: val, pttl: time.Duration(pttl) * time.Millisecond, nowMS: now, acked: -1}, nil
-		}
-	}
-	return decode(v)
+	return s.writeRaw(ctx, reenterScript(), append([]string{key}, semKeys(key)...), 0, lockwire.DecodeReenter, token, lockwire.ValuePrefix(token))
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, renewScript(), withAux(key, KindSem), ttl, token, ms(ttl))
+	return s.writeRaw(ctx, renewScript(), lockwire.WithAux(key, lockwire.KindSem), ttl, lockwire.DecodeRenew, token, ms(ttl))
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
 	// The channel is no key, but is built with them: one allocation.
-	keys := withAux(key, KindSem, KindQueue, KindQueueHB, KindWriters, KindChannel, KindWake)
+	keys := lockwire.WithAux(key, lockwire.KindSem, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWriters, lockwire.KindChannel, lockwire.KindWake)
 	keys, channel, base := keys[:5], keys[5], keys[6]
 	v, err := releaseScript().Run(ctx, s.c, keys, token, channel, base).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys...)
 	}
-	return decode(v)
+	return lockwire.DecodeRelease(v)
 }
 
 func (s *single) inspect(ctx context.Context, key string) (reply, error) {
@@ -242,16 +180,7 @@ func (s *single) inspect(ctx context.Context, key string) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return decodeSemAcquire(v)
-}
-
-// write runs a script that writes a lease. With WaitReplicas set, WAIT goes
-// in the same pipeline: WAIT counts replicas that caught up with writes made
-// on its own connection, so on any other pooled connection it would report
-// success for writes it never waited for. renewTTL is the TTL a renewal
-// sets, 0 for an acquire (see waitTimeout).
-func (s *single) write(ctx context.Context, sc *redis.Script, keys []string, renewTTL time.Duration, args ...any) (reply, error) {
-	return s.writeRaw(ctx, sc, keys, renewTTL, decode, args...)
+	return lockwire.DecodeInspect(v)
 }
 
 // waitTimeout bounds WAIT: the configured timeout, and for a renewal at
@@ -268,7 +197,12 @@ func (s *single) waitTimeout(renewTTL time.Duration) time.Duration {
 	return max(min(s.replicasTimeout, renewTTL/6), time.Millisecond)
 }
 
-// writeRaw is write with the script's own reply decoder.
+// writeRaw runs a script that writes a lease. With WaitReplicas set, WAIT goes
+// in the same pipeline: WAIT counts replicas that caught up with writes made
+// on its own connection, so on any other pooled connection it would report
+// success for writes it never waited for. renewTTL is the TTL a renewal
+// sets, 0 for an acquire (see waitTimeout);
+// decode is the script's reply decoder.
 func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, renewTTL time.Duration, decode func(any) (reply, error), args ...any) (reply, error) {
 	if s.replicas <= 0 {
 		v, err := sc.Run(ctx, s.c, keys, args...).Result()
@@ -276,7 +210,7 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 			return reply{}, s.dataError(ctx, err, keys...)
 		}
 		r, err := decode(v)
-		r.acked = -1
+		r.Acked = -1
 		return r, err
 	}
 	for attempt := 0; ; attempt++ {
@@ -316,13 +250,13 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		if err != nil {
 			return r, fmt.Errorf("wait for replicas: %w", err)
 		}
-		r.acked = int(n)
+		r.Acked = int(n)
 		return r, nil
 	}
 }
 
 func (s *single) nextFence(ctx context.Context, key string) (reply, error) {
-	return s.write(ctx, fenceNextScript(), []string{key}, 0)
+	return s.writeRaw(ctx, fenceNextScript(), []string{key}, 0, lockwire.DecodeFenceNext)
 }
 
 func (s *single) peek(ctx context.Context, key string) (int64, error) {
@@ -341,39 +275,16 @@ func (s *single) check(ctx context.Context, key string, n int64, token string, s
 	if shared {
 		mode = "1"
 	}
-	r, err := s.writeRaw(ctx, checkScript(), []string{key}, 0, decodeCheck, strconv.FormatInt(n, 10), token, mode)
+	r, err := s.writeRaw(ctx, checkScript(), []string{key}, 0, lockwire.DecodeCheck, strconv.FormatInt(n, 10), token, mode)
 	if err != nil {
 		return r, err
 	}
 	// The record's fence, as the script read it: someone else's data
 	// there is no number.
-	if r.fence, err = strconv.ParseInt(r.value, 10, 64); err != nil {
+	if r.Fence, err = strconv.ParseInt(r.Value, 10, 64); err != nil {
 		return reply{}, s.counterError(ctx, key, err)
 	}
 	return r, nil
-}
-
-// decodeCheck reads check.lua's replies: {code, fence}, the fence (the
-// caller's when accepted, the record's when refused) left in value.
-func decodeCheck(v any) (reply, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) != 2 {
-		return reply{}, redisreply.Unexpected("fence check reply", v)
-	}
-	code, _ := a[0].(int64)
-	return reply{code: code, value: fmt.Sprint(a[1]), acked: -1}, nil
-}
-
-// fenceOf reads a fence from a script reply: scripts return fences as
-// decimal strings (see fence.lua), which no Lua double ever rounded.
-func fenceOf(v any) (int64, error) {
-	switch f := v.(type) {
-	case string:
-		return strconv.ParseInt(f, 10, 64)
-	case int64:
-		return f, nil
-	}
-	return 0, fmt.Errorf("not a fence: %v", v)
 }
 
 func (s *single) publish(ctx context.Context, channel string) error {
@@ -385,82 +296,6 @@ func (s *single) subscribe(ctx context.Context, channel string) (subscription, e
 }
 
 func (s *single) queued(channel string) int { return s.hub.queued(channel) }
-
-// pttlDuration turns a PTTL reply into a duration: -1 when the key has no
-// TTL (the lock never frees itself). A TTL someone set centuries ahead
-// saturates at half the range, so that callers' small additions (a waiter
-// retries at TTL+1ms) cannot overflow into the past.
-func pttlDuration(ms int64) time.Duration {
-	const most = math.MaxInt64 / 2 / int64(time.Millisecond)
-	switch {
-	case ms < 0:
-		return -1
-	case ms > most:
-		ms = most
-	}
-	return time.Duration(ms) * time.Millisecond
-}
-
-func isInt(v any) bool {
-	_, ok := v.(int64)
-	return ok
-}
-
-// decode reads the reply shapes the lock scripts document.
-func decode(v any) (reply, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) == 0 {
-		return reply{}, redisreply.Unexpected("script reply", v)
-	}
-	r := reply{acked: -1}
-	r.code, ok = a[0].(int64)
-	if !ok || r.code < 0 || r.code > 5 { // the scripts' codes are 0..5 (5: a release whose wake-up was refused)
-		return reply{}, redisreply.Unexpected("script reply", v)
-	}
-	bad := func() (reply, error) { return reply{}, redisreply.Unexpected("script reply", v) }
-	switch {
-	case len(a) == 2 && isInt(a[1]): // {code, n}
-		r.num = a[1].(int64)
-	case len(a) == 3 && r.code == 1: // acquired: fence, ms
-		var err error
-		if r.fence, err = fenceOf(a[1]); err != nil {
-			return bad()
-		}
-		if r.nowMS, ok = a[2].(int64); !ok {
-			return bad()
-		}
-	case len(a) == 3 && r.code == 2: // same token: value, ms
-		if r.value, ok = a[1].(string); !ok {
-			return bad()
-		}
-		if r.nowMS, ok = a[2].(int64); !ok {
-			return bad()
-		}
-	case len(a) >= 2: // held: type[, value|fields, pttl]
-		if r.typ, ok = a[1].(string); !ok {
-			return bad()
-		}
-		if len(a) == 4 {
-			switch p := a[2].(type) {
-			case string:
-				r.value = p
-			case []any:
-				r.fields = make(map[string]string, len(p)/2)
-				for i := 0; i+1 < len(p); i += 2 {
-					r.fields[fmt.Sprint(p[i])] = fmt.Sprint(p[i+1])
-				}
-			default:
-				return bad()
-			}
-			pttl, ok := a[3].(int64)
-			if !ok {
-				return bad()
-			}
-			r.pttl = pttlDuration(pttl)
-		}
-	}
-	return r, nil
-}
 
 // lazyScript defers a script's source concatenation and SHA-1 to its first
 // use: every lockctl invocation links all the scripts, and most run one or

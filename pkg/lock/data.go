@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
 )
@@ -42,25 +43,25 @@ func (e *DataError) Unwrap() error        { return e.Err }
 // for people, what it is. Lock keys themselves are not listed: the scripts
 // report their type, and a foreign lock of any known kind is not an error.
 func wantOf(key string) (typ, what string, counter bool) {
-	if key == AuxPrefix+"audit" { // inspect's force-release audit stream
+	if key == lockwire.AuxPrefix+"audit" { // inspect's force-release audit stream
 		return "stream", "the force-release audit stream (a stream)", false
 	}
-	kind, _, ok := KeyOfAux(key)
+	kind, _, ok := lockwire.KeyOfAux(key)
 	if !ok {
 		return "", "", false
 	}
 	switch kind {
-	case KindFence:
+	case lockwire.KindFence:
 		return "string", "a fence counter (an integer)", true
-	case KindChecked:
+	case lockwire.KindChecked:
 		return "string", "a fence-check record (a fence, then the token that presented it)", true
-	case KindQueue:
+	case lockwire.KindQueue:
 		return "zset", "a FIFO wait queue (a sorted set)", false
-	case KindQueueHB:
+	case lockwire.KindQueueHB:
 		return "zset", "a FIFO heartbeat set (a sorted set)", false
-	case KindSem:
+	case lockwire.KindSem:
 		return "zset", "a semaphore (a sorted set)", false
-	case KindSemVal:
+	case lockwire.KindSemVal:
 		return "hash", "a semaphore's holder values (a hash)", false
 	}
 	return "", "", false

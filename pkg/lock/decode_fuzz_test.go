@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
 // replyFrom builds a script reply of the shape go-redis hands back (int64,
@@ -78,14 +80,18 @@ func FuzzDecode(f *testing.F) {
 	addReply(f, arr(4), i(0), s("string"), []byte{4}, i(1))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, _ := replyFrom(b, 0)
-		for name, dec := range map[string]func(any) (reply, error){"decode": decode, "decodeSemAcquire": decodeSemAcquire, "decodeFIFO": decodeFIFO} {
+		for name, dec := range map[string]func(any) (reply, error){
+			"release": lockwire.DecodeRelease, "renew": lockwire.DecodeRenew, "acquire": lockwire.DecodeAcquire,
+			"semAcquire": lockwire.DecodeSemAcquire, "fifoAcquire": lockwire.DecodeFIFOAcquire, "inspect": lockwire.DecodeInspect,
+			"reenter": lockwire.DecodeReenter,
+		} {
 			r, err := dec(v)
 			if err != nil {
 				continue
 			}
 			// Whatever decoded must describe a holder or say the key is
 			// not a lock: never panic on the way to the caller's error.
-			h, err := r.holder("lock:fuzz")
+			h, err := holderOf(r, "lock:fuzz")
 			if err != nil {
 				if !errors.Is(err, ErrWrongType) {
 					t.Fatalf("%s(%#v).holder: %v, want ErrWrongType", name, v, err)

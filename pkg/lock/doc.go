@@ -73,24 +73,8 @@
 //
 // # Keys
 //
-// A lock called NAME lives at Options.Prefix+NAME ("lock:NAME" by default).
-// Its fence counter, wake-up channel and fence-check records are AuxKey
-// names in the same Redis Cluster slot and outside the lock pattern. The
-// stored value is JSON whose first member is the token (see ParseValue).
-//
-// A semaphore (AcquireOptions.Limit) does not use the lock key: its holders
-// are AuxKey(KindSem, key), a ZSET of token -> expiry in server ms, and
-// AuxKey(KindSemVal, key), a HASH of token -> the same JSON value a lock
-// holds (with "limit"). A semaphore and a plain lock of the same name
-// exclude each other, and the live holders' limit is the semaphore's. A FIFO queue (AcquireOptions.FIFO) is
-// AuxKey(KindQueue, key), a ZSET of token -> arrival in server µs, with
-// heartbeats in AuxKey(KindQueueHB, key). All four carry the TTL of their
-// latest member, so none outlives its last holder or waiter. See sem.go and
-// fifo.go.
-//
-// Shared holders (AcquireOptions.Shared, the readers of a read-write lock)
-// live in the semaphore's two keys, their values marked "mode":"shared";
-// exclusive acquirers that wait are listed in AuxKey(KindWriters, key), a
-// ZSET of token -> expiry in server ms, which keeps new shared holders out
-// until they have been in. See shared.go.
+// A lock called NAME lives at Options.Prefix+NAME ("lock:NAME" by
+// default); how its stored value, its auxiliary keys (fence counter,
+// semaphore slots, FIFO queue, channels) and the scripts' replies are laid
+// out in Redis is documented in internal/lockwire, their one home.
 package lock

@@ -61,7 +61,8 @@ type Holder struct {
 	Note       string
 	AcquiredAt time.Time     // zero when unknown
 	TTL        time.Duration // remaining; -1 when the key has no TTL
-	Kind       string        // "lockctl", "string" (foreign SET NX), "redisson" (hash lock)
+	Format     Format        // FormatLockctl, FormatString (foreign SET NX) or FormatRedisson (hash lock); "" when no value is described
+	Reason     Reason        // why the name is taken when not (only) by the lock key's holder; "" for a plain holder
 	Reentry    int64         // hold count: 1 for a lock held once, n for a lease re-entered to n holds (lockctl's or Redisson's); 0 when no holder is described
 	RWMode     string        // a Redisson read-write lock's hold: RedissonRead or RedissonWrite; "" otherwise
 	LeaseTTL   time.Duration // the TTL a lockctl lease was taken with; 0 when unknown
@@ -70,13 +71,13 @@ type Holder struct {
 	// Shared: a holder in shared mode (AcquireOptions.Shared).
 	Shared bool
 
-	// Semaphore refusals (Kind "semaphore") describe the holder whose slot
+	// Semaphore refusals (Reason ReasonSemaphore) describe the holder whose slot
 	// frees first; Holders is how many hold a slot and Limit their bound.
-	// Refusals by shared holders (Kind "shared") are alike, without Limit.
+	// Refusals by shared holders (ReasonShared) are alike, without Limit.
 	Holders, Limit int64
-	// Queue is, for a FIFO waiter, how many waiters are ahead of it. Kind is
-	// "queue" when the lock itself is free but earlier waiters go first.
-	// Kind "writers" refuses a shared acquire because Queue exclusive
+	// Queue is, for a FIFO waiter, how many waiters are ahead of it. Reason
+	// is ReasonQueue when the lock itself is free but earlier waiters go first.
+	// ReasonWriters refuses a shared acquire because Queue exclusive
 	// acquirers wait (they go first); Holders shared holders hold it now.
 	Queue int64
 
@@ -94,11 +95,11 @@ type HeldError struct {
 func NewHeldError(kind error, h Holder) *HeldError { return &HeldError{Holder: h, kind: kind} }
 
 func (e *HeldError) Error() string {
-	if e.Holder.Kind == "queue" {
+	if e.Holder.Reason == ReasonQueue {
 		// FIFO: nobody holds the lock, but earlier waiters go first.
 		return fmt.Sprintf("%s is free, but %d earlier waiter(s) go first", e.Holder.Key, e.Holder.Queue)
 	}
-	if e.Holder.Kind == "writers" {
+	if e.Holder.Reason == ReasonWriters {
 		if e.Holder.Holders > 0 {
 			return fmt.Sprintf("%s is held shared by %d holder(s), but %d exclusive waiter(s) go first", e.Holder.Key, e.Holder.Holders, e.Holder.Queue)
 		}
@@ -108,7 +109,7 @@ func (e *HeldError) Error() string {
 	if e.Holder.RWMode != "" {
 		msg = fmt.Sprintf("%s held as a Redisson %s lock by %s", e.Holder.Key, e.Holder.RWMode, e.Holder.Owner)
 	}
-	if e.Holder.Kind == "shared" {
+	if e.Holder.Reason == ReasonShared {
 		msg = fmt.Sprintf("%s held shared by %d holder(s), first to expire %s", e.Holder.Key, e.Holder.Holders, e.Holder.Owner)
 	}
 	if e.Holder.TTL >= 0 {

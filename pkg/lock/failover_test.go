@@ -111,11 +111,7 @@ func TestWriteAfterConnectionErrorSendsScriptSource(t *testing.T) {
 // as one resyncing after a failover is) gets the grant back and tries again
 // within RetryFor, instead of ending its wait at the first shortfall.
 func TestWaiterRetriesAReplicationShortfall(t *testing.T) {
-	m, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Stop)
+	m := redistest.StartTest(t, nil)
 	r, err := redistest.StartReplica(m)
 	if err != nil {
 		t.Fatal(err)

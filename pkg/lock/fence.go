@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"fmt"
+
+	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
 // Fences gives access to fencing counters outside Acquire.
@@ -25,14 +27,14 @@ func (f *Fences) Next(ctx context.Context, name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r, err := f.l.b.nextFence(ctx, AuxKey(KindFence, key))
+	r, err := f.l.b.nextFence(ctx, lockwire.AuxKey(lockwire.KindFence, key))
 	if err != nil {
 		return 0, fmt.Errorf("lock: fence next %s: %w", key, err)
 	}
 	if err := f.l.replicated(key, r); err != nil {
 		return 0, err
 	}
-	return r.fence, nil
+	return r.Fence, nil
 }
 
 // Peek returns the fence counter of the lock called name without changing
@@ -42,7 +44,7 @@ func (f *Fences) Peek(ctx context.Context, name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := f.l.b.peek(ctx, AuxKey(KindFence, key))
+	n, err := f.l.b.peek(ctx, lockwire.AuxKey(lockwire.KindFence, key))
 	if err != nil {
 		return 0, fmt.Errorf("lock: fence peek %s: %w", key, err)
 	}
@@ -87,12 +89,12 @@ func (f *Fences) check(ctx context.Context, resource string, n int64, token stri
 	if token != "" && !validToken(token) {
 		return fmt.Errorf("%w: token must be 1-256 printable ASCII characters without '\"' or '\\'", ErrInvalid)
 	}
-	r, err := f.l.b.check(ctx, AuxKey(KindChecked, resource), n, token, shared)
+	r, err := f.l.b.check(ctx, lockwire.AuxKey(lockwire.KindChecked, resource), n, token, shared)
 	if err != nil {
 		return fmt.Errorf("lock: fence check %s: %w", resource, err)
 	}
-	if r.code != 1 {
-		return &StaleFenceError{Resource: resource, Fence: n, Highest: r.fence}
+	if r.Code != lockwire.CheckAccepted {
+		return &StaleFenceError{Resource: resource, Fence: n, Highest: r.Fence}
 	}
 	return f.l.replicated(resource, r)
 }

@@ -5,7 +5,7 @@ import (
 	_ "embed"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
 // FIFO waiting: AcquireOptions.FIFO serves waiters in arrival order. Each
@@ -37,12 +37,12 @@ var (
 	//go:embed fifo_leave.lua
 	fifoLeaveLua string
 
-	fifoAcquireScript = lazyScript(func() string { return fenceLua + holderLua + auxLua + fifoAcquireLua })
+	fifoAcquireScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + fifoAcquireLua })
 	fifoLeaveScript   = lazyScript(func() string { return auxLua + wakeLua + fifoLeaveLua })
 )
 
 func queueKeys(key string) []string {
-	return []string{AuxKey(KindQueue, key), AuxKey(KindQueueHB, key)}
+	return []string{lockwire.AuxKey(lockwire.KindQueue, key), lockwire.AuxKey(lockwire.KindQueueHB, key)}
 }
 
 // queueTTL is how long a waiter keeps its place without a new attempt.
@@ -51,39 +51,12 @@ func (l *Locker) queueTTL() time.Duration {
 }
 
 func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
-	keys := append(append(append([]string{key, AuxKey(KindFence, key)}, queueKeys(key)...), semKeys(key)...), AuxKey(KindWriters, key))
-	return s.writeRaw(ctx, fifoAcquireScript(), keys, 0, decodeFIFO,
-		a.token, ms(a.ttl), valuePrefix(a.token), a.rest, ms(queueTTL))
+	keys := append(append(append([]string{key, lockwire.AuxKey(lockwire.KindFence, key)}, queueKeys(key)...), semKeys(key)...), lockwire.AuxKey(lockwire.KindWriters, key))
+	return s.writeRaw(ctx, fifoAcquireScript(), keys, 0, lockwire.DecodeFIFOAcquire,
+		a.token, ms(a.ttl), lockwire.ValuePrefix(a.token), a.rest, ms(queueTTL))
 }
 
 func (s *single) fifoLeave(ctx context.Context, key, token string) error {
-	keys := append(queueKeys(key), AuxKey(KindWriters, key), key)
-	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, keys, token, Channel(key), AuxKey(KindWake, key)).Err(), keys...)
-}
-
-// decodeFIFO reads fifo_acquire.lua's replies: acquire.lua's, with the
-// number of waiters ahead and the waiter's arrival appended to a refusal.
-var decodeFIFO = withQueue(decodeSemAcquire)
-
-// withQueue makes a FIFO script's reply decoder from the decoder of the same
-// replies without a place in the queue: a refusal (code 0) carries the
-// waiters ahead and the waiter's arrival as its last two elements.
-func withQueue(dec func(any) (reply, error)) func(any) (reply, error) {
-	return func(v any) (reply, error) {
-		a, ok := v.([]any)
-		if !ok || len(a) < 4 {
-			return dec(v)
-		}
-		if code, _ := a[0].(int64); code != 0 {
-			return dec(v)
-		}
-		ahead, ok1 := a[len(a)-2].(int64)
-		arrival, ok2 := a[len(a)-1].(int64)
-		if !ok1 || !ok2 {
-			return reply{}, redisreply.Unexpected("script reply", v)
-		}
-		r, err := dec(a[:len(a)-2])
-		r.queue, r.arrival = ahead, arrival
-		return r, err
-	}
+	keys := append(queueKeys(key), lockwire.AuxKey(lockwire.KindWriters, key), key)
+	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, keys, token, lockwire.Channel(key), lockwire.AuxKey(lockwire.KindWake, key)).Err(), keys...)
 }

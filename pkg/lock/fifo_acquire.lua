@@ -49,8 +49,7 @@ redis.call('ZADD', hb, hbExp, token)
 local ahead = redis.call('ZRANK', q, token)
 if t == 'none' and ahead == 0 and not sem then
   local fence = next_fence(KEYS[2])
-  local v = ARGV[3] .. ',"fence":' .. fence .. ARGV[4] ..
-    ',"acquired_ms":' .. string.format('%d', ms) .. '}'
+  local v = newValue(ARGV[3], fence, ARGV[4], ms)
   redis.call('SET', key, v, 'NX', 'PX', ARGV[2])
   leave()
   return {1, fence, ms}

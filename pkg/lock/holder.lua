@@ -1,4 +1,4 @@
--- Prelude shared by the lock scripts (prepended in Go). A refused call
+-- Prelude shared by the lock scripts (prepended in Go, after value.lua). A refused call
 -- describes the current holder in the same reply, so building the caller's
 -- error costs no second round trip. Reply: {code, type, value or hash
 -- fields, pttl}. Large hashes are never Redisson locks (those hold one field
@@ -13,46 +13,11 @@ local function held(code, key, t, v)
   return {code, t}
 end
 
--- tokenPrefix is valuePrefix in value.go: what every lockctl value holding
--- token starts with.
-local function tokenPrefix(token)
-  return '{"token":"' .. token .. '"'
-end
-
--- owns mirrors ownsValue in value.go: a lockctl value whose prefix carries the
--- token, or a foreign plain string lock whose whole value is the token.
-local function owns(v, token, prefix)
-  return v == token or string.sub(v, 1, #prefix) == prefix
-end
-
--- holds is the hold count of a lockctl value: how many times its token
--- re-entered the lease, plus one. Absent means 1. A '"' inside owner or note
--- is always escaped, so the member name cannot match inside them.
-local function holds(v)
-  local n = string.match(v, ',"holds":(%d+)')
-  if n then
-    return tonumber(n)
-  end
-  return 1
-end
-
--- withHolds returns v with hold count n (the member dropped at 1).
-local function withHolds(v, n)
-  local m = ''
-  if n > 1 then
-    m = ',"holds":' .. string.format('%d', n)
-  end
-  if string.find(v, ',"holds":%d+') then
-    return (string.gsub(v, ',"holds":%d+', m, 1))
-  end
-  return string.sub(v, 1, -2) .. m .. '}'
-end
-
 -- slotKind is what holds the slots of a semaphore zset, from one holder's
 -- value: 'shared' for holders in shared mode (shared.go), whose values carry
 -- "mode":"shared", else 'semaphore'. The two never mix in one zset.
 local function slotKind(v)
-  if string.find(v, ',"mode":"shared"', 1, true) then
+  if isShared(v) then
     return 'shared'
   end
   return 'semaphore'
@@ -76,11 +41,4 @@ local function semHeld(z, vals)
   local n = redis.call('ZCOUNT', z, live, '+inf')
   local v = redis.call('HGET', vals, first[1]) or first[1]
   return {0, slotKind(v), v, tonumber(first[2]) - ms, n}
-end
-
--- leaseTTL is the TTL in ms a lease was taken with, from its value's
--- "ttl_ms" member, for renewals that ask for "the lease's own TTL" (ttl 0);
--- nil when the value does not record one (a foreign lock).
-local function leaseTTL(v)
-  return string.match(v or '', ',"ttl_ms":(%d+)')
 end

@@ -229,11 +229,7 @@ func TestRedlockLateGrantIsReconfirmed(t *testing.T) {
 	// the drift allowance, which was all Redlock used to check).
 	var clients []redis.UniversalClient
 	for range 3 {
-		s, err := redistest.Start(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Stop)
+		s := redistest.StartTest(t, nil)
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 			Protocol: 2, DisableIdentity: true, DialerRetries: 1})
 		t.Cleanup(func() { c.Close() })

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -258,42 +257,18 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	return lease, err
 }
 
-// valueRest is the stored value's members after the fence (see value.go),
-// built in one allocation: it is on every Acquire.
+// valueRest is the stored value's members after the fence
+// (lockwire.Members).
 func valueRest(o *AcquireOptions, ttl time.Duration) string {
 	owner := defaultOwnerJSON()
 	if o.Owner != "" {
-		owner = encodeJSONString(o.Owner)
+		owner = lockwire.EncodeJSONString(o.Owner)
 	}
-	var b strings.Builder
-	b.Grow(len(owner) + len(o.Note) + len(o.CI) + 64)
-	b.WriteString(`,"owner":`)
-	b.WriteString(owner)
-	if o.Note != "" {
-		b.WriteString(`,"note":`)
-		b.WriteString(encodeJSONString(o.Note))
-	}
-	if o.CI != "" {
-		b.WriteString(`,"ci":`)
-		b.WriteString(encodeJSONString(o.CI))
-	}
-	var n [20]byte
-	if o.Limit > 0 {
-		b.WriteString(`,"limit":`)
-		b.Write(strconv.AppendInt(n[:0], int64(o.Limit), 10))
-	}
-	if o.Shared {
-		b.WriteString(`,"mode":"shared"`)
-	}
-	// The lease's own TTL, for renewals that do not name one (Renew with
-	// ttl 0) and for re-entry.
-	b.WriteString(`,"ttl_ms":`)
-	b.Write(strconv.AppendInt(n[:0], ttl.Milliseconds(), 10))
-	return b.String()
+	return lockwire.Members(owner, o.Note, o.CI, int64(o.Limit), o.Shared, ttl)
 }
 
 func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
-	if o.Wait != 0 && !a.fifo && !a.shared && a.l.b.queued(Channel(a.key)) > 0 {
+	if o.Wait != 0 && !a.fifo && !a.shared && a.l.b.queued(lockwire.Channel(a.key)) > 0 {
 		// Others in this process already wait for this lock: queue behind
 		// them instead of barging in, so local waiters are served in
 		// arrival order. The release that frees the lock wakes the first.
@@ -448,12 +423,12 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", a.key, err)
 	}
 	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Shared: a.shared, Sent: sent, Holds: 1}
-	now := time.UnixMilli(r.nowMS).UTC()
-	switch r.code {
-	case 1:
-		lease.Owner, lease.Note, lease.Fence, lease.AcquiredAt = a.owner, a.note, r.fence, now
-	case 2:
-		v := ParseValue(a.key, r.value, a.args.ttl)
+	now := time.UnixMilli(r.NowMS).UTC()
+	switch r.Code {
+	case lockwire.AcquireAcquired:
+		lease.Owner, lease.Note, lease.Fence, lease.AcquiredAt = a.owner, a.note, r.Fence, now
+	case lockwire.AcquireAgain:
+		v := parseValue(a.key, r.Value, a.args.ttl)
 		lease.Owner, lease.Note, lease.Fence, lease.AcquiredAt = v.Owner, v.Note, v.Fence, v.AcquiredAt
 		if lease.AcquiredAt.IsZero() {
 			lease.AcquiredAt = now
@@ -462,7 +437,7 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 		if a.args.intent > 0 {
 			a.listed = true
 		}
-		h, err := r.holder(a.key)
+		h, err := holderOf(r, a.key)
 		return nil, h, err
 	}
 	lease.ExpiresAt = now.Add(a.args.ttl)
@@ -477,8 +452,8 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 }
 
 func (l *Locker) replicated(key string, r reply) error {
-	if l.replicas > 0 && r.acked < l.replicas {
-		return &ReplicationError{Key: key, Want: l.replicas, Acked: max(r.acked, 0)}
+	if l.replicas > 0 && r.Acked < l.replicas {
+		return &ReplicationError{Key: key, Want: l.replicas, Acked: max(r.Acked, 0)}
 	}
 	return nil
 }
@@ -513,10 +488,10 @@ func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Durat
 	if err != nil {
 		return 0, fmt.Errorf("lock: renew %s: %w", key, err)
 	}
-	switch r.code {
-	case 0:
+	switch r.Code {
+	case lockwire.RenewNotHeld:
 		return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
-	case 3:
+	case lockwire.RenewSemaphore:
 		// No lock at key, but a semaphore of the same name: the token
 		// may hold one of its slots.
 		ttl, err := l.renewSem(ctx, key, token, ttl)
@@ -524,13 +499,13 @@ func (l *Locker) RenewKey(ctx context.Context, key, token string, ttl time.Durat
 			return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 		}
 		return ttl, err
-	case 1:
+	case lockwire.RenewRenewed:
 		ttl = renewed(ttl, r)
 		if err := l.late("renew", key, sent, ttl); err != nil {
 			return 0, err
 		}
 		return ttl, l.replicated(key, r)
-	case 4:
+	case lockwire.RenewNoTTL:
 		return 0, noLeaseTTL(key)
 	}
 	return 0, refused(key, r)
@@ -550,8 +525,8 @@ func renewTTL(ttl time.Duration) (time.Duration, error) {
 // renewed is the TTL a renewal set: the script's answer, which is the
 // lease's own TTL when ttl was 0.
 func renewed(ttl time.Duration, r reply) time.Duration {
-	if r.num > 0 {
-		return time.Duration(r.num) * time.Millisecond
+	if r.Num > 0 {
+		return time.Duration(r.Num) * time.Millisecond
 	}
 	return ttl
 }
@@ -599,22 +574,22 @@ func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error)
 	if err != nil {
 		return 0, fmt.Errorf("lock: release %s: %w", key, err)
 	}
-	switch r.code {
-	case 0:
+	switch r.Code {
+	case lockwire.ReleaseNotHeld:
 		return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
-	case 3:
+	case lockwire.ReleaseSemaphore:
 		// No lock at key, but a semaphore of the same name.
 		n, err := l.releaseSem(ctx, key, token)
 		if !errors.Is(err, ErrNotHeld) {
 			return n, err
 		}
 		return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
-	case 1:
+	case lockwire.ReleaseReleased:
 		return 0, nil
-	case 5:
+	case lockwire.ReleaseNotWoken:
 		return 0, notWoken(key, r)
-	case 4:
-		return int(r.num), nil
+	case lockwire.ReleaseHoldsLeft:
+		return int(r.Num), nil
 	}
 	return 0, refused(key, r)
 }
@@ -622,11 +597,11 @@ func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error)
 // notWoken is a release script's {5, error}: released, but the server
 // refused to publish the wake-up.
 func notWoken(key string, r reply) error {
-	return &WakeError{Key: key, Channel: Channel(key), Reason: r.typ}
+	return &WakeError{Key: key, Channel: lockwire.Channel(key), Reason: r.Type}
 }
 
 func refused(key string, r reply) error {
-	h, err := r.holder(key)
+	h, err := holderOf(r, key)
 	if err != nil {
 		return err
 	}
@@ -651,28 +626,21 @@ func (l *Locker) GetKey(ctx context.Context, key string) (*Holder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock: get %s: %w", key, err)
 	}
-	if r.code == 0 {
+	if r.Code == lockwire.InspectFree {
 		return nil, fmt.Errorf("%w: %s", ErrNotHeld, key)
 	}
-	h, err := r.holder(key)
+	h, err := holderOf(r, key)
 	if err != nil {
 		return nil, err
 	}
 	return &h, nil
 }
 
-// Channel is the pub/sub channel a release of key publishes on.
-func Channel(key string) string { return AuxKey(KindChannel, key) }
-
-// waiterChannel is the channel of one listed waiter (token) of key, on
-// which a release that names it wakes it (wake.lua).
-func waiterChannel(key, token string) string { return AuxKey(KindWake, key) + ":" + token }
-
 // Wake tells everyone waiting for key to try again now, as a release does.
 // Code that frees a lock key by other means (a semaphore slot, a forced
 // delete) calls it so waiters need not wait for their polling timer.
 func (l *Locker) Wake(ctx context.Context, key string) error {
-	if err := l.b.publish(ctx, Channel(key)); err != nil {
+	if err := l.b.publish(ctx, lockwire.Channel(key)); err != nil {
 		return fmt.Errorf("lock: wake %s: %w", key, err)
 	}
 	return nil

@@ -47,7 +47,7 @@ func TestAcquireGetRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Kind != "lockctl" || h.Token != lease.Token || h.Fence != lease.Fence || h.Owner != lease.Owner || h.Note != lease.Note ||
+	if h.Kind() != "lockctl" || h.Token != lease.Token || h.Fence != lease.Fence || h.Owner != lease.Owner || h.Note != lease.Note ||
 		!h.AcquiredAt.Equal(lease.AcquiredAt) || h.TTL <= 9*time.Second || h.TTL > 10*time.Second {
 		t.Errorf("holder %+v", h)
 	}
@@ -300,7 +300,7 @@ func TestForeignStringLock(t *testing.T) {
 	if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("acquire over a foreign lock: %v", err)
 	}
-	if h := held.Holder; h.Kind != "string" || h.Owner != "5f0c6a3e-other-client" || h.Fence != 0 || h.TTL <= 0 {
+	if h := held.Holder; h.Kind() != "string" || h.Owner != "5f0c6a3e-other-client" || h.Fence != 0 || h.TTL <= 0 {
 		t.Errorf("holder %+v", h)
 	}
 	// The foreign value is that client's token: renew and release accept it.
@@ -365,7 +365,7 @@ func TestRedissonHashLock(t *testing.T) {
 		if !errors.Is(err, kind) || !errors.As(err, &held) {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if h := held.Holder; h.Kind != "redisson" || h.Owner != holder || h.Reentry != 1 || h.TTL <= 0 || h.TTL > 30*time.Second {
+		if h := held.Holder; h.Kind() != "redisson" || h.Owner != holder || h.Reentry != 1 || h.TTL <= 0 || h.TTL > 30*time.Second {
 			t.Errorf("%s: holder %+v", what, h)
 		}
 	}
@@ -375,7 +375,7 @@ func TestRedissonHashLock(t *testing.T) {
 	check("renew", err, lock.ErrNotOwner)
 	check("release", l.Release(ctx, name, "t"), lock.ErrNotOwner)
 	h, err := l.Get(ctx, name)
-	if err != nil || h.Kind != "redisson" || h.Owner != holder {
+	if err != nil || h.Kind() != "redisson" || h.Owner != holder {
 		t.Errorf("get: %+v %v", h, err)
 	}
 	if redisDo(t, c, "EXISTS", key).(int64) != 1 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,14 +16,11 @@ import (
 
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+func TestMain(m *testing.M) { redistest.Main(m, &srv) }
 
-func newClient(t testing.TB) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// newClient returns a client on the package's server, closed when the test
+// ends.
+func newClient(t testing.TB) *redis.Client { return redistest.ClientFor(t, srv.URL) }
 
 // uniqueName is a lock name no other test (or earlier run with -count) uses.
 func uniqueName(t testing.TB) string {

@@ -19,7 +19,7 @@ func TestPlainLockAndSemaphoreExcludeEachOther(t *testing.T) {
 	for _, o := range []*lock.AcquireOptions{{}, {FIFO: true}} {
 		_, err = l.Acquire(ctx, name, 10*time.Second, o)
 		var held *lock.HeldError
-		if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotObtained) || held.Holder.Kind != "semaphore" || held.Holder.Holders != 1 {
+		if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotObtained) || held.Holder.Kind() != "semaphore" || held.Holder.Holders != 1 {
 			t.Fatalf("plain acquire (fifo %v) beside a semaphore slot: %v, want held by the semaphore", o.FIFO, err)
 		}
 	}
@@ -31,7 +31,7 @@ func TestPlainLockAndSemaphoreExcludeEachOther(t *testing.T) {
 			// the other direction: a semaphore acquire sees the plain lock
 			_, err = l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Limit: 5})
 			var held *lock.HeldError
-			if !errors.As(err, &held) || held.Holder.Kind != "lockctl" || held.Holder.Token != lease.Token {
+			if !errors.As(err, &held) || held.Holder.Kind() != "lockctl" || held.Holder.Token != lease.Token {
 				err = errors.New("semaphore acquire beside a plain lock: " + errString(err))
 			} else {
 				err = l.ReleaseLease(ctx, lease)

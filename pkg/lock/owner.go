@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"strconv"
 	"sync"
+
+	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
 // DefaultOwner is user@host:pid, enough for a person reading a listing to
@@ -43,7 +45,7 @@ var userHost = sync.OnceValue(func() string {
 
 // defaultOwnerJSON is DefaultOwner as a JSON string, encoded once: every
 // Acquire without an Owner stores it.
-var defaultOwnerJSON = sync.OnceValue(func() string { return encodeJSONString(DefaultOwner()) })
+var defaultOwnerJSON = sync.OnceValue(func() string { return lockwire.EncodeJSONString(DefaultOwner()) })
 
 // NewToken returns 128 random bits as 32 hex digits: unguessable, so no
 // other client can release or renew a lock it does not hold by accident.

@@ -2,10 +2,7 @@ package lock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,39 +15,24 @@ import (
 var plantTargets = []string{"lock", lock.KindFence, lock.KindSem, lock.KindSemVal, lock.KindQueue,
 	lock.KindQueueHB, lock.KindChecked}
 
-var plantSeq atomic.Int64
-
 // typedLockErr reports whether err is one a caller can branch on: a
 // sentinel of pkg/lock or a reply error of the server.
 func typedLockErr(err error) bool {
-	for _, s := range []error{lock.ErrNotObtained, lock.ErrNotHeld, lock.ErrNotOwner, lock.ErrWrongType,
-		lock.ErrStaleFence, lock.ErrInvalid} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return plant.ReplyError(err)
+	return plant.Typed(err, lock.ErrNotObtained, lock.ErrNotHeld, lock.ErrNotOwner, lock.ErrWrongType,
+		lock.ErrStaleFence, lock.ErrInvalid)
 }
 
 func addPlantSeeds(f *testing.F) {
-	val := `{"token":"0123456789abcdef0123456789abcdef","fence":7,"owner":"ci@h:1","acquired_ms":1767225600000}`
-	for target := range plantTargets {
-		for _, s := range []struct {
-			typ     byte
-			payload string
-			huge    bool
-		}{
-			{0, "foreign-uuid", false}, {0, val, false}, {0, val[:30], false}, {0, "x", true}, {0, "", false},
-			{0, "abc", false}, {0, "99999999999999999999", false}, {0, "-3", false}, {0, "7", false},
-			{0, `{"token":"a\"b","fence":1}`, false}, {0, "\xff\x00\x1b[2J", false},
-			{1, "u:1=1", false}, {1, "u:1=x,v:2=0", false}, {1, "0123456789abcdef0123456789abcdef=" + val, false},
-			{1, "tok=garbage", false}, {2, "9999999999999=tok", false}, {2, "1=a,2=b,3=c", false},
-			{2, "-inf=a,inf=b", false}, {2, "1e300=x", false}, {3, "a,b", false}, {4, "a", false},
-			{5, "f=v", false}, {6, "", false},
-		} {
-			f.Add(byte(target), s.typ, s.payload, s.huge)
-		}
-	}
+	val := plant.LockValue
+	plant.AddSeeds(f, len(plantTargets), []plant.Seed{
+		{0, "foreign-uuid", false}, {0, val, false}, {0, val[:30], false}, {0, "x", true}, {0, "", false},
+		{0, "abc", false}, {0, "99999999999999999999", false}, {0, "-3", false}, {0, "7", false},
+		{0, `{"token":"a\"b","fence":1}`, false}, {0, "\xff\x00\x1b[2J", false},
+		{1, "u:1=1", false}, {1, "u:1=x,v:2=0", false}, {1, "0123456789abcdef0123456789abcdef=" + val, false},
+		{1, "tok=garbage", false}, {2, "9999999999999=tok", false}, {2, "1=a,2=b,3=c", false},
+		{2, "-inf=a,inf=b", false}, {2, "1e300=x", false}, {3, "a,b", false}, {4, "a", false},
+		{5, "f=v", false}, {6, "", false},
+	})
 }
 
 // FuzzPlantedLock plants foreign, corrupted, huge and wrong-type values at
@@ -64,7 +46,7 @@ func FuzzPlantedLock(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		l := lock.New(c, &lock.Options{Prefix: "lock:fuzz:"})
-		name := fmt.Sprintf("%d.%d", os.Getpid(), plantSeq.Add(1))
+		name := plant.Unique()
 		key := l.Key(name)
 		where := plantTargets[int(target)%len(plantTargets)]
 		at := key
@@ -75,9 +57,7 @@ func FuzzPlantedLock(f *testing.F) {
 		default:
 			at = lock.AuxKey(where, key)
 		}
-		if err := plant.Value(ctx, c, at, typ, payload, plant.Size(huge)); err != nil {
-			t.Fatalf("plant at %s: %v", at, err)
-		}
+		plant.At(ctx, t, c, at, typ, payload, plant.Size(huge))
 		defer func() {
 			keys := []string{key, lock.AuxKey(lock.KindChecked, name)}
 			for _, k := range plantTargets[1:] {
@@ -85,13 +65,7 @@ func FuzzPlantedLock(f *testing.F) {
 			}
 			c.Del(context.Background(), keys...)
 		}()
-		check := func(op string, err error) {
-			t.Helper()
-			if err != nil && !typedLockErr(err) {
-				t.Fatalf("%s with %s %q planted at %s: untyped error %T: %s", op,
-					plant.Types[int(typ)%len(plant.Types)], plant.Abbrev(payload), at, err, plant.Abbrev(err.Error()))
-			}
-		}
+		check := plant.Checker(t, plant.Describe(typ, payload, at), typedLockErr)
 		for _, o := range []*lock.AcquireOptions{{}, {Limit: 2}, {FIFO: true}} {
 			lease, err := l.Acquire(ctx, name, 5*time.Second, o)
 			check(fmt.Sprintf("Acquire(%+v)", *o), err)

@@ -220,11 +220,7 @@ func TestEventsReachTheRecordersStream(t *testing.T) {
 // 200ms instead of waiting the pause out.
 func pausedServer(t *testing.T) (*redistest.Server, *redis.Client) {
 	t.Helper()
-	s, err := redistest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := redistest.StartTest(t, nil)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return s, c

@@ -16,7 +16,7 @@ func TestParseRedissonRW(t *testing.T) {
 	// Field order: the read hold "…:1" sorts before "…:1:write".
 	if r, w := hs[0], hs[1]; r.RWMode != lock.RedissonRead || r.Reentry != 1 || r.Owner != rwThread || r.Token != rwThread ||
 		w.RWMode != lock.RedissonWrite || w.Reentry != 2 || w.Owner != rwThread || w.Token != rwThread+":write" ||
-		r.Holders != 2 || w.Kind != "redisson" || w.TTL != 5 {
+		r.Holders != 2 || w.Kind() != "redisson" || w.TTL != 5 {
 		t.Fatalf("holds %+v", hs)
 	}
 	for _, f := range []map[string]string{

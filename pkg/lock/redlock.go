@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -84,7 +85,7 @@ var (
 	//go:embed redlock_raise.lua
 	raiseLua string
 
-	raiseScript = lazyScript(func() string { return fenceLua + raiseLua })
+	raiseScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + raiseLua })
 )
 
 // ErrNoQuorum: too few Redlock nodes answered (*QuorumError).
@@ -282,7 +283,7 @@ func (r *redlock) acquire(ctx context.Context, key string, a acquireArgs) (reply
 	for _, x := range res {
 		switch {
 		case x.err != nil:
-		case x.v.code == 1 || x.v.code == 2:
+		case x.v.Code == lockwire.AcquireAcquired || x.v.Code == lockwire.AcquireAgain:
 			got = append(got, x)
 		default:
 			refusals = append(refusals, x.v)
@@ -318,9 +319,9 @@ func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []no
 	differ := false
 	for i, x := range got {
 		idx[i] = x.node
-		n := x.v.fence
-		if x.v.code == 2 {
-			n = ParseValue(key, x.v.value, 0).Fence
+		n := x.v.Fence
+		if x.v.Code == lockwire.AcquireAgain {
+			n = parseValue(key, x.v.Value, 0).Fence
 		}
 		differ = differ || (i > 0 && n != f)
 		f = max(f, n)
@@ -331,11 +332,15 @@ func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []no
 	if differ {
 		fs := strconv.FormatInt(f, 10)
 		res := each(ctx, r, idx, d, func(ctx context.Context, s *single) (int64, error) {
-			return raiseScript().Run(ctx, s.c, []string{AuxKey(KindFence, key), key}, fs, valuePrefix(a.token), a.token).Int64()
+			v, err := raiseScript().Run(ctx, s.c, []string{lockwire.AuxKey(lockwire.KindFence, key), key}, fs, lockwire.ValuePrefix(a.token), a.token).Result()
+			if err != nil {
+				return 0, err
+			}
+			return lockwire.DecodeRaise(v)
 		}, nil)
 		ok := 0
 		for _, x := range res {
-			if x.err == nil && x.v == 1 {
+			if x.err == nil && x.v == lockwire.RaiseDone {
 				ok++
 			}
 		}
@@ -346,39 +351,23 @@ func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []no
 		}
 	}
 	// The earliest server time: ExpiresAt then errs on the early side.
-	rep := reply{code: 1, fence: f, acked: -1}
+	rep := reply{Code: lockwire.AcquireAcquired, Fence: f, Acked: -1}
 	var first time.Time
 	for _, x := range got {
-		if rep.nowMS == 0 || x.v.nowMS < rep.nowMS {
-			rep.nowMS = x.v.nowMS
+		if rep.NowMS == 0 || x.v.NowMS < rep.NowMS {
+			rep.NowMS = x.v.NowMS
 		}
-		if x.v.code != 2 {
+		if x.v.Code != lockwire.AcquireAgain {
 			continue
 		}
 		// A retry with a token that already held the lock: its stored
 		// value tells owner, note and acquisition time, the earliest of
 		// which is the one the first attempt reported.
-		if at := ParseValue(key, x.v.value, 0).AcquiredAt; rep.code == 1 || at.Before(first) {
-			rep.code, rep.value, first = 2, setFence(x.v.value, f), at
+		if at := parseValue(key, x.v.Value, 0).AcquiredAt; rep.Code == lockwire.AcquireAcquired || at.Before(first) {
+			rep.Code, rep.Value, first = lockwire.AcquireAgain, lockwire.SetFence(x.v.Value, f), at
 		}
 	}
 	return rep, nil
-}
-
-// setFence rewrites the fence member of a lockctl value, as
-// redlock_raise.lua does on the server.
-func setFence(v string, f int64) string {
-	const m = `"fence":`
-	i := strings.Index(v, m)
-	if i < 0 {
-		return v
-	}
-	j := i + len(m)
-	k := j
-	for k < len(v) && v[k] >= '0' && v[k] <= '9' {
-		k++
-	}
-	return v[:j] + strconv.FormatInt(f, 10) + v[k:]
 }
 
 func (r *redlock) undo(ctx context.Context, key, token string, d time.Duration) {
@@ -392,11 +381,11 @@ func (r *redlock) undo(ctx context.Context, key, token string, d time.Duration) 
 // earliest moment a retry can succeed.
 func mostCommon(key string, replies []reply) reply {
 	id := func(r reply) string {
-		h, err := r.holder(key)
+		h, err := holderOf(r, key)
 		if err != nil {
-			return r.typ
+			return r.Type
 		}
-		return r.typ + "\x00" + h.Token
+		return r.Type + "\x00" + h.Token
 	}
 	count := map[string]int{}
 	best := -1
@@ -410,8 +399,8 @@ func mostCommon(key string, replies []reply) reply {
 	out := replies[best]
 	k := id(out)
 	for _, r := range replies {
-		if id(r) == k && r.pttl >= 0 && (out.pttl < 0 || r.pttl < out.pttl) {
-			out.pttl = r.pttl
+		if id(r) == k && r.PTTL >= 0 && (out.PTTL < 0 || r.PTTL < out.PTTL) {
+			out.PTTL = r.PTTL
 		}
 	}
 	return out
@@ -431,29 +420,29 @@ func (r *redlock) renew(ctx context.Context, key, token string, ttl time.Duratio
 	for _, x := range res {
 		switch {
 		case x.err != nil:
-		case x.v.code == 1:
+		case x.v.Code == lockwire.RenewRenewed:
 			renewed++
-			if set == 0 || (x.v.num > 0 && x.v.num < set) {
-				set = x.v.num
+			if set == 0 || (x.v.Num > 0 && x.v.Num < set) {
+				set = x.v.Num
 			}
-		case x.v.code == 4:
+		case x.v.Code == lockwire.RenewNoTTL:
 			noTTL++
-		case x.v.code == 2:
+		case x.v.Code == lockwire.RenewOther:
 			others = append(others, x.v)
 		}
 	}
 	switch {
 	case renewed >= r.quorum:
-		return reply{code: 1, num: set, acked: -1}, nil
+		return reply{Code: lockwire.RenewRenewed, Num: set, Acked: -1}, nil
 	case noTTL >= r.quorum:
-		return reply{code: 4, acked: -1}, nil
+		return reply{Code: lockwire.RenewNoTTL, Acked: -1}, nil
 	case answered(res) < r.quorum:
 		return reply{}, noQuorum(r, "renew", res)
 	case len(others) >= r.quorum:
 		return mostCommon(key, others), nil
 	}
 	// A semaphore of the same name (code 3) cannot exist under Redlock.
-	return reply{code: 0, acked: -1}, nil
+	return reply{Code: lockwire.RenewNotHeld, Acked: -1}, nil
 }
 
 func (r *redlock) release(ctx context.Context, key, token string) (reply, error) {
@@ -466,18 +455,18 @@ func (r *redlock) release(ctx context.Context, key, token string) (reply, error)
 	for _, x := range res {
 		switch {
 		case x.err != nil:
-		case x.v.code == 1:
+		case x.v.Code == lockwire.ReleaseReleased:
 			deleted++
 			woken = true
-		case x.v.code == 5:
+		case x.v.Code == lockwire.ReleaseNotWoken:
 			// Deleted, but that node refused the wake-up; a waiter
 			// subscribes on every node, so one that published suffices.
 			deleted++
 			refusal = x.v
-		case x.v.code == 4:
+		case x.v.Code == lockwire.ReleaseHoldsLeft:
 			// One hold of a re-entered lease given back.
-			left = max(left, x.v.num)
-		case x.v.code == 2:
+			left = max(left, x.v.Num)
+		case x.v.Code == lockwire.ReleaseOther:
 			others = append(others, x.v)
 		}
 	}
@@ -488,17 +477,17 @@ func (r *redlock) release(ctx context.Context, key, token string) (reply, error)
 		// over, even if a minority master still had it (and dropped it).
 		return mostCommon(key, others), nil
 	case left >= 0:
-		return reply{code: 4, num: left, acked: -1}, nil
+		return reply{Code: lockwire.ReleaseHoldsLeft, Num: left, Acked: -1}, nil
 	case deleted > 0 && !woken:
-		return reply{code: 5, typ: refusal.typ, acked: -1}, nil
+		return reply{Code: lockwire.ReleaseNotWoken, Type: refusal.Type, Acked: -1}, nil
 	case deleted > 0:
-		return reply{code: 1, acked: -1}, nil
+		return reply{Code: lockwire.ReleaseReleased, Acked: -1}, nil
 	case n < r.quorum:
 		return reply{}, noQuorum(r, "release", res)
 	case len(others) > n/2:
 		return mostCommon(key, others), nil
 	}
-	return reply{code: 0, acked: -1}, nil
+	return reply{Code: lockwire.ReleaseNotHeld, Acked: -1}, nil
 }
 
 // reenter adds a hold on every node; it counts when a quorum did. Otherwise
@@ -512,18 +501,18 @@ func (r *redlock) reenter(ctx context.Context, key, token string) (reply, error)
 	for _, x := range res {
 		switch {
 		case x.err != nil:
-		case x.v.code == 1:
+		case x.v.Code == lockwire.ReenterLock:
 			got = append(got, x.v)
 			idx = append(idx, x.node)
-		case x.v.code == 2:
+		case x.v.Code == lockwire.ReenterOther:
 			refusals = append(refusals, x.v)
 		}
 	}
 	if len(got) >= r.quorum {
 		out := got[0]
 		for _, g := range got[1:] {
-			out.pttl = min(out.pttl, g.pttl)
-			out.nowMS = min(out.nowMS, g.nowMS)
+			out.PTTL = min(out.PTTL, g.PTTL)
+			out.NowMS = min(out.NowMS, g.NowMS)
 		}
 		return out, nil
 	}
@@ -538,7 +527,7 @@ func (r *redlock) reenter(ctx context.Context, key, token string) (reply, error)
 	case len(refusals) >= r.quorum:
 		return mostCommon(key, refusals), nil
 	}
-	return reply{code: 0, acked: -1}, nil
+	return reply{Code: lockwire.ReenterNotHeld, Acked: -1}, nil
 }
 
 func (r *redlock) inspect(ctx context.Context, key string) (reply, error) {
@@ -550,7 +539,7 @@ func (r *redlock) inspect(ctx context.Context, key string) (reply, error) {
 	for _, x := range res {
 		switch {
 		case x.err != nil:
-		case x.v.code == 0:
+		case x.v.Code == lockwire.InspectFree:
 			free++
 		default:
 			held = append(held, x.v)
@@ -558,7 +547,7 @@ func (r *redlock) inspect(ctx context.Context, key string) (reply, error) {
 	}
 	switch {
 	case free >= r.quorum:
-		return reply{code: 0, acked: -1}, nil
+		return reply{Code: lockwire.InspectFree, Acked: -1}, nil
 	case answered(res) < r.quorum:
 		return reply{}, noQuorum(r, "get", res)
 	}
@@ -574,7 +563,7 @@ func (r *redlock) nextFence(ctx context.Context, key string) (reply, error) {
 	var idx []int
 	for _, x := range res {
 		if x.err == nil {
-			f = max(f, x.v.fence)
+			f = max(f, x.v.Fence)
 			idx = append(idx, x.node)
 		}
 	}
@@ -588,7 +577,7 @@ func (r *redlock) nextFence(ctx context.Context, key string) (reply, error) {
 	if answered(wb) < r.quorum {
 		return reply{}, noQuorum(r, "fence write-back", wb)
 	}
-	return reply{code: 1, fence: f, acked: -1}, nil
+	return reply{Code: lockwire.FenceIssued, Fence: f, Acked: -1}, nil
 }
 
 func (r *redlock) peek(ctx context.Context, key string) (int64, error) {
@@ -622,16 +611,16 @@ func (r *redlock) check(ctx context.Context, key string, n int64, token string, 
 		if x.err != nil {
 			continue
 		}
-		if x.v.code == 1 {
+		if x.v.Code == lockwire.CheckAccepted {
 			accepted++
 		} else {
-			highest = max(highest, x.v.fence)
+			highest = max(highest, x.v.Fence)
 		}
 	}
 	if accepted >= r.quorum {
-		return reply{code: 1, fence: n, acked: -1}, nil
+		return reply{Code: lockwire.CheckAccepted, Fence: n, Acked: -1}, nil
 	}
-	return reply{code: 0, fence: highest, acked: -1}, nil
+	return reply{Code: lockwire.CheckRefused, Fence: highest, Acked: -1}, nil
 }
 
 func (r *redlock) publish(ctx context.Context, channel string) error {

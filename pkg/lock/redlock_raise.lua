@@ -27,9 +27,7 @@ end
 if string.sub(v, 1, #ARGV[2]) ~= ARGV[2] then
   return 0
 end
--- The token is the value's first member and the fence its second, and a
--- token holds no '"', so the first match is the fence.
-local nv = string.gsub(v, '"fence":%d+', '"fence":' .. ARGV[1], 1)
+local nv = withFence(v, ARGV[1])
 if nv ~= v then
   redis.call('SET', KEYS[2], nv, 'KEEPTTL')
 end

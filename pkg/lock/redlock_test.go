@@ -23,11 +23,7 @@ func redlockNodes(t *testing.T, opts *lock.Options) (*lock.Locker, []*redistest.
 	var srvs []*redistest.Server
 	var clients []redis.UniversalClient
 	for range 3 {
-		s, err := redistest.Start(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Stop)
+		s := redistest.StartTest(t, nil)
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
 			Protocol: 2, DisableIdentity: true, DialerRetries: 1})
 		t.Cleanup(func() { c.Close() })
@@ -495,11 +491,7 @@ func TestRedlockRefuses(t *testing.T) {
 func BenchmarkRedlockAcquireRelease(b *testing.B) {
 	var clients []redis.UniversalClient
 	for range 3 {
-		s, err := redistest.Start(nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(s.Stop)
+		s := redistest.StartTest(b, nil)
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
 		b.Cleanup(func() { c.Close() })
 		clients = append(clients, c)

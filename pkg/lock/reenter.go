@@ -2,9 +2,10 @@ package lock
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
 // Re-entry: a nested holder (a script run under a lock that calls another
@@ -48,32 +49,31 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 	if err != nil {
 		return nil, fmt.Errorf("lock: re-enter %s: %w", key, err)
 	}
-	switch r.code {
-	case 0:
+	switch r.Code {
+	case lockwire.ReenterNotHeld:
 		return nil, fmt.Errorf("%w: %s (this token holds nothing there)", ErrNotHeld, key)
-	case 1, 3:
+	case lockwire.ReenterLock, lockwire.ReenterSlot:
 	default:
 		return nil, refused(key, r)
 	}
-	var v storedValue
-	if err := json.Unmarshal([]byte(r.value), &v); err != nil {
+	v, err := lockwire.ParseValueStrict(r.Value)
+	if err != nil {
 		return nil, fmt.Errorf("lock: re-enter %s: stored value: %w", key, err)
 	}
-	h := ParseValue(key, r.value, r.pttl)
-	now := time.UnixMilli(r.nowMS).UTC()
-	lease := &Lease{Name: name, Key: key, Token: token, Owner: h.Owner, Note: h.Note, Fence: h.Fence,
-		TTL: time.Duration(v.TTLMS) * time.Millisecond, AcquiredAt: h.AcquiredAt, ExpiresAt: now.Add(r.pttl),
-		Holds: int(max(v.Holds, 1)), Waited: l.clock.Now().Sub(start)}
-	if r.code == 3 {
-		lease.Limit, lease.Shared = int(v.Limit), v.Mode == modeShared
+	now := time.UnixMilli(r.NowMS).UTC()
+	lease := &Lease{Name: name, Key: key, Token: token, Owner: v.Owner, Note: v.Note, Fence: v.Fence,
+		TTL: v.LeaseTTL, AcquiredAt: v.AcquiredAt, ExpiresAt: now.Add(r.PTTL),
+		Holds: int(v.Holds), Waited: l.clock.Now().Sub(start)}
+	if r.Code == lockwire.ReenterSlot {
+		lease.Limit, lease.Shared = int(v.Limit), v.Shared
 	}
 	if lease.TTL <= 0 {
 		// A value written before leases recorded their TTL.
-		lease.TTL = r.pttl
+		lease.TTL = r.PTTL
 	}
 	// The lease lasts at least until start+pttl: Sent is set so that
 	// Sent+TTL is that moment, as a watchdog's Since expects.
-	lease.Sent = start.Add(r.pttl - lease.TTL)
+	lease.Sent = start.Add(r.PTTL - lease.TTL)
 	if now := l.clock.Now(); !now.Before(lease.Deadline()) {
 		// The lease rule (LeaseDeadline), as for any grant: too late to
 		// count on. Give this hold back.

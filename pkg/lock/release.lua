@@ -1,4 +1,4 @@
--- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem); KEYS[3],
+-- KEYS[1] lock key; KEYS[2] its semaphore (lockwire.AuxKey KindSem); KEYS[3],
 -- KEYS[4] the FIFO queue and its heartbeats; KEYS[5] the exclusive
 -- acquirers waiting (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel
 -- waiters subscribe to; ARGV[3] the base of the waiters' own channels

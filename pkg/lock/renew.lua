@@ -1,4 +1,4 @@
--- KEYS[1] lock key; KEYS[2] its semaphore (lock.AuxKey KindSem). ARGV[1]
+-- KEYS[1] lock key; KEYS[2] its semaphore (lockwire.AuxKey KindSem). ARGV[1]
 -- token; ARGV[2] ttl in ms, 0 for the TTL the lease was taken with.
 -- Replies: {0} no lock and no semaphore; {3} no lock, but a
 -- semaphore (never re-created); {1, ttl in ms} renewed; {4} ttl 0, but the

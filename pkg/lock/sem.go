@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,7 +18,7 @@ import (
 // outside the lock pattern):
 //
 //	AuxKey(KindSem, key)    ZSET  token -> expiry (server ms)
-//	AuxKey(KindSemVal, key) HASH  token -> lockctl JSON value (as ParseValue
+//	AuxKey(KindSemVal, key) HASH  token -> lockctl JSON value (as lockwire.ParseValue
 //	                              reads it, with a "limit" member)
 //
 // Every script on them first drops members whose expiry has passed, so a
@@ -44,66 +45,40 @@ var (
 	//go:embed sem_release.lua
 	semReleaseLua string
 
-	semAcquireScript = lazyScript(func() string { return fenceLua + holderLua + auxLua + semAcquireLua })
-	semRenewScript   = lazyScript(func() string { return holderLua + auxLua + semRenewLua })
-	semReleaseScript = lazyScript(func() string { return holderLua + auxLua + wakeLua + semReleaseLua })
+	semAcquireScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + semAcquireLua })
+	semRenewScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + auxLua + semRenewLua })
+	semReleaseScript = lazyScript(func() string { return lockwire.ValueLua + holderLua + auxLua + wakeLua + semReleaseLua })
 )
 
 func semKeys(key string) []string {
-	return []string{AuxKey(KindSem, key), AuxKey(KindSemVal, key)}
+	return []string{lockwire.AuxKey(lockwire.KindSem, key), lockwire.AuxKey(lockwire.KindSemVal, key)}
 }
 
 func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquireArgs) (reply, error) {
-	r, err := s.writeRaw(ctx, semAcquireScript(), append(semKeys(key), AuxKey(KindFence, key), key), 0, decodeSemAcquire,
-		a.token, ms(a.ttl), strconv.Itoa(limit), valuePrefix(a.token), a.rest)
-	if err == nil && r.code == 4 {
-		return reply{}, &LimitError{Key: key, Limit: int(r.num), Want: limit}
+	r, err := s.writeRaw(ctx, semAcquireScript(), append(semKeys(key), lockwire.AuxKey(lockwire.KindFence, key), key), 0, lockwire.DecodeSemAcquire,
+		a.token, ms(a.ttl), strconv.Itoa(limit), lockwire.ValuePrefix(a.token), a.rest)
+	if err == nil && r.Code == lockwire.SemAcquireLimit {
+		return reply{}, &LimitError{Key: key, Limit: int(r.Num), Want: limit}
 	}
 	return r, err
 }
 
 func (s *single) semRenew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.write(ctx, semRenewScript(), semKeys(key), ttl, token, ms(ttl))
+	return s.writeRaw(ctx, semRenewScript(), semKeys(key), ttl, lockwire.DecodeSemRenew, token, ms(ttl))
 }
 
 func (s *single) semRelease(ctx context.Context, key, token string) (reply, error) {
-	keys := withAux(key, KindSem, KindSemVal, KindQueue, KindQueueHB, KindWriters, KindChannel, KindWake)
+	keys := lockwire.WithAux(key, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWriters, lockwire.KindChannel, lockwire.KindWake)
 	keys, channel, base := keys[1:6], keys[6], keys[7]
 	v, err := semReleaseScript().Run(ctx, s.c, keys, token, channel, base).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys[:2]...)
 	}
-	return decode(v)
-}
-
-func decodeSemAcquire(v any) (reply, error) {
-	if r, ok := decodeSem(v); ok {
-		return r, nil
-	}
-	return decode(v)
-}
-
-// decodeSem reads a semaphore refusal: {0, 'semaphore', value, pttl,
-// holders}, or the same with code 2 (inspect.lua: held), or with 'shared'
-// for shared holders.
-func decodeSem(v any) (reply, bool) {
-	a, ok := v.([]any)
-	if !ok || len(a) != 5 {
-		return reply{}, false
-	}
-	code, _ := a[0].(int64)
-	typ, _ := a[1].(string)
-	val, _ := a[2].(string)
-	pttl, ok1 := a[3].(int64)
-	n, ok2 := a[4].(int64)
-	if (code != 0 && code != 2) || (typ != "semaphore" && typ != "shared") || !ok1 || !ok2 {
-		return reply{}, false
-	}
-	return reply{code: code, typ: typ, value: val, pttl: pttlDuration(pttl), holders: n, acked: -1}, true
+	return lockwire.DecodeSemRelease(v)
 }
 
 func (s *single) slotValue(ctx context.Context, key, token string) (string, error) {
-	v, err := s.c.HGet(ctx, AuxKey(KindSemVal, key), token).Result()
+	v, err := s.c.HGet(ctx, lockwire.AuxKey(lockwire.KindSemVal, key), token).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
@@ -126,7 +101,7 @@ func (l *Locker) HeldSince(ctx context.Context, name, token string) (at time.Tim
 	if h.Token == token {
 		return h.AcquiredAt, !h.AcquiredAt.IsZero(), nil
 	}
-	if h.Kind != "semaphore" && h.Kind != "shared" {
+	if h.Reason != ReasonSemaphore && h.Reason != ReasonShared {
 		return time.Time{}, false, nil
 	}
 	// Get describes the slot that frees first; token's own is in the hash.
@@ -134,7 +109,7 @@ func (l *Locker) HeldSince(ctx context.Context, name, token string) (at time.Tim
 	if err != nil || v == "" {
 		return time.Time{}, false, err
 	}
-	at = ParseValue(h.Key, v, -1).AcquiredAt
+	at = parseValue(h.Key, v, -1).AcquiredAt
 	return at, !at.IsZero(), nil
 }
 
@@ -157,16 +132,16 @@ func (l *Locker) renewSem(ctx context.Context, key, token string, ttl time.Durat
 	sent := l.clock.Now()
 	r, err := l.b.semRenew(ctx, key, token, ttl)
 	if err != nil {
-		return 0, fmt.Errorf("lock: renew %s: %w", AuxKey(KindSem, key), err)
+		return 0, fmt.Errorf("lock: renew %s: %w", lockwire.AuxKey(lockwire.KindSem, key), err)
 	}
-	switch r.code {
-	case 1:
+	switch r.Code {
+	case lockwire.SemRenewRenewed:
 		ttl = renewed(ttl, r)
 		if err := l.late("renew", key, sent, ttl); err != nil {
 			return 0, err
 		}
 		return ttl, l.replicated(key, r)
-	case 4:
+	case lockwire.SemRenewNoTTL:
 		return 0, noLeaseTTL(key)
 	}
 	return 0, fmt.Errorf("%w: %s (semaphore slot)", ErrNotHeld, key)
@@ -176,15 +151,15 @@ func (l *Locker) renewSem(ctx context.Context, key, token string, ttl time.Durat
 func (l *Locker) releaseSem(ctx context.Context, key, token string) (int, error) {
 	r, err := l.b.semRelease(ctx, key, token)
 	if err != nil {
-		return 0, fmt.Errorf("lock: release %s: %w", AuxKey(KindSem, key), err)
+		return 0, fmt.Errorf("lock: release %s: %w", lockwire.AuxKey(lockwire.KindSem, key), err)
 	}
-	switch r.code {
-	case 1:
+	switch r.Code {
+	case lockwire.SemReleaseReleased:
 		return 0, nil
-	case 5:
+	case lockwire.SemReleaseNotWoken:
 		return 0, notWoken(key, r)
-	case 4:
-		return int(r.num), nil
+	case lockwire.SemReleaseHoldsLeft:
+		return int(r.Num), nil
 	}
 	return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 }

@@ -37,15 +37,14 @@ if n > 0 then
     -- Shared holders (shared.go) keep their slots here: not a semaphore.
     return {4, 0}
   end
-  local live = string.match(fv, ',"limit":(%d+)')
+  local live = valueLimit(fv)
   if live and live ~= ARGV[3] then
     return {4, tonumber(live)}
   end
 end
 if n < tonumber(ARGV[3]) then
   local fence = next_fence(KEYS[3])
-  local v = ARGV[4] .. ',"fence":' .. fence .. ARGV[5] ..
-    ',"acquired_ms":' .. string.format('%d', ms) .. '}'
+  local v = newValue(ARGV[4], fence, ARGV[5], ms)
   redis.call('ZADD', z, exp, ARGV[1])
   redis.call('HSET', vals, ARGV[1], v)
   expire(z, ms, {z, vals})

@@ -77,7 +77,7 @@ func TestSemaphoreSlotsExpireAndCarryTTLs(t *testing.T) {
 	}
 	_, err = l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Limit: 1})
 	var held *lock.HeldError
-	if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotObtained) || held.Holder.Kind != "semaphore" || held.Holder.Owner != "dies" || held.Holder.Holders != 1 {
+	if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotObtained) || held.Holder.Kind() != "semaphore" || held.Holder.Owner != "dies" || held.Holder.Holders != 1 {
 		t.Fatalf("full semaphore: %v (%+v)", err, held)
 	}
 	// The holder never releases: its slot frees by its TTL.

@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
 // Shared mode: AcquireOptions.Shared takes a lock as one of any number of
@@ -49,42 +51,16 @@ var (
 	//go:embed shared_acquire.lua
 	sharedAcquireLua string
 
-	sharedAcquireScript = lazyScript(func() string { return fenceLua + holderLua + auxLua + sharedAcquireLua })
+	sharedAcquireScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + sharedAcquireLua })
 )
 
-// modeShared marks a shared holder's stored value ("mode":"shared").
-const modeShared = "shared"
-
 func (s *single) sharedAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
-	keys := append(append(semKeys(key), AuxKey(KindFence, key), key, AuxKey(KindWriters, key)), queueKeys(key)...)
-	dec := decodeShared
-	if queueTTL > 0 {
-		dec = decodeSharedFIFO
-	}
+	keys := append(append(semKeys(key), lockwire.AuxKey(lockwire.KindFence, key), key, lockwire.AuxKey(lockwire.KindWriters, key)), queueKeys(key)...)
+	dec := func(v any) (reply, error) { return lockwire.DecodeSharedAcquire(v, queueTTL > 0) }
 	r, err := s.writeRaw(ctx, sharedAcquireScript(), keys, 0, dec,
-		a.token, ms(a.ttl), valuePrefix(a.token), a.rest, ms(queueTTL))
-	if err == nil && r.code == 4 {
-		return reply{}, &LimitError{Key: key, Limit: int(r.num), Want: 0}
+		a.token, ms(a.ttl), lockwire.ValuePrefix(a.token), a.rest, ms(queueTTL))
+	if err == nil && r.Code == lockwire.SharedAcquireLimit {
+		return reply{}, &LimitError{Key: key, Limit: int(r.Num), Want: 0}
 	}
 	return r, err
 }
-
-// decodeShared reads shared_acquire.lua's replies: a refusal for waiting
-// writers, {0, 'writers', shared holders, writers}, or what acquire.lua
-// and sem_acquire.lua answer.
-func decodeShared(v any) (reply, error) {
-	if a, ok := v.([]any); ok && len(a) == 4 {
-		code, _ := a[0].(int64)
-		typ, _ := a[1].(string)
-		holders, ok1 := a[2].(int64)
-		writers, ok2 := a[3].(int64)
-		if code == 0 && typ == "writers" && ok1 && ok2 {
-			return reply{code: 0, typ: typ, holders: holders, num: writers, acked: -1}, nil
-		}
-	}
-	return decodeSemAcquire(v)
-}
-
-// decodeSharedFIFO is decodeShared for a FIFO waiter, whose refusals carry
-// its rank and arrival in the queue.
-var decodeSharedFIFO = withQueue(decodeShared)

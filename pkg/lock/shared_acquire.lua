@@ -61,7 +61,7 @@ if n > 0 then
   local first = redis.call('ZRANGE', z, 0, 0)
   local fv = redis.call('HGET', vals, first[1]) or ''
   if slotKind(fv) ~= 'shared' then
-    return {4, tonumber(string.match(fv, ',"limit":(%d+)') or '1')}
+    return {4, tonumber(valueLimit(fv) or '1')}
   end
 end
 -- Writers never starve: while an exclusive acquirer waits, no new shared
@@ -90,8 +90,7 @@ local fence = redis.call('GET', KEYS[3])
 if not (fence and string.find(fence, '^[1-9]%d*$')) then
   fence = next_fence(KEYS[3])
 end
-local v = ARGV[3] .. ',"fence":' .. fence .. ARGV[4] ..
-  ',"acquired_ms":' .. string.format('%d', ms) .. '}'
+local v = newValue(ARGV[3], fence, ARGV[4], ms)
 redis.call('ZADD', z, exp, token)
 redis.call('HSET', vals, token, v)
 expire(z, ms, {z, vals})

@@ -88,7 +88,7 @@ func TestSharedHoldersOverlapAndAWaitingWriterGoesFirst(t *testing.T) {
 	// An exclusive acquire that does not wait is refused by the readers.
 	_, err := l.Acquire(ctx, name, time.Second, nil)
 	var held *lock.HeldError
-	if !errors.As(err, &held) || held.Holder.Kind != "shared" || held.Holder.Holders != 5 || !held.Holder.Shared {
+	if !errors.As(err, &held) || held.Holder.Kind() != "shared" || held.Holder.Holders != 5 || !held.Holder.Shared {
 		t.Fatalf("exclusive -n among 5 readers: %v (%+v)", err, held)
 	}
 	// It did not list itself: it does not wait.
@@ -101,7 +101,7 @@ func TestSharedHoldersOverlapAndAWaitingWriterGoesFirst(t *testing.T) {
 
 	// A sixth reader is refused while the writer waits...
 	_, err = l.Acquire(ctx, name, time.Second, shared(0))
-	if !errors.As(err, &held) || held.Holder.Kind != "writers" || held.Holder.Queue != 1 || held.Holder.Holders != 5 {
+	if !errors.As(err, &held) || held.Holder.Kind() != "writers" || held.Holder.Queue != 1 || held.Holder.Holders != 5 {
 		t.Fatalf("sixth reader while a writer waits: %v (%+v)", err, held)
 	}
 	// ... and waits behind it.
@@ -253,7 +253,7 @@ func TestSharedRenewReleaseAndReentry(t *testing.T) {
 	// Get describes shared holders.
 	s2, _ := l.Acquire(ctx, name, 2*time.Second, shared(0))
 	h, err := l.Get(ctx, name)
-	if err != nil || h.Kind != "shared" || !h.Shared || h.Holders != 1 {
+	if err != nil || h.Kind() != "shared" || !h.Shared || h.Holders != 1 {
 		t.Fatalf("Get: %+v, %v", h, err)
 	}
 	_ = l.ReleaseLease(ctx, s2)

@@ -30,10 +30,10 @@ func FuzzParseValue(f *testing.F) {
 		// The scripts' rule: {"token":" then a token without '"', then '"'.
 		rest, scripts := strings.CutPrefix(value, `{"token":"`)
 		scripts = scripts && strings.IndexByte(rest, '"') > 0
-		if scripts != (h.Kind == "lockctl") {
-			t.Fatalf("ParseValue(%q): kind %q, but the scripts read it as lockctl's: %v", value, h.Kind, scripts)
+		if scripts != (h.Kind() == "lockctl") {
+			t.Fatalf("ParseValue(%q): kind %q, but the scripts read it as lockctl's: %v", value, h.Kind(), scripts)
 		}
-		switch h.Kind {
+		switch h.Kind() {
 		case "lockctl":
 			// The token shown is the token the scripts compare: a holder
 			// released or renewed by it is the holder listed.
@@ -45,7 +45,7 @@ func FuzzParseValue(f *testing.F) {
 				t.Fatalf("ParseValue(%q) = %+v: a foreign value is its own token and owner", value, h)
 			}
 		default:
-			t.Fatalf("ParseValue(%q): kind %q", value, h.Kind)
+			t.Fatalf("ParseValue(%q): kind %q", value, h.Kind())
 		}
 	})
 }
@@ -74,7 +74,7 @@ func FuzzParseRedisson(f *testing.F) {
 		if _, in := fields[h.Token]; !in || err != nil || n < 1 || h.Reentry != n {
 			t.Fatalf("ParseRedisson(%q) = %+v: token is not a holding field with its count", fields, h)
 		}
-		if h.Kind != "redisson" || h.TTL != -1 {
+		if h.Kind() != "redisson" || h.TTL != -1 {
 			t.Fatalf("ParseRedisson(%q) = %+v", fields, h)
 		}
 		for f := range fields {

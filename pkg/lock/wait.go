@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -91,14 +92,14 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 		// On the Locker's clock, as the deadline is.
 		sctx, scancel = context.WithTimeout(ctx, deadline.Sub(a.l.clock.Now()))
 	}
-	sub, err := a.l.b.subscribe(sctx, Channel(a.key))
+	sub, err := a.l.b.subscribe(sctx, lockwire.Channel(a.key))
 	var own subscription
 	if err == nil && a.args.intent > 0 {
 		// An exclusive waiter is listed, and a release that names it
 		// publishes on a channel of its own (wake.lua), so that only its
 		// process wakes. Without it (refused, say), the common channel
 		// and the poll still wake it.
-		if o, oerr := a.l.b.subscribe(sctx, waiterChannel(a.key, a.args.token)); oerr == nil {
+		if o, oerr := a.l.b.subscribe(sctx, lockwire.WaiterChannel(a.key, a.args.token)); oerr == nil {
 			own = o
 			defer own.Close()
 			own.named(a.args.token)

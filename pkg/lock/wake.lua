@@ -3,7 +3,7 @@
 --
 -- wake publishes the message that gets the lock to the waiter who can take
 -- it, without waking the rest: 'next <token>' on that waiter's own channel
--- (base, ':', its token; lock.waiterChannel) wakes it alone, in
+-- (base, ':', its token; lockwire.WaiterChannel) wakes it alone, in
 -- whichever process it waits; 'released' on channel wakes every process's
 -- first waiter, as a release did before waiters were listed.
 --   q, hb: the FIFO queue (token -> arrival) and its heartbeats (token ->

@@ -71,11 +71,7 @@ func TestRedlockReleaseWakeUpRefused(t *testing.T) {
 	var srvs []*redistest.Server
 	var clients []redis.UniversalClient
 	for i := range 3 {
-		s, err := redistest.Start(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Stop)
+		s := redistest.StartTest(t, nil)
 		srvs = append(srvs, s)
 		if i == 0 {
 			// One node without channels.

@@ -45,6 +45,18 @@ func lostNow(t *testing.T, w *lock.Watchdog) error {
 
 const ttl = 3 * time.Second // every 1s, margin 750ms, first deadline at 2.25s
 
+// startWatchdog watches "deploy" held with token "tok" for ttl, renewing
+// through r; the watchdog stops when the test ends.
+func startWatchdog(t *testing.T, r lock.Renewer, opt *lock.WatchdogOptions) *lock.Watchdog {
+	t.Helper()
+	w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
 func TestWatchdogRenewsAndCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
@@ -53,11 +65,7 @@ func TestWatchdogRenewsAndCounts(t *testing.T) {
 			names = append(names, name+"/"+token+"/"+d.String())
 			return d, nil
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		w := startWatchdog(t, r, nil)
 		time.Sleep(10*time.Second + 500*time.Millisecond)
 		synctest.Wait()
 		if err := lostNow(t, w); err != nil {
@@ -83,11 +91,7 @@ func TestWatchdogRenewsAndCounts(t *testing.T) {
 
 func TestWatchdogLosesAtDeadlineWhenRenewalsHang(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w, err := lock.StartWatchdog(context.Background(), renewFunc(hang), "deploy", "tok", ttl, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		w := startWatchdog(t, renewFunc(hang), nil)
 		time.Sleep(2250*time.Millisecond - time.Nanosecond)
 		synctest.Wait()
 		if err := lostNow(t, w); err != nil {
@@ -95,7 +99,7 @@ func TestWatchdogLosesAtDeadlineWhenRenewalsHang(t *testing.T) {
 		}
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		err = lostNow(t, w)
+		err := lostNow(t, w)
 		var le *lock.LostError
 		if !errors.As(err, &le) || !le.Expired || !errors.Is(err, lock.ErrLost) {
 			t.Fatalf("want an expired *LostError at the deadline, got %v", err)
@@ -117,14 +121,10 @@ func TestWatchdogRetriesErrorsQuicklyThenLoses(t *testing.T) {
 			calls.Add(1)
 			return 0, boom
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		w := startWatchdog(t, r, nil)
 		time.Sleep(2250 * time.Millisecond)
 		synctest.Wait()
-		err = lostNow(t, w)
+		err := lostNow(t, w)
 		if !errors.Is(err, lock.ErrLost) || !errors.Is(err, boom) {
 			t.Fatalf("want a loss carrying the last error, got %v", err)
 		}
@@ -144,11 +144,7 @@ func TestWatchdogRecoversFromErrorsBeforeDeadline(t *testing.T) {
 			}
 			return d, nil
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		w := startWatchdog(t, r, nil)
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		if err := lostNow(t, w); err != nil {
@@ -171,14 +167,10 @@ func TestWatchdogNotOwnerIsLostAtOnce(t *testing.T) {
 				r := renewFunc(func(context.Context, string, string, time.Duration) (time.Duration, error) {
 					return 0, refusal
 				})
-				w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer w.Stop()
+				w := startWatchdog(t, r, nil)
 				time.Sleep(time.Second) // the first renewal
 				synctest.Wait()
-				err = lostNow(t, w)
+				err := lostNow(t, w)
 				var le *lock.LostError
 				if !errors.As(err, &le) || le.Expired || !errors.Is(err, refusal) {
 					t.Fatalf("want an immediate refused loss wrapping %v, got %v", refusal, err)
@@ -201,11 +193,7 @@ func TestWatchdogCountsFromSendTime(t *testing.T) {
 			}
 			return hang(ctx, "", "", 0)
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		w := startWatchdog(t, r, nil)
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		if got, want := w.Deadline(), start.Add(time.Second+ttl-750*time.Millisecond); !got.Equal(want) {
@@ -292,11 +280,7 @@ func TestWatchdogRenewalAnsweredAfterPauseIsNotProof(t *testing.T) {
 			<-answer
 			return d, nil
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		w := startWatchdog(t, r, &lock.WatchdogOptions{Clock: clk})
 		synctest.Wait()
 		clk.Advance(time.Second)
 		<-sent
@@ -306,7 +290,7 @@ func TestWatchdogRenewalAnsweredAfterPauseIsNotProof(t *testing.T) {
 		clk.mu.Unlock()
 		close(answer)
 		synctest.Wait()
-		err = lostNow(t, w)
+		err := lostNow(t, w)
 		var le *lock.LostError
 		if !errors.As(err, &le) || !le.Expired {
 			t.Fatalf("want an expired loss after the pause, got %v", err)
@@ -327,11 +311,7 @@ func TestWatchdogNoticesPauseBeforeRenewing(t *testing.T) {
 			calls.Add(1)
 			return d, nil
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		w := startWatchdog(t, r, &lock.WatchdogOptions{Clock: clk})
 		synctest.Wait()
 		clk.Advance(time.Second)
 		synctest.Wait()
@@ -483,11 +463,7 @@ func TestWatchdogRenewNow(t *testing.T) {
 			}
 			return d, nil
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		w := startWatchdog(t, r, &lock.WatchdogOptions{Clock: clk})
 		synctest.Wait()
 		w.RenewNow()
 		synctest.Wait()
@@ -526,11 +502,7 @@ func TestWatchdogRetriesAtOnceOnClosedConnection(t *testing.T) {
 			}
 			return d, nil
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
+		w := startWatchdog(t, r, &lock.WatchdogOptions{Clock: clk})
 		synctest.Wait()
 		clk.Advance(time.Second)
 		synctest.Wait()

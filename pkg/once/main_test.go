@@ -1,7 +1,6 @@
 package once_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
@@ -9,4 +8,4 @@ import (
 
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+func TestMain(m *testing.M) { redistest.Main(m, &srv) }

@@ -3,9 +3,6 @@ package once_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,16 +10,9 @@ import (
 	"github.com/lockctl/lockctl/pkg/once"
 )
 
-var plantSeq atomic.Int64
-
 func typedOnceErr(err error) bool {
-	for _, s := range []error{once.ErrInProgress, once.ErrDone, once.ErrFingerprint, once.ErrNotOwner,
-		once.ErrLost, once.ErrNotFound, once.ErrWrongType, once.ErrInvalid} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return plant.ReplyError(err)
+	return plant.Typed(err, once.ErrInProgress, once.ErrDone, once.ErrFingerprint, once.ErrNotOwner,
+		once.ErrLost, once.ErrNotFound, once.ErrWrongType, once.ErrInvalid)
 }
 
 // FuzzPlantedOnce plants foreign, corrupted, huge and wrong-type values at
@@ -31,11 +21,7 @@ func typedOnceErr(err error) bool {
 // every error is typed, and Get and Claim agree on whether the key holds a
 // once record.
 func FuzzPlantedOnce(f *testing.F) {
-	for _, s := range []struct {
-		typ     byte
-		payload string
-		huge    bool
-	}{
+	for _, s := range []plant.Seed{
 		{0, "foreign", false}, {0, "x", true}, {0, "", false},
 		{1, "state=running,owner=o,started_ms=1767225600000,attempts=1,token=t", false},
 		{1, "state=done,exit=3,owner=o,finished_ms=1767225600000,started_ms=1,duration_ms=5,attempts=2", false},
@@ -45,26 +31,19 @@ func FuzzPlantedOnce(f *testing.F) {
 		{1, "state=running", false}, {1, "state=weird", false}, {1, "u:1=1", false}, {1, "state=done,state=running", false},
 		{2, "1=a", false}, {3, "a,b", false}, {4, "a", false}, {5, "state=done", false}, {6, "", false},
 	} {
-		f.Add(s.typ, s.payload, s.huge, false)
-		f.Add(s.typ, s.payload, s.huge, true)
+		f.Add(s.Typ, s.Payload, s.Huge, false)
+		f.Add(s.Typ, s.Payload, s.Huge, true)
 	}
 	c := srv.Client(f)
 	f.Fuzz(func(t *testing.T, typ byte, payload string, huge, rerun bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		s := once.New(c, &once.Options{Prefix: fmt.Sprintf("once:fuzz:%d.%d:", os.Getpid(), plantSeq.Add(1)), TTL: 5 * time.Second})
+		s := once.New(c, &once.Options{Prefix: "once:fuzz:" + plant.Unique() + ":", TTL: 5 * time.Second})
 		key := s.Key("k")
-		if err := plant.Value(ctx, c, key, typ, payload, plant.Size(huge)); err != nil {
-			t.Fatalf("plant at %s: %v", key, err)
-		}
+		plant.At(ctx, t, c, key, typ, payload, plant.Size(huge))
 		defer c.Del(context.Background(), key)
 		what := plant.Describe(typ, payload, key)
-		check := func(op string, err error) {
-			t.Helper()
-			if err != nil && !typedOnceErr(err) {
-				t.Fatalf("%s with %s: untyped error %T: %s", op, what, err, plant.Abbrev(err.Error()))
-			}
-		}
+		check := plant.Checker(t, what, typedOnceErr)
 		rec, getErr := s.Get(ctx, "k")
 		check("Get", getErr)
 		if getErr == nil && rec.State != once.StateRunning && rec.State != once.StateDone {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/chaos"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
-	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,7 +53,7 @@ func clusterMigration(t *testing.T, scenario string, slow bool) {
 		step = ttl / 2
 	}
 	name := "mig"
-	slot := lock.Slot("lock:" + name)
+	slot := lockwire.Slot("lock:" + name)
 	per := 16384 / len(c.Nodes)
 	src := slot / per
 	if src >= len(c.Nodes) {
@@ -192,7 +192,7 @@ func TestClusterMasterFailover(t *testing.T) {
 	ttl := 2 * time.Second
 	e := chaos.NewEnv(t, "9.cluster-master-failover", lockctlBin)
 	name := "cf"
-	slot := lock.Slot("lock:" + name)
+	slot := lockwire.Slot("lock:" + name)
 	src := slot / (16384 / len(c.Nodes))
 	if src >= len(c.Nodes) {
 		src = len(c.Nodes) - 1

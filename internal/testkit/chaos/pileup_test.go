@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/chaos"
-	"github.com/lockctl/lockctl/pkg/lock"
 )
 
 // TestPileUp: many lockctl run processes on one lock at once (40 in the short
@@ -97,9 +97,9 @@ func TestPileUp(t *testing.T) {
 				ctx := context.Background()
 				key := "lock:" + name
 				t.Fatalf("no gated holder got in; in: %v; waiting: %v; lock %v; queue %v; heartbeats %v; writers %v", in, out,
-					c.Get(ctx, key).Val(), c.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueue, key), 0, -1).Val(),
-					c.ZRangeWithScores(ctx, lock.AuxKey(lock.KindQueueHB, key), 0, -1).Val(),
-					c.ZRangeWithScores(ctx, lock.AuxKey(lock.KindWriters, key), 0, -1).Val())
+					c.Get(ctx, key).Val(), c.ZRangeWithScores(ctx, lockwire.AuxKey(lockwire.KindQueue, key), 0, -1).Val(),
+					c.ZRangeWithScores(ctx, lockwire.AuxKey(lockwire.KindQueueHB, key), 0, -1).Val(),
+					c.ZRangeWithScores(ctx, lockwire.AuxKey(lockwire.KindWriters, key), 0, -1).Val())
 			}
 			killedHolder, pausedHolder := gated[0], gated[1]
 			if first == gated[1] {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/chaos"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -183,11 +184,11 @@ func sharedOrder(t *testing.T, srv *redistest.Server, fifo bool) {
 	}
 	// A waiter subscribes to the lock's channel after its first refused
 	// attempt: the subscriber count tells that it is waiting.
-	subs := func() int64 { return rc.PubSubNumSub(ctx, lock.Channel(key)).Val()[lock.Channel(key)] }
+	subs := func() int64 { return rc.PubSubNumSub(ctx, lockwire.Channel(key)).Val()[lockwire.Channel(key)] }
 	base := subs()
 	w := e.Spawn(5, spec("exclusive"))
 	waitUntil(t, "the writer listed among the waiting writers", func() bool {
-		return rc.ZCard(ctx, lock.AuxKey(lock.KindWriters, key)).Val() == 1 && subs() >= base+1
+		return rc.ZCard(ctx, lockwire.AuxKey(lockwire.KindWriters, key)).Val() == 1 && subs() >= base+1
 	})
 	r6 := e.Spawn(6, spec("shared"))
 	waitUntil(t, "the sixth reader waiting", func() bool { return subs() >= base+2 })
@@ -364,7 +365,7 @@ func sharedKilledReader(t *testing.T, srv *redistest.Server) {
 			b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: name, TTL: ttl, Mode: "exclusive",
 				Flags: []string{"-w", "20s", "--ttl", ttl.String()}, Work: ttl / 2, Writes: 2})
 			waitUntil(t, "the writer listed among the waiting writers", func() bool {
-				return rc.ZCard(context.Background(), lock.AuxKey(lock.KindWriters, key)).Val() == 1
+				return rc.ZCard(context.Background(), lockwire.AuxKey(lockwire.KindWriters, key)).Val() == 1
 			})
 			killed, kids, survived := kill9(t, e, a, alone, ttl)
 			a.Wait()
@@ -416,7 +417,7 @@ func sharedKilledWaitingWriter(t *testing.T, srv *redistest.Server) {
 	e := chaos.NewEnv(t, "12.shared-kill9-waiting-writer", lockctlBin)
 	name := uniqueName("shared-dead-writer")
 	key := lock.DefaultPrefix + name
-	wkey := lock.AuxKey(lock.KindWriters, key)
+	wkey := lockwire.AuxKey(lockwire.KindWriters, key)
 	rc := client(t, srv.Addr, 2*time.Second)
 	ctx := context.Background()
 	spec := func(mode string, flags ...string) chaos.ProcSpec {

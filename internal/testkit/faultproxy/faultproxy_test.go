@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"strconv"
 	"syscall"
 	"testing"
@@ -17,7 +16,7 @@ import (
 
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+func TestMain(m *testing.M) { redistest.Main(m, &srv) }
 
 func newProxy(t *testing.T) *faultproxy.Proxy {
 	t.Helper()

@@ -293,6 +293,8 @@ func tail(s string, n int) string {
 // redis-server fails the run with InstallHint; it never skips.
 //
 //	func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+//
+// Main wraps it for the common case.
 func RunMain(m *testing.M, opts *Options, out **Server) int {
 	s, err := Start(opts)
 	if err != nil {

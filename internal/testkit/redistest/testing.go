@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -11,15 +12,51 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Main is a test package's TestMain: it starts one server for the
+// package's tests, sets *srv to it, runs the tests, stops the server and
+// exits with the tests' status (see RunMain).
+//
+//	var srv *redistest.Server
+//
+//	func TestMain(m *testing.M) { redistest.Main(m, &srv) }
+func Main(m *testing.M, srv **Server) { os.Exit(RunMain(m, nil, srv)) }
+
+// StartTest starts a private server for one test (with opts, which may be
+// nil), stopped when the test ends; a server that does not start fails the
+// test.
+func StartTest(tb testing.TB, opts *Options) *Server {
+	tb.Helper()
+	s, err := Start(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
 // Client returns a go-redis client on s, closed when the test ends. Its
 // pool is large enough for tests that hammer one key from many goroutines.
 func (s *Server) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	opt, err := redis.ParseURL(s.URL)
+	return newClient(tb, s.URL, 128)
+}
+
+// ClientFor returns a go-redis client with the default pool on a redis://
+// URL, closed when the test ends.
+func ClientFor(tb testing.TB, url string) *redis.Client {
+	tb.Helper()
+	return newClient(tb, url, 0)
+}
+
+func newClient(tb testing.TB, url string, poolSize int) *redis.Client {
+	tb.Helper()
+	opt, err := redis.ParseURL(url)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	opt.PoolSize = 128
+	if poolSize > 0 {
+		opt.PoolSize = poolSize
+	}
 	c := redis.NewClient(opt)
 	tb.Cleanup(func() { c.Close() })
 	return c

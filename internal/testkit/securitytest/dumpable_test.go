@@ -31,11 +31,7 @@ func TestCMDCannotReadLockctlsEnviron(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("PR_SET_DUMPABLE is Linux's")
 	}
-	s, err := redistest.Start(&redistest.Options{Password: "Dump4bleSecret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
+	s := redistest.StartTest(t, &redistest.Options{Password: "Dump4bleSecret"})
 	bin := lockctlBinary(t)
 	cred := unprivileged(t)
 	env := []string{"PATH=/usr/bin:/bin", "HOME=/", "LOCKCTL_PASSWORD=Dump4bleSecret",

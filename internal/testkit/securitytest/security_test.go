@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,30 +17,16 @@ import (
 
 // TestMain lets the test binary double as lockctl (as main_test.go does),
 // so that scripts and tests run it as a separate process.
-func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"lockctl": func() { os.Exit(cmd.Main()) },
-	})
-}
+func TestMain(m *testing.M) { scripttest.Main(m, cmd.Main) }
 
 // TestSecurityScripts runs testdata/security_*.txtar, each against its own
 // redis-server, with scripttest's commands and the attackers below.
 func TestSecurityScripts(t *testing.T) {
-	cmds := map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	testscript.Run(t, scripttest.Params("testdata", map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"impostor": cmdImpostor,
 		"listener": cmdListener,
 		"heard":    cmdHeard,
-	}
-	for k, v := range scripttest.Cmds {
-		cmds[k] = v
-	}
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata",
-		Setup:               scripttest.Setup,
-		Cmds:                cmds,
-		RequireExplicitExec: true,
-		UpdateScripts:       os.Getenv("UPDATE_SCRIPTS") != "",
-	})
+	}))
 }
 
 // impostor [-nohello] [-nil]: a server on a free loopback port that

@@ -1,4 +1,4 @@
-package lock
+package lockwire
 
 import (
 	"encoding/json"

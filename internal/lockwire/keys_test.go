@@ -1,16 +1,16 @@
-package lock_test
+package lockwire_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
 func TestSlotKnownValues(t *testing.T) {
 	// Values from the Redis Cluster specification and CLUSTER KEYSLOT.
 	for key, want := range map[string]int{"123456789": 12739, "foo": 12182, "{user1000}.following": 3443, "foo{}{bar}": 8363, "foo{{bar}}zap": 4015} {
-		if got := lock.Slot(key); got != want {
+		if got := lockwire.Slot(key); got != want {
 			t.Errorf("Slot(%q) = %d, want %d", key, got, want)
 		}
 	}
@@ -20,10 +20,10 @@ func TestAuxKeySameSlotOutsidePattern(t *testing.T) {
 	keys := []string{"lock:deploy", "lock:{order}:1", "lock:a}b", "lock:a{}b", "lock:a{b", "lock:ü nicode *?[x]", "", "lock:}{"}
 	seen := map[string]string{}
 	for _, k := range keys {
-		for _, kind := range []string{lock.KindFence, lock.KindQueue} {
-			a := lock.AuxKey(kind, k)
-			if lock.Slot(a) != lock.Slot(k) {
-				t.Errorf("AuxKey(%q, %q) = %q in slot %d, key in slot %d", kind, k, a, lock.Slot(a), lock.Slot(k))
+		for _, kind := range []string{lockwire.KindFence, lockwire.KindQueue} {
+			a := lockwire.AuxKey(kind, k)
+			if lockwire.Slot(a) != lockwire.Slot(k) {
+				t.Errorf("AuxKey(%q, %q) = %q in slot %d, key in slot %d", kind, k, a, lockwire.Slot(a), lockwire.Slot(k))
 			}
 			if strings.HasPrefix(a, "lock:") {
 				t.Errorf("AuxKey %q is inside the lock pattern", a)
@@ -34,7 +34,7 @@ func TestAuxKeySameSlotOutsidePattern(t *testing.T) {
 			seen[a] = k
 		}
 	}
-	if got := lock.AuxKey(lock.KindFence, "lock:deploy"); got != "lockctl:fence:{lock:deploy}" {
+	if got := lockwire.AuxKey(lockwire.KindFence, "lock:deploy"); got != "lockctl:fence:{lock:deploy}" {
 		t.Errorf("common case = %q", got)
 	}
 }
@@ -52,21 +52,21 @@ func TestKeyOfAuxInvertsAuxKey(t *testing.T) {
 		"{x}",
 		"lockctl:fence:{lock:deploy}", // a lock key that looks like an aux key
 	}
-	kinds := []string{lock.KindFence, lock.KindQueue, lock.KindSem, lock.KindSemVal, lock.KindQueueHB, lock.KindChannel, lock.KindChecked}
+	kinds := []string{lockwire.KindFence, lockwire.KindQueue, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueueHB, lockwire.KindChannel, lockwire.KindChecked}
 	for _, k := range keys {
 		for _, kind := range kinds {
-			a := lock.AuxKey(kind, k)
-			gotKind, gotKey, ok := lock.KeyOfAux(a)
+			a := lockwire.AuxKey(kind, k)
+			gotKind, gotKey, ok := lockwire.KeyOfAux(a)
 			if !ok || gotKind != kind || gotKey != k {
 				t.Errorf("KeyOfAux(%q) = %q, %q, %v; want %q, %q", a, gotKind, gotKey, ok, kind, k)
 			}
 		}
 	}
 	// The slot-tag shape really is in use for these keys.
-	if a := lock.AuxKey(lock.KindSem, "lock:a}b"); !strings.HasSuffix(a, "}lock:a}b") || strings.HasPrefix(a, "lockctl:sem:{lock:a") {
+	if a := lockwire.AuxKey(lockwire.KindSem, "lock:a}b"); !strings.HasSuffix(a, "}lock:a}b") || strings.HasPrefix(a, "lockctl:sem:{lock:a") {
 		t.Errorf("slot-tag shape: %q", a)
 	}
-	if a := lock.AuxKey(lock.KindSem, "lock:{order}:1"); a != "lockctl:sem:{order}lock:{order}:1" {
+	if a := lockwire.AuxKey(lockwire.KindSem, "lock:{order}:1"); a != "lockctl:sem:{order}lock:{order}:1" {
 		t.Errorf("hash-tag shape: %q", a)
 	}
 	for _, a := range []string{
@@ -76,7 +76,7 @@ func TestKeyOfAuxInvertsAuxKey(t *testing.T) {
 		"lockctl:sem:{lock:a}xyz",     // lock:axyz would have used {lock:axyz}
 		"",
 	} {
-		if kind, key, ok := lock.KeyOfAux(a); ok {
+		if kind, key, ok := lockwire.KeyOfAux(a); ok {
 			t.Errorf("KeyOfAux(%q) = %q, %q, true; want not ok", a, kind, key)
 		}
 	}

@@ -1,4 +1,4 @@
-package lock
+package lockwire
 
 import "strings"
 
@@ -38,10 +38,10 @@ func AuxKey(kind, key string) string {
 	return AuxPrefix + kind + ":{" + tag + "}" + key
 }
 
-// withAux returns key followed by AuxKey(kind, key) for each kind, the
+// WithAux returns key followed by AuxKey(kind, key) for each kind, the
 // auxiliary names sharing one allocation in the usual case (a key without
 // hash tag): every acquire, renew and release builds two or three of them.
-func withAux(key string, kinds ...string) []string {
+func WithAux(key string, kinds ...string) []string {
 	keys := make([]string, 1, 1+len(kinds))
 	keys[0] = key
 	if key == "" || strings.ContainsAny(key, "{}") {
@@ -152,3 +152,10 @@ func KeyOfAux(aux string) (kind, key string, ok bool) {
 	}
 	return kind, key, true
 }
+
+// Channel is the pub/sub channel a release of key publishes on.
+func Channel(key string) string { return AuxKey(KindChannel, key) }
+
+// WaiterChannel is the channel of one listed waiter (token) of key, on
+// which a release that names it wakes it (wake.lua).
+func WaiterChannel(key, token string) string { return AuxKey(KindWake, key) + ":" + token }

@@ -1,4 +1,4 @@
-package lock
+package lockwire
 
 import (
 	"encoding/json"
@@ -15,22 +15,46 @@ import (
 //	{"token":"<32 hex>","fence":7,"owner":"ci@build-3:4242","note":"deploy #81","ci":"https://...","acquired_ms":1767225600000}
 //
 // note and ci (the CI job's URL) are present only when set; a semaphore
-// holder's value (see Semaphores in doc.go) also carries "limit", and a
-// shared holder's (see shared.go) "mode":"shared". ttl_ms is
-// the TTL the lease was taken with (Renew with ttl 0 extends by it), and
-// holds, present only above 1, the hold count of a re-entered lease (see
-// reenter.go).
+// holder's value (see the package doc) also carries "limit", and a shared
+// holder's "mode":"shared". ttl_ms is the TTL the lease was taken with
+// (a renewal with ttl 0 extends by it), and holds, present only above 1,
+// the hold count of a re-entered lease.
 //
-// The acquire script writes it (fence and acquired_ms come from INCR and the
-// server's TIME inside the script); listing locks needs no second key.
-// valuePrefix(token) is what scripts compare against.
-func valuePrefix(token string) string { return `{"token":"` + token + `"` }
+// Go writes the members after the fence (Members); the acquire scripts
+// write the rest (value.lua's newValue: fence and acquired_ms come from
+// the counter and the server's TIME inside the script); listing locks needs
+// no second key. ValuePrefix(token) is what scripts compare against.
+func ValuePrefix(token string) string { return `{"token":"` + token + `"` }
 
-// ownsValue reports whether the stored value belongs to token: a lockctl
+// Owns reports whether the stored value belongs to token: a lockctl
 // value with that token, or a foreign plain string lock whose whole value is
 // the token (SET key <uuid> NX PX by another client).
-func ownsValue(value, token string) bool {
-	return value == token || strings.HasPrefix(value, valuePrefix(token))
+func Owns(value, token string) bool {
+	return value == token || strings.HasPrefix(value, ValuePrefix(token))
+}
+
+// ModeShared marks a shared holder's stored value ("mode":"shared").
+const ModeShared = "shared"
+
+// Formats of a stored lock: who wrote it, and so how it reads.
+const (
+	FormatLockctl  = "lockctl"  // lockctl's JSON value
+	FormatString   = "string"   // another client's plain string lock (SET key <token> NX PX)
+	FormatRedisson = "redisson" // a Redisson hash lock
+)
+
+// Value is a stored lock value as ParseValue reads it.
+type Value struct {
+	Format     string // FormatLockctl or FormatString
+	Token      string // lockctl's token, or the whole value of a foreign lock
+	Owner      string // user@host:pid, or the whole value of a foreign lock
+	Note, CI   string
+	Fence      int64 // 0 when unknown
+	Limit      int64 // a semaphore holder's bound
+	Holds      int64 // the hold count, at least 1
+	LeaseTTL   time.Duration
+	AcquiredAt time.Time // zero when unknown
+	Shared     bool      // a holder in shared mode
 }
 
 type storedValue struct {
@@ -47,37 +71,30 @@ type storedValue struct {
 	Mode       string `json:"mode,omitempty"`
 }
 
-// ParseValue decodes the string stored at a lock key. A value lockctl did not
-// write is a foreign lock: its whole value is both token and owner. ttl is the
-// key's remaining time (-1 for none).
+// ParseValue decodes the string stored at a lock key (or a semaphore
+// slot). A value lockctl did not write is a foreign lock: its whole value is
+// both token and owner.
 //
 // Whose value it is follows the scripts' rule, not JSON's: a value that
 // starts {"token":"<token>" is lockctl's and <token> is what renew, release
 // and force-release compare, verbatim (JSON escapes and a second "token"
 // member do not change it). The other members are read as far as the value
 // is JSON.
-func ParseValue(key, value string, ttl time.Duration) Holder {
-	h := Holder{Key: key, TTL: ttl}
+func ParseValue(value string) Value {
 	var v storedValue
 	if token, ok := scriptToken(value); ok {
 		if !v.parseFlat(value) {
 			v = storedValue{}
 			_ = json.Unmarshal([]byte(value), &v)
 		}
-		v.Token = token
-		h.Kind = "lockctl"
-		h.Token, h.Fence, h.Owner, h.Note, h.CI, h.Limit = v.Token, v.Fence, v.Owner, v.Note, v.CI, v.Limit
-		h.LeaseTTL = time.Duration(v.TTLMS) * time.Millisecond
-		h.Shared = v.Mode == modeShared
-		h.Reentry = max(v.Holds, 1)
+		out := Value{Format: FormatLockctl, Token: token, Fence: v.Fence, Owner: v.Owner, Note: v.Note, CI: v.CI, Limit: v.Limit,
+			LeaseTTL: time.Duration(v.TTLMS) * time.Millisecond, Shared: v.Mode == ModeShared, Holds: max(v.Holds, 1)}
 		if v.AcquiredMS > 0 {
-			h.AcquiredAt = time.UnixMilli(v.AcquiredMS).UTC()
+			out.AcquiredAt = time.UnixMilli(v.AcquiredMS).UTC()
 		}
-		return h
+		return out
 	}
-	h.Kind = "string"
-	h.Token, h.Owner, h.Reentry = value, value, 1
-	return h
+	return Value{Format: FormatString, Token: value, Owner: value, Holds: 1}
 }
 
 // parseFlat decodes the values lockctl writes itself, one flat object of
@@ -193,25 +210,35 @@ func scriptToken(value string) (string, bool) {
 	return rest[:i], true
 }
 
+// Redisson is one hold of a Redisson lock as its hash tells it.
+type Redisson struct {
+	Field   string // the holding field: what a force-release names
+	Owner   string // the thread "<uuid>:<threadId>" (comma-separated when several)
+	Mode    string // RedissonRead or RedissonWrite for a read-write lock; "" otherwise
+	Count   int64  // its hold count
+	Holders int64  // a read-write lock's number of holds; 0 otherwise
+}
+
 // ParseRedisson decodes a Redisson-style hash lock (RLock, and RFairLock,
 // whose hash is the same): one field per holder ("<uuid>:<threadId>") whose
-// value is its hold count. ok is false when the hash does not look like one;
-// a read-write lock's hash, with its "mode" field, is ParseRedissonRW's.
-func ParseRedisson(key string, fields map[string]string, ttl time.Duration) (h Holder, ok bool) {
+// value is its hold count. It returns the first field in order, with Owner
+// every field. ok is false when the hash does not look like one; a
+// read-write lock's hash, with its "mode" field, is ParseRedissonRW's.
+func ParseRedisson(fields map[string]string) (r Redisson, ok bool) {
 	if len(fields) == 0 {
-		return Holder{}, false
+		return Redisson{}, false
 	}
 	names := make([]string, 0, len(fields))
 	for f, v := range fields {
 		if _, ok := holdCount(v); !ok || !redissonThread(f) {
-			return Holder{}, false
+			return Redisson{}, false
 		}
 		names = append(names, f)
 	}
 	sort.Strings(names)
-	h = Holder{Key: key, TTL: ttl, Kind: "redisson", Owner: strings.Join(names, ","), Token: names[0]}
-	h.Reentry, _ = holdCount(fields[names[0]])
-	return h, true
+	r = Redisson{Owner: strings.Join(names, ","), Field: names[0]}
+	r.Count, _ = holdCount(fields[names[0]])
+	return r, true
 }
 
 // Modes of a Redisson read-write lock (RReadWriteLock), as its hash's "mode"
@@ -231,12 +258,12 @@ const redissonWriteSuffix = ":" + RedissonWrite
 // "<uuid>:<threadId>:write" for a write hold, each valued with its hold
 // count. (Each read hold also has a key of its own,
 // "{name}:<uuid>:<threadId>:rwlock_timeout:<n>", that keeps the hash alive
-// while it lasts: see IsRedissonAux.) It returns one Holder per hold in
-// field order: Kind "redisson", RWMode "read" or "write", Token the field
-// (what a force-release would name), Owner the thread "<uuid>:<threadId>",
-// Reentry its hold count and Holders how many holds there are. ok is false
-// when the hash is not one.
-func ParseRedissonRW(key string, fields map[string]string, ttl time.Duration) (hs []Holder, ok bool) {
+// while it lasts: see IsRedissonAux.) It returns one Redisson per hold in
+// field order: Mode "read" or "write", Field the field (what a
+// force-release would name), Owner the thread "<uuid>:<threadId>", Count
+// its hold count and Holders how many holds there are. ok is false when the
+// hash is not one.
+func ParseRedissonRW(fields map[string]string) (rs []Redisson, ok bool) {
 	if m := fields["mode"]; (m != RedissonRead && m != RedissonWrite) || len(fields) < 2 {
 		return nil, false
 	}
@@ -251,38 +278,38 @@ func ParseRedissonRW(key string, fields map[string]string, ttl time.Duration) (h
 		names = append(names, f)
 	}
 	sort.Strings(names)
-	hs = make([]Holder, len(names))
+	rs = make([]Redisson, len(names))
 	for i, f := range names {
-		h := Holder{Key: key, TTL: ttl, Kind: "redisson", Token: f, Owner: f, RWMode: RedissonRead, Holders: int64(len(names))}
+		r := Redisson{Field: f, Owner: f, Mode: RedissonRead, Holders: int64(len(names))}
 		if t, ok := strings.CutSuffix(f, redissonWriteSuffix); ok {
-			h.Owner, h.RWMode = t, RedissonWrite
+			r.Owner, r.Mode = t, RedissonWrite
 		}
-		h.Reentry, _ = holdCount(fields[f])
-		hs[i] = h
+		r.Count, _ = holdCount(fields[f])
+		rs[i] = r
 	}
-	return hs, true
+	return rs, true
 }
 
 // ParseRedissonAny decodes a Redisson lock of either shape (ParseRedisson,
-// ParseRedissonRW) into the one Holder a refusal names: for a read-write
+// ParseRedissonRW) into the one hold a refusal names: for a read-write
 // lock, its first hold, with Owner every holding thread (comma-separated)
-// and RWMode the lock's mode.
-func ParseRedissonAny(key string, fields map[string]string, ttl time.Duration) (Holder, bool) {
-	if h, ok := ParseRedisson(key, fields, ttl); ok {
-		return h, true
+// and Mode the lock's mode.
+func ParseRedissonAny(fields map[string]string) (Redisson, bool) {
+	if r, ok := ParseRedisson(fields); ok {
+		return r, true
 	}
-	hs, ok := ParseRedissonRW(key, fields, ttl)
+	rs, ok := ParseRedissonRW(fields)
 	if !ok {
-		return Holder{}, false
+		return Redisson{}, false
 	}
-	h := hs[0]
-	h.RWMode = fields["mode"]
-	owners := make([]string, len(hs))
-	for i, x := range hs {
+	r := rs[0]
+	r.Mode = fields["mode"]
+	owners := make([]string, len(rs))
+	for i, x := range rs {
 		owners[i] = x.Owner
 	}
-	h.Owner = strings.Join(owners, ",")
-	return h, true
+	r.Owner = strings.Join(owners, ",")
+	return r, true
 }
 
 // redissonThread reports whether f names a Redisson thread, "<id>:<threadId>".
@@ -321,9 +348,68 @@ func IsRedissonAux(key string) bool {
 	return redissonThread(key[:i])
 }
 
-// encodeJSONString returns s as a JSON string literal, for scripts that
-// splice owner and note into the stored value.
-func encodeJSONString(s string) string {
+// EncodeJSONString returns s as a JSON string literal, for the members of
+// the stored value that Go writes (owner, note, ci).
+func EncodeJSONString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// SetFence rewrites the fence member of a lockctl value, as value.lua's
+// withFence does on the server (Redlock's fence write-back).
+func SetFence(v string, f int64) string {
+	const m = `"fence":`
+	i := strings.Index(v, m)
+	if i < 0 {
+		return v
+	}
+	j := i + len(m)
+	k := j
+	for k < len(v) && v[k] >= '0' && v[k] <= '9' {
+		k++
+	}
+	return v[:j] + strconv.FormatInt(f, 10) + v[k:]
+}
+
+// Members is the stored value's members after the fence, which Go writes
+// and every acquire script splices in (value.lua's newValue), built in one
+// allocation: it is on every acquire. ownerJSON is the owner already
+// encoded (EncodeJSONString); note and ci are left out when empty, limit
+// when 0.
+func Members(ownerJSON, note, ci string, limit int64, shared bool, ttl time.Duration) string {
+	var b strings.Builder
+	b.Grow(len(ownerJSON) + len(note) + len(ci) + 64)
+	b.WriteString(`,"owner":`)
+	b.WriteString(ownerJSON)
+	if note != "" {
+		b.WriteString(`,"note":`)
+		b.WriteString(EncodeJSONString(note))
+	}
+	if ci != "" {
+		b.WriteString(`,"ci":`)
+		b.WriteString(EncodeJSONString(ci))
+	}
+	var n [20]byte
+	if limit > 0 {
+		b.WriteString(`,"limit":`)
+		b.Write(strconv.AppendInt(n[:0], limit, 10))
+	}
+	if shared {
+		b.WriteString(`,"mode":"` + ModeShared + `"`)
+	}
+	// The lease's own TTL, for renewals that do not name one (a renewal
+	// with ttl 0) and for re-entry.
+	b.WriteString(`,"ttl_ms":`)
+	b.Write(strconv.AppendInt(n[:0], ttl.Milliseconds(), 10))
+	return b.String()
+}
+
+// ParseValueStrict is ParseValue for a value that must be lockctl's JSON:
+// it fails where encoding/json does (a value re-entry just rewrote).
+func ParseValueStrict(value string) (Value, error) {
+	var v storedValue
+	if err := json.Unmarshal([]byte(value), &v); err != nil {
+		return Value{}, err
+	}
+	return ParseValue(value), nil
 }

@@ -1,0 +1,98 @@
+-- Prelude of every script that writes, reads or edits a stored lock value
+-- (prepended in Go, before the other preludes): the Lua side of lockwire's
+-- value.go, and the only Lua that knows the value's layout.
+--
+-- A value is one JSON object whose first member is the token and whose
+-- second is the fence:
+--   {"token":"<token>","fence":<n>,"owner":...[,"note":...][,"ci":...]
+--    [,"limit":<n>][,"mode":"shared"],"ttl_ms":<n>,"acquired_ms":<n>[,"holds":<n>]}
+-- Go writes the members between the fence and acquired_ms
+-- (lockwire.Members); newValue adds the rest. A token holds no '"', and a
+-- '"' inside owner, note or ci is always escaped, so no member name can
+-- match inside another member's string.
+
+-- tokenPrefix is lockwire.ValuePrefix: what every lockctl value holding
+-- token starts with.
+local function tokenPrefix(token)
+  return '{"token":"' .. token .. '"'
+end
+
+-- owns mirrors lockwire.Owns: a lockctl value whose prefix carries the
+-- token, or a foreign plain string lock whose whole value is the token.
+local function owns(v, token, prefix)
+  return v == token or string.sub(v, 1, #prefix) == prefix
+end
+
+-- newValue builds the value an acquire stores: prefix is tokenPrefix(token),
+-- fence a decimal string (see fence.lua), rest the members Go sent, ms the
+-- server's time in ms.
+local function newValue(prefix, fence, rest, ms)
+  return prefix .. ',"fence":' .. fence .. rest .. ',"acquired_ms":' .. string.format('%d', ms) .. '}'
+end
+
+-- valueToken is the token of a lockctl value, or nil for any other string.
+local function valueToken(v)
+  return string.match(v, '^{"token":"([^"]+)"')
+end
+
+-- valueFence is the fence of a lockctl value as a decimal string, or nil.
+-- The token is the first member and holds no '"', so the first match is
+-- the fence.
+local function valueFence(v)
+  return string.match(v, '"fence":(%d+)')
+end
+
+-- valueOwner is the owner of a lockctl value, or nil when the value is no
+-- JSON object with a string owner.
+local function valueOwner(v)
+  local ok, d = pcall(cjson.decode, v)
+  if ok and type(d) == 'table' and type(d.owner) == 'string' then
+    return d.owner
+  end
+  return nil
+end
+
+-- withFence returns v with fence f (a decimal string).
+local function withFence(v, f)
+  return (string.gsub(v, '"fence":%d+', '"fence":' .. f, 1))
+end
+
+-- holds is the hold count of a lockctl value: how many times its token
+-- re-entered the lease, plus one. Absent means 1.
+local function holds(v)
+  local n = string.match(v, ',"holds":(%d+)')
+  if n then
+    return tonumber(n)
+  end
+  return 1
+end
+
+-- withHolds returns v with hold count n (the member dropped at 1).
+local function withHolds(v, n)
+  local m = ''
+  if n > 1 then
+    m = ',"holds":' .. string.format('%d', n)
+  end
+  if string.find(v, ',"holds":%d+') then
+    return (string.gsub(v, ',"holds":%d+', m, 1))
+  end
+  return string.sub(v, 1, -2) .. m .. '}'
+end
+
+-- isShared reports a shared holder's value ("mode":"shared").
+local function isShared(v)
+  return string.find(v, ',"mode":"shared"', 1, true) ~= nil
+end
+
+-- valueLimit is the "limit" a semaphore holder's value records, as a
+-- decimal string, or nil.
+local function valueLimit(v)
+  return string.match(v, ',"limit":(%d+)')
+end
+
+-- leaseTTL is the TTL in ms a lease was taken with, from its value's
+-- "ttl_ms" member, for renewals that ask for "the lease's own TTL" (ttl 0);
+-- nil when the value does not record one (a foreign lock).
+local function leaseTTL(v)
+  return string.match(v or '', ',"ttl_ms":(%d+)')
+end
