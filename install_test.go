@@ -74,15 +74,13 @@ func TestMakeInstall(t *testing.T) {
 	}
 }
 
-// TestDebPackage builds the Debian package, installs it into this system
-// with dpkg -i, checks the binary, a man page and the bash completion as a
-// user of the package would, and removes it again. It needs root, as dpkg
-// -i does (CI runs as root), and bash-completion and man-db
+// TestDebPackage builds the Debian package, installs it with dpkg into a
+// directory of its own (its own dpkg database, so it needs no root and
+// leaves the system alone), checks the binary, a man page, the bash
+// completion and the copyright file as a user of the package would, and
+// removes it again with dpkg. It needs dpkg, bash-completion and man-db
 // (scripts/ensure-tools.sh).
 func TestDebPackage(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("installing the package needs root (dpkg -i): run the tests as root, as CI does")
-	}
 	version := strings.TrimSpace(run(t, ".", nil, "./scripts/deb-version.sh"))
 	arch := strings.TrimSpace(run(t, ".", nil, "dpkg", "--print-architecture"))
 	deb := filepath.Join("dist", "lockctl_"+version+"_"+arch+".deb")
@@ -106,37 +104,98 @@ func TestDebPackage(t *testing.T) {
 			t.Errorf("%s lacks %s:\n%s", deb, want, contents)
 		}
 	}
+	info := run(t, ".", nil, "dpkg-deb", "--field", deb, "Package", "Version", "Architecture")
+	if want := "Package: lockctl\nVersion: " + version + "\nArchitecture: " + arch + "\n"; info != want {
+		t.Errorf("dpkg-deb --field: %q, want %q", info, want)
+	}
 
-	t.Cleanup(func() {
-		if out, err := exec.Command("dpkg", "-r", "lockctl").CombinedOutput(); err != nil {
-			t.Errorf("dpkg -r lockctl: %v\n%s", err, out)
+	// dpkg installs into root, with its database under root: the same
+	// unpacking, file list and removal as on a system, without root
+	// (--force-not-root; the package has no maintainer scripts).
+	root := t.TempDir()
+	admin := filepath.Join(root, "var", "lib", "dpkg")
+	for _, d := range []string{"info", "updates"} {
+		if err := os.MkdirAll(filepath.Join(admin, d), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		if _, err := os.Stat("/usr/bin/lockctl"); err == nil {
-			t.Error("/usr/bin/lockctl is still there after dpkg -r")
+	}
+	if err := os.WriteFile(filepath.Join(admin, "status"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	absDeb, _ := filepath.Abs(deb)
+	// dpkg wants ldconfig and start-stop-daemon on PATH, in /sbin, which
+	// a user's PATH seldom has.
+	dpkgEnv := []string{"PATH=" + os.Getenv("PATH") + ":/usr/sbin:/sbin"}
+	dpkg := func(args ...string) string {
+		return run(t, ".", dpkgEnv, "dpkg", append([]string{"--force-not-root", "--root=" + root,
+			"--admindir=" + admin, "--log=" + filepath.Join(root, "dpkg.log")}, args...)...)
+	}
+	dpkg("-i", absDeb)
+	bin := filepath.Join(root, "usr", "bin", "lockctl")
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		dpkg("-r", "lockctl")
+		if _, err := os.Stat(bin); err == nil {
+			t.Error(bin + " is still there after dpkg -r")
 		}
 	})
-	run(t, ".", nil, "dpkg", "-i", deb)
+	if out := dpkg("-s", "lockctl"); !strings.Contains(out, "Status: install ok installed\n") || !strings.Contains(out, "Version: "+version+"\n") {
+		t.Errorf("dpkg -s lockctl after dpkg -i:\n%s", out)
+	}
+	if out := dpkg("-L", "lockctl"); !strings.Contains(out, "/usr/bin/lockctl\n") {
+		t.Errorf("dpkg -L lockctl does not list /usr/bin/lockctl:\n%s", out)
+	}
 
-	if out := run(t, "/", nil, "/usr/bin/lockctl", "version"); !strings.Contains(out, "lockctl v"+version+" ") {
+	if out := run(t, "/", nil, bin, "version"); !strings.Contains(out, "lockctl v"+version+" ") {
 		t.Errorf("lockctl version: %q, want version v%s", out, version)
 	}
-	if out := run(t, "/", nil, "man", "-w", "lockctl-run"); strings.TrimSpace(out) != "/usr/share/man/man1/lockctl-run.1.gz" {
+	share := filepath.Join(root, "usr", "share")
+	if out := run(t, "/", nil, "man", "-M", filepath.Join(share, "man"), "-w", "lockctl-run"); strings.TrimSpace(out) != filepath.Join(share, "man", "man1", "lockctl-run.1.gz") {
 		t.Errorf("man -w lockctl-run: %q", out)
 	}
-	// bash-completion loads the completion on demand, and the completion
-	// asks the installed binary: `lockctl ver<TAB>` completes to version.
+	// bash-completion loads the completion on demand from the data
+	// directories (the installed tree's first), and the completion asks
+	// the installed binary: `lockctl ver<TAB>` completes to version.
 	script := `source /usr/share/bash-completion/bash_completion
 _completion_loader lockctl
 complete -p lockctl
 COMP_WORDS=(lockctl ver); COMP_CWORD=1; COMP_LINE='lockctl ver'; COMP_POINT=${#COMP_LINE}
 fn=$(complete -p lockctl | sed -n 's/.*-F \([^ ]*\).*/\1/p')
 "$fn" lockctl ver lockctl
-printf 'reply:%s\n' "${COMPREPLY[@]}"`
-	out := run(t, "/", []string{"PATH=/usr/bin:/bin"}, "bash", "--norc", "--noprofile", "-c", script)
+printf 'reply:%s\n' "${COMPREPLY[@]}"
+printf 'lockctl:%s\n' "$(command -v lockctl)"`
+	out := run(t, "/", []string{"PATH=" + filepath.Join(root, "usr", "bin") + ":/usr/bin:/bin",
+		"XDG_DATA_DIRS=" + share + ":/usr/share", "HOME=" + t.TempDir()},
+		"bash", "--norc", "--noprofile", "-c", script)
 	if !strings.Contains(out, "complete -o default -F") || !strings.Contains(out, " lockctl\n") {
 		t.Errorf("bash-completion did not load lockctl's completion:\n%s", out)
 	}
 	if !strings.Contains(out, "reply:version") {
 		t.Errorf("lockctl ver<TAB> did not complete to version:\n%s", out)
+	}
+	if !strings.Contains(out, "lockctl:"+bin+"\n") {
+		t.Errorf("the completion did not run the installed lockctl:\n%s", out)
+	}
+
+	// The copyright file names the licence, Apache-2.0, whose text is
+	// the tree's LICENSE.
+	copyright, err := os.ReadFile(filepath.Join(share, "doc", "lockctl", "copyright"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nFiles: *\n", "\nLicense: Apache-2.0\n", "/usr/share/common-licenses/Apache-2.0"} {
+		if !strings.Contains(string(copyright), want) {
+			t.Errorf("copyright lacks %q:\n%s", want, copyright)
+		}
+	}
+	if strings.Contains(string(copyright), "unspecified") {
+		t.Errorf("copyright still says the licence is unspecified:\n%s", copyright)
+	}
+	license, err := os.ReadFile("LICENSE")
+	if err != nil || !strings.Contains(string(license), "Apache License\n                           Version 2.0, January 2004") ||
+		!strings.Contains(string(license), "APPENDIX: How to apply the Apache License to your work.") {
+		t.Errorf("LICENSE is not the Apache License 2.0 with its appendix: %v", err)
 	}
 }

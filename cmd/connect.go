@@ -163,7 +163,7 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 	// quote back in pieces (redis:/:pw@h reads as the database ":pw@h").
 	secrets := urlSecrets(raw)
 	bad := func(hint, format string, args ...any) error {
-		msg := fmt.Sprintf("bad %s %q", flag, redactURL(raw))
+		msg := fmt.Sprintf("bad %s %q", flag, redactRefusedURL(raw))
 		if format != "" {
 			msg += ": " + fmt.Sprintf(format, args...)
 		}
@@ -193,7 +193,7 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
 		// go-redis may quote the URL, or a part of it, in its message.
-		return nil, bad(forms, "%s", strings.ReplaceAll(err.Error(), raw, redactURL(raw)))
+		return nil, bad(forms, "%s", strings.ReplaceAll(err.Error(), raw, redactRefusedURL(raw)))
 	}
 	// go-redis takes any database number; a negative one would fail only
 	// at SELECT, as if Redis were unavailable.

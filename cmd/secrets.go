@@ -146,6 +146,31 @@ func urlSecrets(raw string) []string {
 	return out
 }
 
+// redactRefusedURL is raw for a message that refuses it (bad --url): the
+// whole user info hidden, the user name with the password
+// (redis://***@host), since a user name can be a secret too, and password=
+// query values as redactURL hides them. When raw does not parse, everything
+// between the scheme and the last '@' is taken for user info.
+func redactRefusedURL(raw string) string {
+	out := raw
+	u, err := url.Parse(raw)
+	switch {
+	case err == nil && u.User != nil:
+		u.User = nil
+		out = u.Scheme + "://***@" + strings.TrimPrefix(u.String(), u.Scheme+"://")
+	case err == nil && !strings.Contains(raw, "@"):
+	default:
+		start := 0
+		if i := strings.Index(raw, "://"); i >= 0 {
+			start = i + 3
+		}
+		if at := strings.LastIndexByte(raw, '@'); at >= start {
+			out = raw[:start] + "***" + raw[at:]
+		}
+	}
+	return redactSecrets(out, urlSecrets(raw))
+}
+
 // knownSecrets are the passwords this invocation was given, in every
 // place lockctl reads one from, for redactError.
 func (f *Factory) knownSecrets() []string {

@@ -30,6 +30,11 @@ type Run struct {
 	// lease lost is a failure even when CMD then exited 0). Only such a
 	// run moves the last success.
 	Succeeded bool
+	// Interrupted: ^C or ^\ ended the run (SIGINT or SIGQUIT interrupted
+	// the wait or ended CMD, and lockctl then died of it): stopped by
+	// someone, not failed. Its exit code (130, 131) alone cannot say so,
+	// as CMD may exit 130 by itself.
+	Interrupted bool
 }
 
 const lastSuccess = "lockctl_run_last_success_timestamp_seconds"
@@ -48,6 +53,7 @@ var all = []series{
 	{"lockctl_run_exit_code", "Exit status of lockctl run.", func(r *Run, _ float64) float64 { return float64(r.ExitCode) }},
 	{"lockctl_run_lease_lost", "1 when the lease was lost while the command ran.", func(r *Run, _ float64) float64 { return bit(r.LeaseLost) }},
 	{"lockctl_run_acquired", "1 when this host acquired the lock and ran the command, 0 when the run was refused or skipped.", func(r *Run, _ float64) float64 { return bit(r.Acquired) }},
+	{"lockctl_run_interrupted", "1 when SIGINT or SIGQUIT (^C) interrupted the wait or ended the command, and lockctl died of it.", func(r *Run, _ float64) float64 { return bit(r.Interrupted) }},
 }
 
 func bit(b bool) float64 {
