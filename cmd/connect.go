@@ -84,7 +84,7 @@ func (f *Factory) newRedlockClients() ([]redis.UniversalClient, error) {
 		opt, err := f.optionsFor(raw, "--redlock", f.G.redlockOnArgv, password)
 		if err != nil {
 			for _, c := range clients {
-				c.Close()
+				_ = c.Close() // unused yet; the options error is the one to report
 			}
 			return nil, err
 		}

@@ -63,7 +63,8 @@ func (e *ExitError) Error() string {
 }
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// SignalError: interrupted by a signal while waiting (no child started).
+// SignalError is an interruption by a signal while waiting (no child
+// started).
 type SignalError struct{ Signal syscall.Signal }
 
 func (e *SignalError) Error() string { return "interrupted by " + child.SignalName(e.Signal) }

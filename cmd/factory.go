@@ -184,11 +184,13 @@ func (f *Factory) RefuseRedlock(flag string) error {
 // Close releases the clients' connections.
 func (f *Factory) Close() {
 	f.closeEvents()
+	// Done with the connections: an error closing one has nothing left to
+	// affect and nowhere better to go than the command's own result.
 	if f.client != nil {
-		f.client.Close()
+		_ = f.client.Close()
 	}
 	for _, c := range f.redlockClients {
-		c.Close()
+		_ = c.Close()
 	}
 }
 

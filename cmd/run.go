@@ -378,7 +378,7 @@ func writeReport(path string, rep *runReport) error {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name()) // best effort; err is what to report
 	}
 	return err
 }

@@ -403,7 +403,7 @@ var (
 	ErrNotExecutable = errors.New("child: command not executable")
 )
 
-// StartError: the command could not be run at all.
+// StartError is the error of a command that could not be run at all.
 type StartError struct {
 	Path string
 	Err  error // the underlying cause
@@ -417,8 +417,11 @@ func (e *StartError) Error() string {
 	return fmt.Sprintf("%s: cannot execute: %v", e.Path, e.Err)
 }
 
+// Is reports whether target is the error's class, ErrNotFound or
+// ErrNotExecutable.
 func (e *StartError) Is(target error) bool { return target == e.kind }
-func (e *StartError) Unwrap() error        { return e.Err }
+
+func (e *StartError) Unwrap() error { return e.Err }
 
 // classify maps lookup and exec failures the way shells do. ENOENT from
 // execve on a file that exists means its #! interpreter is missing: bash

@@ -79,12 +79,14 @@ func startGuard() (*guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("child: guard: %w", err)
 	}
-	defer r.Close()
+	// The guard holds its own copy of the read end once started; ours
+	// only has to go.
+	defer func() { _ = r.Close() }()
 	cmd := &exec.Cmd{Path: path, Args: args, Stdin: r,
 		Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", // holds no directory busy
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if err := cmd.Start(); err != nil {
-		w.Close()
+		_ = w.Close() // no guard to write to; the start error is the one
 		return nil, fmt.Errorf("child: guard: %w", err)
 	}
 	go func() { _ = cmd.Wait() }()

@@ -118,7 +118,10 @@ func guardsOf(ppid int) []string {
 	ents, _ := os.ReadDir("/proc")
 	for _, d := range ents {
 		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-		if err != nil || !(strings.Contains(string(b), child.GuardArg) || strings.Contains(string(b), "read p || exit 0")) {
+		if err != nil {
+			continue
+		}
+		if cmd := string(b); !strings.Contains(cmd, child.GuardArg) && !strings.Contains(cmd, "read p || exit 0") {
 			continue
 		}
 		st, _ := os.ReadFile("/proc/" + d.Name() + "/stat")

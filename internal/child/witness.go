@@ -63,23 +63,26 @@ func startWitness(pgid int) (*witness, error) {
 	if _, err := os.Stat(guardShell); guardShell == "" || err != nil {
 		return nil, fmt.Errorf("child: witness: no %s", guardShell)
 	}
+	// The witness holds its own copies of inR and outW once started: ours
+	// only have to go. On an error the pipes go unused, and the error is
+	// the one to report.
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	defer inR.Close()
+	defer func() { _ = inR.Close() }()
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		inW.Close()
+		_ = inW.Close()
 		return nil, err
 	}
-	defer outW.Close()
+	defer func() { _ = outW.Close() }()
 	cmd := &exec.Cmd{Path: guardShell, Args: []string{"sh", "-c", witnessScript}, Stdin: inR, Stdout: outW,
 		Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", // holds no directory busy
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}}
 	if err := cmd.Start(); err != nil {
-		inW.Close()
-		outR.Close()
+		_ = inW.Close()
+		_ = outR.Close()
 		return nil, err
 	}
 	w := &witness{cmd: cmd, in: inW, expected: map[syscall.Signal]int{},
@@ -98,7 +101,7 @@ func startWitness(pgid int) (*witness, error) {
 // read takes the witness's reports, one signal name a line.
 func (w *witness) read(r io.ReadCloser) {
 	defer close(w.readOK)
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read to its end or given up on: nothing to report
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		if sc.Text() == "ready" {

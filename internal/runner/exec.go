@@ -8,9 +8,9 @@ import (
 	"github.com/lockctl/lockctl/internal/child"
 )
 
-// ErrNotStarted: the system refused a pipe or a fork for the command or
-// its guard (out of processes or descriptors), an environment fault and
-// no bug: the command did not run. A command that cannot be run at all is
+// ErrNotStarted is the error when the system refused a pipe or a fork for
+// the command or its guard (out of processes or descriptors), an
+// environment fault and no bug: the command did not run. A command that cannot be run at all is
 // a *child.StartError instead (child.ErrNotFound, child.ErrNotExecutable).
 var ErrNotStarted = errors.New("the command could not be started")
 

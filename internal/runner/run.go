@@ -100,7 +100,9 @@ func Run(ctx context.Context, job *Job) *Outcome {
 	defer stopWD()
 	wd, err := job.Locker.Watch(wdCtx, lease, job.Watch)
 	if err != nil {
-		job.release(lease, job.Locker, false)
+		// The command does not run: err is the outcome, whatever the
+		// release finds.
+		_ = job.release(lease, job.Locker, false)
 		out.Err = err
 		return out
 	}
@@ -129,8 +131,8 @@ func Run(ctx context.Context, job *Job) *Outcome {
 			job.record(events.LeaseLost, lease.Name)
 		}
 		// The loss is the event, not the refused (or late) release that
-		// follows it.
-		job.release(lease, job.lockerFor(nil), true)
+		// follows it: its error, the lock gone, is already known.
+		_ = job.release(lease, job.lockerFor(nil), true)
 		out.Held = time.Since(heldSince)
 		return out
 	}

@@ -24,11 +24,11 @@ const DefaultKillAfter = 5 * time.Second
 type OnLost int
 
 const (
-	// OnLostTerm: SIGTERM to the group, SIGKILL after the kill-after grace.
+	// OnLostTerm sends SIGTERM to the group, SIGKILL after the kill-after grace.
 	OnLostTerm OnLost = iota
-	// OnLostKill: SIGKILL to the group at once.
+	// OnLostKill sends SIGKILL to the group at once.
 	OnLostKill
-	// OnLostIgnore: let the child run on unprotected; the loss is only
+	// OnLostIgnore lets the child run on unprotected; the loss is only
 	// recorded.
 	OnLostIgnore
 )
@@ -45,7 +45,8 @@ func (o OnLost) String() string {
 	return fmt.Sprintf("OnLost(%d)", int(o))
 }
 
-// ErrBadOnLost: ParseOnLost was given something other than term, kill or ignore.
+// ErrBadOnLost is returned by ParseOnLost for anything other than term,
+// kill or ignore.
 var ErrBadOnLost = errors.New("runner: on-lost must be term, kill or ignore")
 
 // ParseOnLost parses the --on-lost flag value.
@@ -75,8 +76,8 @@ type Lease interface {
 	Held() bool
 }
 
-// ErrLapsed: the lease no longer counted as held when the child was about
-// to start, so it was not started.
+// ErrLapsed means the lease no longer counted as held when the child was
+// about to start, so it was not started.
 var ErrLapsed = errors.New("runner: lease lapsed before the command started")
 
 // Config tunes Supervise. The zero Config forwards nothing, watches no
@@ -123,12 +124,13 @@ func LossGrace(killAfter, margin time.Duration) time.Duration {
 type End int
 
 const (
-	// Exited: the child's own status stands (it exited, or died of a
+	// Exited means the child's own status stands (it exited, or died of a
 	// signal), also after a loss under OnLostIgnore.
 	Exited End = iota
-	// Lost: the lease was lost while the child ran (OnLost term or kill).
+	// Lost means the lease was lost while the child ran (OnLost term or
+	// kill).
 	Lost
-	// TimedOut: MaxRuntime ran out and the group was terminated.
+	// TimedOut means MaxRuntime ran out and the group was terminated.
 	TimedOut
 )
 

@@ -356,7 +356,8 @@ func TestStoppedLongerThanTTLExits76(t *testing.T) {
 	if err := helper.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer helper.Process.Kill()
+	// Cleanup: the helper may have exited already.
+	defer func() { _ = helper.Process.Kill() }()
 	lines := bufio.NewScanner(out)
 	if !lines.Scan() {
 		t.Fatal("helper said nothing")
@@ -365,7 +366,8 @@ func TestStoppedLongerThanTTLExits76(t *testing.T) {
 	if _, err := fmt.Sscanf(lines.Text(), "pgid %d", &pgid); err != nil {
 		t.Fatalf("helper: %q", lines.Text())
 	}
-	defer syscall.Kill(-pgid, syscall.SIGKILL)
+	// Cleanup: the group may be gone already.
+	defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }()
 	time.Sleep(700 * time.Millisecond) // a couple of renewals
 	if err := helper.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
