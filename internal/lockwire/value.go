@@ -9,6 +9,9 @@ import (
 	"unicode/utf8"
 )
 
+// ValuePrefix returns how the value of token's lease begins: what scripts
+// compare against.
+//
 // A lockctl lock key holds one JSON object whose first member is the token,
 // so that scripts compare tokens with a prefix match and never decode JSON:
 //
@@ -23,7 +26,7 @@ import (
 // Go writes the members after the fence (Members); the acquire scripts
 // write the rest (value.lua's newValue: fence and acquired_ms come from
 // the counter and the server's TIME inside the script); listing locks needs
-// no second key. ValuePrefix(token) is what scripts compare against.
+// no second key.
 func ValuePrefix(token string) string { return `{"token":"` + token + `"` }
 
 // Owns reports whether the stored value belongs to token: a lockctl

@@ -367,7 +367,8 @@ func (in *Inspector) trySubscribe(ctx context.Context, channel string) error {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	ps := in.c.Subscribe(sctx, channel)
-	defer ps.Close()
+	// A probe: the confirmation or refusal is the answer, not the close.
+	defer func() { _ = ps.Close() }()
 	_, err := ps.Receive(sctx)
 	return err
 }

@@ -16,10 +16,11 @@ import (
 // Status is a check's verdict.
 type Status string
 
+// The verdicts a Check can have.
 const (
-	StatusOK   Status = "ok"
-	StatusWarn Status = "warn"
-	StatusFail Status = "fail"
+	StatusOK   Status = "ok"   // safe as it is
+	StatusWarn Status = "warn" // a risk, or a setting Doctor could not read
+	StatusFail Status = "fail" // unsafe for locks, or the server is unusable
 )
 
 // Check is one verdict of Doctor: what was checked, the verdict, why, and

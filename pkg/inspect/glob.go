@@ -37,19 +37,16 @@ func globMatch(p, s string) bool {
 				p = p[1:]
 			}
 			match := false
-			for {
-				if len(p) == 0 {
-					// An unclosed class: Redis treats the end as ']'.
-					break
-				}
-				if p[0] == '\\' && len(p) >= 2 {
+			// Up to the closing ']'; an unclosed class: Redis treats the end
+			// as ']'.
+			for len(p) > 0 && p[0] != ']' {
+				switch {
+				case p[0] == '\\' && len(p) >= 2:
 					p = p[1:]
 					if p[0] == s[0] {
 						match = true
 					}
-				} else if p[0] == ']' {
-					break
-				} else if len(p) >= 3 && p[1] == '-' {
+				case len(p) >= 3 && p[1] == '-':
 					lo, hi := p[0], p[2]
 					if lo > hi {
 						lo, hi = hi, lo
@@ -58,7 +55,7 @@ func globMatch(p, s string) bool {
 					if s[0] >= lo && s[0] <= hi {
 						match = true
 					}
-				} else if p[0] == s[0] {
+				case p[0] == s[0]:
 					match = true
 				}
 				p = p[1:]

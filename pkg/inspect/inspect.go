@@ -31,9 +31,6 @@ const AuditMaxLen = 10000
 // lock's token hash: enough to tell holders apart, short enough to type.
 const TokenHashLen = 12
 
-// minHashLen is the shortest token-hash prefix ForceRelease accepts.
-const minHashLen = 8
-
 // Options configure an Inspector. A nil *Options means all defaults.
 type Options struct {
 	// Prefix goes before every lock name; "" means lock.DefaultPrefix

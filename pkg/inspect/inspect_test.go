@@ -116,7 +116,9 @@ func TestLocks(t *testing.T) {
 	}
 	// A glob on names; its prefix part is literal.
 	var names []string
-	in.Locks(context.Background(), "d*", nil, func(l inspect.Lock) error { names = append(names, l.Name); return nil })
+	if err := in.Locks(context.Background(), "d*", nil, func(l inspect.Lock) error { names = append(names, l.Name); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	sort.Strings(names)
 	if strings.Join(names, ",") != "db:migrate,deploy" {
 		t.Errorf("glob d*: %v", names)
@@ -144,7 +146,11 @@ func fifoWaiters(t *testing.T, c *redis.Client, prefix, name string, n int) []st
 		tokens = append(tokens, tok)
 		go func() {
 			defer func() { done <- struct{}{} }()
-			l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Token: tok, FIFO: true, Wait: -1})
+			// Waits until the test ends (any error then is expected), unless
+			// the holder goes first.
+			if _, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Token: tok, FIFO: true, Wait: -1}); err != nil && ctx.Err() == nil {
+				t.Errorf("FIFO waiter: %v", err)
+			}
 		}()
 		waitFor(t, func() bool { return c.ZScore(ctx, q, tok).Err() == nil })
 	}
@@ -204,7 +210,9 @@ func TestWaitersCountSubscribersAndQueue(t *testing.T) {
 		t.Errorf("queue not in arrival order: %+v", d.Queue)
 	}
 	var got *inspect.Lock
-	in.Locks(ctx, "q", nil, func(l inspect.Lock) error { got = &l; return nil })
+	if err := in.Locks(ctx, "q", nil, func(l inspect.Lock) error { got = &l; return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if got == nil || got.Queued != 2 || got.Subscribers != d.Subscribers {
 		t.Errorf("listing: %+v", got)
 	}
@@ -484,6 +492,11 @@ func TestForceReleaseStaleTokenAfterTakeover(t *testing.T) {
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// A hash prefix shorter than 8 digits names no holder (forcerelease.lua).
+	var held *lock.HeldError
+	if _, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(next.Token)[:7], nil); !errors.As(err, &held) || !errors.Is(err, lock.ErrNotOwner) {
+		t.Fatalf("a 7-digit hash prefix: %v", err)
 	}
 	r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(next.Token)[:8], &inspect.ReleaseOptions{Reason: "runner died", Who: "oncall@laptop"})
 	if err != nil {

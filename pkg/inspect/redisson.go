@@ -28,7 +28,10 @@ func RedissonRWChannel(key string) string { return redissonPrefixed("redisson_rw
 // (RFairLock) waiters: a list of their thread names ("<uuid>:<threadId>")
 // in arrival order, and a sorted set of the same names scored by the time
 // (client ms) each gives up its place. Both are in key's Cluster slot.
-func RedissonQueue(key string) string    { return redissonPrefixed("redisson_lock_queue", key) }
+func RedissonQueue(key string) string { return redissonPrefixed("redisson_lock_queue", key) }
+
+// RedissonTimeouts is the key of the sorted set of a Redisson fair lock's
+// waiters scored by when each gives up its place (see RedissonQueue).
 func RedissonTimeouts(key string) string { return redissonPrefixed("redisson_lock_timeout", key) }
 
 // RedissonWaiterChannel is the channel on which the fair-lock waiter named

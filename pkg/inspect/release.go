@@ -69,8 +69,8 @@ type Released struct {
 // the audit and event streams), which no lock lives in.
 var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 
-// RWLockError: the key is a Redisson read-write lock, whose holders
-// force-release does not free (deleting the hash would free them all).
+// RWLockError reports that the key is a Redisson read-write lock, whose
+// holders force-release does not free (deleting the hash would free them all).
 type RWLockError struct{ Key string }
 
 func (e *RWLockError) Error() string {

@@ -44,7 +44,9 @@ func waitingWriter(t *testing.T, c *redis.Client, prefix, name string) string {
 	l := lock.New(c, &lock.Options{Prefix: prefix})
 	go func() {
 		defer close(done)
-		l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Token: tok, Wait: -1})
+		if _, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Token: tok, Wait: -1}); err != nil && ctx.Err() == nil {
+			t.Errorf("waiting writer: %v", err)
+		}
 	}()
 	w := lockwire.AuxKey(lockwire.KindWriters, prefix+name)
 	waitFor(t, func() bool { return c.ZScore(ctx, w, tok).Err() == nil })

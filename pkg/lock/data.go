@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DataError: a key lockctl reads holds something lockctl did not write
-// there: another Redis type at a fence counter, semaphore or wait queue, or
+// DataError reports that a key lockctl reads holds something lockctl did
+// not write there: another Redis type at a fence counter, semaphore or wait queue, or
 // a string that is no number where a counter belongs. Someone else wrote it;
 // the call did not take effect. It matches ErrWrongType.
 type DataError struct {
@@ -36,8 +36,11 @@ func (e *DataError) Error() string {
 	return fmt.Sprintf("one of %s holds data lockctl did not write: %v", strings.Join(e.Keys, ", "), e.Err)
 }
 
+// Is makes a *DataError match ErrWrongType.
 func (e *DataError) Is(target error) bool { return target == ErrWrongType }
-func (e *DataError) Unwrap() error        { return e.Err }
+
+// Unwrap returns the server's reply or the parse error.
+func (e *DataError) Unwrap() error { return e.Err }
 
 // wantOf says what lockctl keeps at an auxiliary key: its Redis type and,
 // for people, what it is. Lock keys themselves are not listed: the scripts

@@ -36,8 +36,8 @@ var (
 	ErrLimitMismatch = errors.New("lock: semaphore limit differs from its holders'")
 )
 
-// LimitError: the semaphore at Key has live holders that came in with Limit,
-// and the caller asked for Want. Shared mode (AcquireOptions.Shared) keeps
+// LimitError reports that the semaphore at Key has live holders that came
+// in with Limit, and the caller asked for Want. Shared mode (AcquireOptions.Shared) keeps
 // its holders in the same place as a semaphore's, so a shared acquire among
 // semaphore holders is one with Want 0, and a semaphore acquire among shared
 // holders one with Limit 0.
@@ -127,9 +127,11 @@ func (e *HeldError) Error() string {
 	return msg
 }
 
+// Is makes a *HeldError match its kind: ErrNotObtained from Acquire,
+// ErrNotOwner from Renew or Release.
 func (e *HeldError) Is(target error) bool { return target == e.kind }
 
-// WrongTypeError: the key exists with a Redis type no lock has.
+// WrongTypeError reports that the key exists with a Redis type no lock has.
 type WrongTypeError struct {
 	Key  string
 	Type string // "list", "set", "zset", "stream", or "hash" for a hash that is not a Redisson lock
@@ -139,10 +141,11 @@ func (e *WrongTypeError) Error() string {
 	return fmt.Sprintf("%s is a %s, not a lock", e.Key, e.Type)
 }
 
+// Is makes a *WrongTypeError match ErrWrongType.
 func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 
-// StaleFenceError: Check was given a fence lower than Highest, or equal to
-// it from another holder than the one that presented it first.
+// StaleFenceError reports that Check was given a fence lower than Highest,
+// or equal to it from another holder than the one that presented it first.
 type StaleFenceError struct {
 	Resource string
 	Fence    int64
@@ -156,10 +159,11 @@ func (e *StaleFenceError) Error() string {
 	return fmt.Sprintf("fence %d for %s is stale: %d is newer", e.Fence, e.Resource, e.Highest)
 }
 
+// Is makes a *StaleFenceError match ErrStaleFence.
 func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
 
-// PanicError: code the lock package runs in the background (a Watchdog's
-// loop, or the renewal it calls) panicked. The Watchdog then reports the
+// PanicError reports that code the lock package runs in the background (a
+// Watchdog's loop, or the renewal it calls) panicked. The Watchdog then reports the
 // lease as lost with it, so that the caller stops the protected work
 // instead of the process dying with it still running: a bug, in lockctl or
 // in what a watchdog renews with.
@@ -177,7 +181,8 @@ func (e *PanicError) Error() string {
 // Options.WaitReplicas asked for acknowledged in time (*ReplicationError).
 var ErrNotReplicated = errors.New("lock: not replicated")
 
-// ReplicationError: WAIT after a lock write counted fewer replicas than Want.
+// ReplicationError reports that WAIT after a lock write counted fewer
+// replicas than Want.
 // After Acquire the lock has been released again (best effort); after Renew
 // the master holds the renewed lease but a failover could lose it.
 type ReplicationError struct {
@@ -190,6 +195,7 @@ func (e *ReplicationError) Error() string {
 	return fmt.Sprintf("%s: %d of %d replicas acknowledged the lock write", e.Key, e.Acked, e.Want)
 }
 
+// Is makes a *ReplicationError match ErrNotReplicated.
 func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplicated }
 
 // ErrNotWoken is the warning of a release that freed the lock while the
@@ -200,8 +206,8 @@ func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplic
 // a caller reports them as a warning, never as a failed release.
 var ErrNotWoken = errors.New("lock: released, but waiters were not woken")
 
-// WakeError: Key was released, but publishing its wake-up on Channel was
-// refused with Reason (the server's words).
+// WakeError reports that Key was released, but publishing its wake-up on
+// Channel was refused with Reason (the server's words).
 type WakeError struct {
 	Key     string
 	Channel string
@@ -212,4 +218,5 @@ func (e *WakeError) Error() string {
 	return fmt.Sprintf("%s released, but the server refused the wake-up on %s: %s", e.Key, e.Channel, e.Reason)
 }
 
+// Is makes a *WakeError match ErrNotWoken.
 func (e *WakeError) Is(target error) bool { return target == ErrNotWoken }

@@ -129,19 +129,25 @@ func TestWaiterRetriesAReplicationShortfall(t *testing.T) {
 	resumed := false
 	t.Cleanup(func() {
 		if !resumed {
-			r.Signal(syscall.SIGCONT)
+			if err := r.Signal(syscall.SIGCONT); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 	// Without a wait the shortfall ends the acquire at once.
 	if _, err := l.Acquire(ctx, name, 5*time.Second, nil); !errors.Is(err, lock.ErrNotReplicated) {
 		t.Fatalf("-n with a stalled replica: %v, want ErrNotReplicated", err)
 	}
+	cont := make(chan error, 1)
 	go func() {
 		time.Sleep(700 * time.Millisecond)
-		r.Signal(syscall.SIGCONT)
+		cont <- r.Signal(syscall.SIGCONT)
 	}()
 	resumed = true
 	lease, err := l.Acquire(ctx, name, 5*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second, RetryFor: 5 * time.Second})
+	if cerr := <-cont; cerr != nil {
+		t.Fatal(cerr)
+	}
 	if err != nil {
 		t.Fatalf("a waiter through a replica stall of 0.7s: %v", err)
 	}
@@ -150,7 +156,11 @@ func TestWaiterRetriesAReplicationShortfall(t *testing.T) {
 	if err := r.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer r.Signal(syscall.SIGCONT)
+	defer func() {
+		if err := r.Signal(syscall.SIGCONT); err != nil {
+			t.Error(err)
+		}
+	}()
 	_, err = l.Acquire(ctx, name, 5*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second, RetryFor: 500 * time.Millisecond})
 	if !errors.Is(err, lock.ErrNotReplicated) {
 		t.Fatalf("a stall past RetryFor: %v, want ErrNotReplicated", err)

@@ -76,11 +76,15 @@ func TestFIFODeadWaiterIsSkipped(t *testing.T) {
 	dl, dc := newLocker(t, nil)
 	dctx, cancel := contextWithTimeout(200 * time.Millisecond)
 	defer cancel()
+	closed := make(chan error, 1)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		dc.Close()
+		closed <- dc.Close()
 	}()
 	_, err = dl.Acquire(dctx, name, time.Second, &lock.AcquireOptions{FIFO: true, Wait: -1})
+	if cerr := <-closed; cerr != nil {
+		t.Fatal(cerr)
+	}
 	if err == nil {
 		t.Fatal("the dead waiter acquired")
 	}

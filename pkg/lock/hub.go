@@ -142,15 +142,17 @@ func (h *hub) subscribe(ctx context.Context, channel string) (subscription, erro
 	select {
 	case <-t.ready:
 		if t.err != nil {
-			s.Close()
+			// The subscription failed: its error is the one to report, not
+			// whatever closing the half-made connection says.
+			_ = s.Close()
 			return nil, t.err
 		}
 		return s, nil
 	case <-ctx.Done():
-		s.Close()
+		_ = s.Close() // as above: the context's end is what counts
 		return nil, ctx.Err()
 	case <-timer.C:
-		s.Close()
+		_ = s.Close() // as above: the missing confirmation is what counts
 		return nil, errNoConfirmation
 	}
 }

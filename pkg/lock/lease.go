@@ -184,6 +184,8 @@ func (e *LateError) Error() string {
 		e.Key, e.Op, e.Took.Round(time.Millisecond), e.TTL, DefaultMargin(e.TTL))
 }
 
+// Is makes a *LateError match ErrLate, and ErrNotObtained or ErrNotHeld
+// by its Op, as LateError's doc says.
 func (e *LateError) Is(target error) bool {
 	switch target {
 	case ErrLate:
@@ -200,8 +202,8 @@ func (e *LateError) Is(target error) bool {
 // less its margin, so that no grant can count as held (*SlowLinkError).
 var ErrSlowLink = errors.New("lock: replies slower than the lease allows")
 
-// SlowLinkError: a grant and its re-confirmation both came too late to
-// count (LeaseDeadline). Each call took longer than the TTL leaves
+// SlowLinkError reports that a grant and its re-confirmation both came too
+// late to count (LeaseDeadline). Each call took longer than the TTL leaves
 // (TTL - Margin after it is sent), so no grant can be valid on this link
 // until it speeds up or the TTL grows: the lock is not held by anyone
 // else, and waiting at this speed does not get it. The grants were given
@@ -224,6 +226,7 @@ func (e *SlowLinkError) Window() time.Duration {
 	return LeaseDeadline(time.Time{}, e.TTL, e.Margin).Sub(time.Time{})
 }
 
+// Is makes a *SlowLinkError match ErrSlowLink and ErrLate.
 func (e *SlowLinkError) Is(target error) bool { return target == ErrSlowLink || target == ErrLate }
 
 // late applies LeaseDeadline to a write of key for ttl sent at sent whose

@@ -649,16 +649,6 @@ func (l *Locker) getKey(ctx context.Context, key string) (*Holder, error) {
 	return &h, nil
 }
 
-// wake tells everyone waiting for key to try again now, as a release does.
-// Code that frees a lock key by other means (a semaphore slot, a forced
-// delete) calls it so waiters need not wait for their polling timer.
-func (l *Locker) wake(ctx context.Context, key string) error {
-	if err := l.b.publish(ctx, lockwire.Channel(key)); err != nil {
-		return fmt.Errorf("lock: wake %s: %w", key, err)
-	}
-	return nil
-}
-
 // ctxErr reports why waiting stopped: the context's error (so errors.Is
 // context.Canceled or DeadlineExceeded holds) and, if different, its cause
 // (a signal, say).

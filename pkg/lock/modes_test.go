@@ -134,7 +134,7 @@ func TestReenterCountsHolds(t *testing.T) {
 		inner.Holds != 2 || !inner.AcquiredAt.Equal(outer.AcquiredAt) {
 		t.Fatalf("re-entered lease %+v, outer %+v", inner, outer)
 	}
-	if d := inner.Sent.Add(inner.TTL).Sub(time.Now()); d > 10*time.Second || d < 5*time.Second {
+	if d := time.Until(inner.Sent.Add(inner.TTL)); d > 10*time.Second || d < 5*time.Second {
 		t.Fatalf("re-entered lease's Sent+TTL is %v from now", d)
 	}
 	deeper, err := l.Reenter(ctx, name, outer.Token)
@@ -167,11 +167,16 @@ func TestReenterCountsHolds(t *testing.T) {
 	if _, err := l.Reenter(ctx, name, outer.Token); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("re-enter a free lock: %v", err)
 	}
-	other, _ := l.Acquire(ctx, name, 10*time.Second, nil)
+	other, err := l.Acquire(ctx, name, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := l.Reenter(ctx, name, outer.Token); !errors.Is(err, lock.ErrNotOwner) {
 		t.Fatalf("re-enter with a stale token: %v", err)
 	}
-	l.ReleaseLease(ctx, other)
+	if err := l.ReleaseLease(ctx, other); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestReenterSemaphoreSlot(t *testing.T) {

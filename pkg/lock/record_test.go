@@ -231,7 +231,11 @@ func pauseWrites(t *testing.T, s *redistest.Server) {
 	if _, err := s.Do("CLIENT", "PAUSE", "30000", "WRITE"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Do("CLIENT", "UNPAUSE") })
+	t.Cleanup(func() {
+		if _, err := s.Do("CLIENT", "UNPAUSE"); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // Renewals that time out while the server's writes are paused are
@@ -294,7 +298,9 @@ func TestEventsOfWatchdogLosingTheLease(t *testing.T) {
 		}
 		defer w.Stop()
 		redisDo(t, c, "DEL", lease.Key)
-		awaitLoss(t, w)
+		if lost := awaitLoss(t, w); !errors.Is(lost, lock.ErrLost) || !errors.Is(lost, lock.ErrNotHeld) {
+			t.Fatalf("loss %v, want ErrLost from ErrNotHeld", lost)
+		}
 		sameKinds(t, rec.kinds(lease.Name), []string{"acquired ", "renew_failed ", "lease_lost "})
 	})
 	t.Run("expired", func(t *testing.T) {

@@ -92,7 +92,8 @@ var (
 // (*QuorumError).
 var ErrNoQuorum = errors.New("lock: no quorum of Redlock nodes")
 
-// QuorumError: a Redlock call could not reach a quorum of nodes in time. It
+// QuorumError reports that a Redlock call could not reach a quorum of nodes
+// in time. It
 // wraps every node's error, so errors.Is and errors.As find network errors
 // and context.DeadlineExceeded among them.
 type QuorumError struct {
@@ -111,8 +112,10 @@ func (e *QuorumError) Error() string {
 	return e.Reason + ": " + strings.Join(msgs, "; ")
 }
 
+// Is makes a *QuorumError match ErrNoQuorum.
 func (e *QuorumError) Is(target error) bool { return target == ErrNoQuorum }
-func (e *QuorumError) Unwrap() []error      { return e.Errs }
+
+func (e *QuorumError) Unwrap() []error { return e.Errs }
 
 // NewRedlock returns a Locker whose locks live on a majority of the given
 // independent masters. At least 3 are required, since with 2 the quorum is
@@ -640,7 +643,9 @@ func (r *redlock) publish(ctx context.Context, channel string) error {
 func (r *redlock) subscribe(ctx context.Context, channel string) (subscription, error) {
 	res := each(ctx, r, nil, r.callTimeout(), func(ctx context.Context, s *single) (subscription, error) {
 		return s.subscribe(ctx, channel)
-	}, func(s subscription) { s.Close() })
+	}, func(s subscription) {
+		_ = s.Close() // a subscription that came too late is not used; nothing waits on its close
+	})
 	m := &multiSub{c: make(chan struct{}, 1), done: make(chan struct{})}
 	for _, x := range res {
 		if x.err == nil {
@@ -698,13 +703,14 @@ func (m *multiSub) forward(s subscription) {
 }
 
 func (m *multiSub) Close() error {
+	var errs []error
 	m.once.Do(func() {
 		close(m.done)
 		for _, s := range m.subs {
-			s.Close()
+			errs = append(errs, s.Close())
 		}
 	})
-	return nil
+	return errors.Join(errs...)
 }
 
 func (r *redlock) queued(channel string) int {

@@ -43,7 +43,11 @@ func pause(t *testing.T, s *redistest.Server) (resume func()) {
 	if err := s.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	resume = func() { s.Signal(syscall.SIGCONT) }
+	resume = func() {
+		if err := s.Signal(syscall.SIGCONT); err != nil {
+			t.Error(err)
+		}
+	}
 	t.Cleanup(resume)
 	return resume
 }
@@ -56,6 +60,14 @@ func get(t *testing.T, s *redistest.Server, key string) string {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// do runs a setup command on s.
+func do(t *testing.T, s *redistest.Server, args ...string) {
+	t.Helper()
+	if _, err := s.Do(args...); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func storedFence(t *testing.T, s *redistest.Server, key string) int64 {
@@ -223,7 +235,7 @@ func TestRedlockHeldOnMajority(t *testing.T) {
 		t.Errorf("get: %+v, %v", h, err)
 	}
 	// Held on one node only: a quorum is free, so the lock is.
-	srvs[1].Do("DEL", key)
+	do(t, srvs[1], "DEL", key)
 	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("get with the holder on one node: %v", err)
 	}
@@ -371,7 +383,7 @@ func TestRedlockSameTokenRetry(t *testing.T) {
 	// two acquire afresh with a higher fence, which is written back to
 	// the first node as well.
 	for _, s := range srvs[1:] {
-		s.Do("DEL", first.Key)
+		do(t, s, "DEL", first.Key)
 	}
 	third, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: token, Owner: "me@h:1"})
 	if err != nil {
@@ -425,16 +437,16 @@ func TestRedlockCheck(t *testing.T) {
 	// Two nodes recorded 9 (a check whose reply was lost, say): 7 is stale
 	// on a majority.
 	for _, s := range srvs[:2] {
-		s.Do("SET", lock.AuxKey(lock.KindChecked, res), "9")
+		do(t, s, "SET", lock.AuxKey(lock.KindChecked, res), "9")
 	}
 	var se *lock.StaleFenceError
 	if err := f.Check(ctx, res, 7, ""); !errors.As(err, &se) || se.Highest != 9 {
 		t.Errorf("check 7: %v", err)
 	}
 	// One node ahead does not refuse what a majority accepts.
-	srvs[2].Do("SET", lock.AuxKey(lock.KindChecked, res), "20")
+	do(t, srvs[2], "SET", lock.AuxKey(lock.KindChecked, res), "20")
 	for _, s := range srvs[:2] {
-		s.Do("SET", lock.AuxKey(lock.KindChecked, res), "5")
+		do(t, s, "SET", lock.AuxKey(lock.KindChecked, res), "5")
 	}
 	if err := f.Check(ctx, res, 10, ""); err != nil {
 		t.Errorf("check 10: %v", err)
@@ -453,9 +465,9 @@ func TestRedlockCheck(t *testing.T) {
 	if err := f.Check(ctx, res, 30, b); !errors.As(err, &se) || se.Highest != 30 {
 		t.Errorf("check 30 by another holder: %v", err)
 	}
-	srvs[0].Do("SET", lock.AuxKey(lock.KindChecked, res), "30 "+a) // missed the newer check
+	do(t, srvs[0], "SET", lock.AuxKey(lock.KindChecked, res), "30 "+a) // missed the newer check
 	for _, s := range srvs[1:] {
-		s.Do("SET", lock.AuxKey(lock.KindChecked, res), "31 "+b)
+		do(t, s, "SET", lock.AuxKey(lock.KindChecked, res), "31 "+b)
 	}
 	if err := f.Check(ctx, res, 30, a); !errors.As(err, &se) || se.Highest != 31 {
 		t.Errorf("old holder's check 30 after 31: %v", err)

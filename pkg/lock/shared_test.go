@@ -404,7 +404,11 @@ func TestLocalSharedWaitersAllEnterWhenTheWriterLeaves(t *testing.T) {
 			if d := r.at.Sub(released); d > 5*time.Second {
 				t.Errorf("shared waiter %d got in %s after the release: woken by its poll, not by the one before it", i, d)
 			}
-			defer l.ReleaseLease(ctx, r.lease)
+			defer func() {
+				if err := l.ReleaseLease(ctx, r.lease); err != nil {
+					t.Errorf("shared waiter %d's release: %v", i, err)
+				}
+			}()
 		case <-time.After(10 * time.Second):
 			t.Fatalf("shared waiter %d did not get in within 10s of the writer's release (poll 20s)", i)
 		}

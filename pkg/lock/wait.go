@@ -101,7 +101,9 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 		// and the poll still wake it.
 		if o, oerr := a.l.b.subscribe(sctx, lockwire.WaiterChannel(a.key, a.args.token)); oerr == nil {
 			own = o
-			defer own.Close()
+			// Waiting is over when this returns; a failed close cannot
+			// change its outcome.
+			defer func() { _ = own.Close() }()
 			own.named(a.args.token)
 		}
 	}
@@ -120,7 +122,7 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 	}
 	var wake <-chan struct{} // nil (never ready) without pub/sub
 	if sub != nil {
-		defer sub.Close()
+		defer func() { _ = sub.Close() }() // as for own above
 		wake = sub.C()
 		sub.named(a.args.token)
 		if a.fifo {
@@ -139,7 +141,8 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 		delay := a.l.poll
 		if retry {
 			lease, h, err := a.try(ctx)
-			if err != nil && o.RetryFor > 0 && transient(err) && ctx.Err() == nil {
+			switch {
+			case err != nil && o.RetryFor > 0 && transient(err) && ctx.Err() == nil:
 				now := a.l.clock.Now()
 				if downSince.IsZero() {
 					downSince = now
@@ -149,7 +152,7 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 				}
 				down = err
 				delay = min(delay, transientDelay)
-			} else if isLate(err) {
+			case isLate(err):
 				// Given back already; try again like any waiter. A FIFO
 				// waiter left the queue with the grant: its place is
 				// unknown until it joins again.
@@ -160,14 +163,14 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 				if a.fifo && sub != nil {
 					sub.fifo(a.args.token, 0)
 				}
-			} else if lease != nil || err != nil {
+			case lease != nil || err != nil:
 				if lease != nil && a.shared && sub != nil {
 					// Shared holders enter together: the release that
 					// woke this one may let in the next local waiter too.
 					sub.passOn()
 				}
 				return lease, err
-			} else {
+			default:
 				held, late, down, downSince = h, nil, nil, time.Time{}
 				if a.fifo && sub != nil {
 					sub.fifo(a.args.token, h.arrival)

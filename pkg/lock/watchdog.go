@@ -45,8 +45,10 @@ func (e *LostError) Error() string {
 	return msg
 }
 
+// Is makes a *LostError match ErrLost.
 func (e *LostError) Is(target error) bool { return target == ErrLost }
-func (e *LostError) Unwrap() error        { return e.Err }
+
+func (e *LostError) Unwrap() error { return e.Err }
 
 // WatchdogOptions tune a Watchdog. A nil *WatchdogOptions takes every default.
 type WatchdogOptions struct {

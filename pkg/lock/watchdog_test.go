@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -541,11 +542,15 @@ func TestWatchdogRenewalPanicIsALoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := renewFunc(func(context.Context, string, string, time.Duration) (time.Duration, error) {
 			var m map[string]int
-			m["boom"]++ // a nil map write: a runtime panic
+			m["boom"]++ //nolint:staticcheck // SA5000: the nil map write is the bug under test, a runtime panic
 			return ttl, nil
 		})
-		if pe := panicLoss(t, r, nil); pe.Where != "renewal" {
+		pe := panicLoss(t, r, nil)
+		if pe.Where != "renewal" {
 			t.Fatalf("panic in the %s, want the renewal", pe.Where)
+		}
+		if _, ok := pe.Value.(runtime.Error); !ok {
+			t.Fatalf("panic value %T %v, want the runtime error", pe.Value, pe.Value)
 		}
 	})
 }

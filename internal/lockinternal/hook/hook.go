@@ -32,9 +32,18 @@ var (
 	// HeldSince is func(context.Context, *lock.Locker, string, string) (time.Time, bool, error).
 	HeldSince any
 
-	DataErrorOf    func(ctx context.Context, c redis.Cmdable, err error, keys ...string) error
+	// DataErrorOf is lockinternal.DataErrorOf: a data reply on a lock's
+	// keys as a *lock.DataError.
+	DataErrorOf func(ctx context.Context, c redis.Cmdable, err error, keys ...string) error
+	// ScriptCommands is lockinternal.ScriptCommands: the commands the lock
+	// scripts call.
 	ScriptCommands func() []string
-	OwnerWithPID   func(pid int) string
-	DefaultOwner   func() string
-	NewToken       func() (string, error)
+	// OwnerWithPID is lockinternal.OwnerWithPID: user@host:pid of another
+	// process.
+	OwnerWithPID func(pid int) string
+	// DefaultOwner is lockinternal.DefaultOwner: user@host:pid of this
+	// process.
+	DefaultOwner func() string
+	// NewToken is lockinternal.NewToken: a random 32-hex-digit token.
+	NewToken func() (string, error)
 )
