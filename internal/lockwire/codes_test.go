@@ -161,6 +161,12 @@ func TestDecodersRefuseOtherScriptsCodes(t *testing.T) {
 	if r, err := DecodeRelease([]any{ReleaseNotWoken, "NOPERM no publish"}); err != nil || r.Code != ReleaseNotWoken || r.Type != "NOPERM no publish" {
 		t.Errorf("release's {5, error}: %+v %v", r, err)
 	}
+	for _, dec := range []func(any) (Reply, error){DecodeRelease, DecodeSemRelease} {
+		ch := "lockctl:wake:{lock:x}:t1"
+		if r, err := dec([]any{ReleaseNotWoken, "NOPERM no publish", ch}); err != nil || r.Type != "NOPERM no publish" || r.Value != ch {
+			t.Errorf("a release's {5, error, channel}: %+v %v", r, err)
+		}
+	}
 	if r, err := DecodeRelease([]any{ReleaseHoldsLeft, int64(2)}); err != nil || r.Num != 2 {
 		t.Errorf("release's {4, holds left}: %+v %v", r, err)
 	}

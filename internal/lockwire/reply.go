@@ -46,13 +46,13 @@ const (
 	ReleaseOther     int64 = 2 // {2, type, ...}: another holder, as held() describes
 	ReleaseSemaphore int64 = 3 // {3}: no lock, but a semaphore of the same name (sem_release.lua decides)
 	ReleaseHoldsLeft int64 = 4 // {4, holds left}: one hold of a re-entered lease given back
-	ReleaseNotWoken  int64 = 5 // {5, error}: deleted, but the server refused the wake-up
+	ReleaseNotWoken  int64 = 5 // {5, error, channel}: deleted, but the server refused the wake-up on channel
 
 	// sem_release.lua.
 	SemReleaseNotHeld   int64 = 0 // {0}: the token holds no slot
 	SemReleaseReleased  int64 = 1 // {1}
 	SemReleaseHoldsLeft int64 = 4 // {4, holds left}
-	SemReleaseNotWoken  int64 = 5 // {5, error}: released, but the server refused the wake-up
+	SemReleaseNotWoken  int64 = 5 // {5, error, channel}: released, but the server refused the wake-up on channel
 
 	// reenter.lua.
 	ReenterNotHeld int64 = 0 // {0}: the token holds nothing here
@@ -202,16 +202,28 @@ func DecodeSemRenew(v any) (Reply, error) {
 }
 
 // DecodeRelease reads release.lua's replies. The server's refusal of a
-// wake-up ({5, error}) is left in Type.
+// wake-up ({5, error, channel}) is left in Type, the channel it refused in
+// Value.
 func DecodeRelease(v any) (Reply, error) {
 	r, err := decode(v)
-	return known(releaseCodes, r, err, v)
+	return known(releaseCodes, wakeRefused(r, v, ReleaseNotWoken), err, v)
 }
 
 // DecodeSemRelease reads sem_release.lua's replies, as DecodeRelease.
 func DecodeSemRelease(v any) (Reply, error) {
 	r, err := decode(v)
-	return known(semReleaseCodes, r, err, v)
+	return known(semReleaseCodes, wakeRefused(r, v, SemReleaseNotWoken), err, v)
+}
+
+// wakeRefused puts the channel of a {code, error, channel} reply (a
+// release whose wake-up the server refused) in r.Value.
+func wakeRefused(r Reply, v any, code int64) Reply {
+	if a, ok := v.([]any); ok && r.Code == code && len(a) == 3 {
+		if ch, ok := a[2].(string); ok {
+			r.Value = ch
+		}
+	}
+	return r
 }
 
 // DecodeReenter reads reenter.lua's {1|3, value, pttl, server ms}, else the

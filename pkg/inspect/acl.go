@@ -160,8 +160,14 @@ func needs(s scratch) []need {
 			n = append(n, need{args: scriptCall(c, k, ch, s.audit)})
 		}
 	}
+	// A release that names the next waiter publishes on that waiter's own
+	// channel, which the waiter subscribes to (wake.lua, wait.go): a user
+	// granted only the release channel's pattern gets no targeted wake-up.
+	wake := lockwire.WaiterChannel(key, "lockctl-doctor")
 	n = append(n,
 		need{[]string{"SUBSCRIBE", ch}, "prompt wake-ups; waiters poll without it"},
+		need{[]string{"PUBLISH", wake, "next"}, "targeted wake-ups; releases warn and waiters poll without it"},
+		need{[]string{"SUBSCRIBE", wake}, "targeted wake-ups; releases warn and waiters poll without it"},
 		need{[]string{"PING"}, "checking the wake-up connection"},
 		need{[]string{"WAIT", "0", "0"}, "--wait-replicas"},
 	)

@@ -607,10 +607,15 @@ func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error)
 	return 0, refused(key, r)
 }
 
-// notWoken is a release script's {5, error}: released, but the server
-// refused to publish the wake-up.
+// notWoken is a release script's {5, error, channel}: released, but the
+// server refused to publish the wake-up on channel (the release channel,
+// or the next waiter's own).
 func notWoken(key string, r reply) error {
-	return &WakeError{Key: key, Channel: lockwire.Channel(key), Reason: r.Type}
+	ch := r.Value
+	if ch == "" {
+		ch = lockwire.Channel(key)
+	}
+	return &WakeError{Key: key, Channel: ch, Reason: r.Type}
 }
 
 func refused(key string, r reply) error {

@@ -30,9 +30,9 @@ if type(v) == 'string' then
     -- Waiters sleep until this message (or their holder's TTL), so the
     -- hand-off costs one round trip instead of a polling interval; it
     -- wakes the one waiter that can take the lock where one is listed.
-    local err = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
+    local err, refused = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
     if err then
-      return {5, err}
+      return {5, err, refused}
     end
     return {1}
   end

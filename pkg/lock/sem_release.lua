@@ -20,8 +20,8 @@ end
 redis.call('ZREM', z, ARGV[1])
 redis.call('HDEL', vals, ARGV[1])
 expire(z, ms, {z, vals})
-local err = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
+local err, refused = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
 if err then
-  return {5, err}
+  return {5, err, refused}
 end
 return {1}

@@ -20,13 +20,13 @@
 --
 -- The PUBLISH is best effort: an ACL without PUBLISH or the channel must not
 -- turn a done release into an error (a script stops at a refused call,
--- after its writes), so wake returns the refusal, or nil, for the caller to
--- pass on ({5, error}).
+-- after its writes), so wake returns the refusal and the channel refused,
+-- or nil, for the caller to pass on ({5, error, channel}).
 local wakeGraceMS = 500
 local function publish(channel, msg)
   local r = redis.pcall('PUBLISH', channel, msg)
   if type(r) == 'table' and r.err then
-    return r.err
+    return r.err, channel
   end
   return nil
 end
