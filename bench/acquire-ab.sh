@@ -18,12 +18,7 @@ BASE=${BASE:-HEAD~1}
 ROUNDS=${ROUNDS:-8}
 BENCH=${BENCH:-'AcquireRelease/lock/goroutines=1$'}
 OPS=${OPS:-3000}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir "$tmp/base"
-git archive "$BASE" | tar -x -C "$tmp/base"
-(cd "$tmp/base" && go test -c -o "$tmp/base.test" ./pkg/lock)
-go test -c -o "$tmp/new.test" ./pkg/lock
+. bench/ab-lib.sh
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
 	for v in base new; do

@@ -12,13 +12,7 @@ BASE=${BASE:-HEAD~1}
 ROUNDS=${ROUNDS:-5}
 BENCH=${BENCH:-'Contention/lock|PileUp'}
 BENCHTIME=${BENCHTIME:-400x}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir "$tmp/base"
-git archive "$BASE" | tar -x -C "$tmp/base"
-cp pkg/lock/bench_test.go "$tmp/base/pkg/lock/bench_test.go"
-(cd "$tmp/base" && go test -c -o "$tmp/base.test" ./pkg/lock)
-go test -c -o "$tmp/new.test" ./pkg/lock
+SAME_BENCH=1 . bench/ab-lib.sh
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
 	for v in base new; do

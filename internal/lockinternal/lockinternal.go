@@ -76,3 +76,27 @@ func DefaultOwner() string { return hook.DefaultOwner() }
 // NewToken returns 128 random bits as 32 hex digits, as an Acquire without
 // a token makes.
 func NewToken() (string, error) { return hook.NewToken() }
+
+// ParseValue describes the holder whose stored value at key is value
+// (internal/lockwire parses it); ttl is the key's remaining time (-1 for
+// none).
+func ParseValue(key, value string, ttl time.Duration) lock.Holder {
+	return hook.ParseValue.(func(string, string, time.Duration) lock.Holder)(key, value, ttl)
+}
+
+// ParseRedisson describes the holder of a Redisson lock hash; false when
+// fields are not one.
+func ParseRedisson(key string, fields map[string]string, ttl time.Duration) (lock.Holder, bool) {
+	return hook.ParseRedisson.(func(string, map[string]string, time.Duration) (lock.Holder, bool))(key, fields, ttl)
+}
+
+// ParseRedissonAny is ParseRedisson for a plain or a read-write lock hash.
+func ParseRedissonAny(key string, fields map[string]string, ttl time.Duration) (lock.Holder, bool) {
+	return hook.ParseRedissonAny.(func(string, map[string]string, time.Duration) (lock.Holder, bool))(key, fields, ttl)
+}
+
+// ParseRedissonRW describes every holder of a Redisson read-write lock
+// hash; false when fields are not one.
+func ParseRedissonRW(key string, fields map[string]string, ttl time.Duration) ([]lock.Holder, bool) {
+	return hook.ParseRedissonRW.(func(string, map[string]string, time.Duration) ([]lock.Holder, bool))(key, fields, ttl)
+}

@@ -17,7 +17,7 @@ import (
 
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+func TestMain(m *testing.M) { redistest.Main(m, &srv) }
 
 var ctx = context.Background()
 
@@ -116,5 +116,27 @@ func TestReleaseHoldAndHeldSince(t *testing.T) {
 	}
 	if _, err := lockinternal.ReleaseHold(ctx, l, byToken()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("release of a free lock: %v", err)
+	}
+}
+
+func TestHolderParsers(t *testing.T) {
+	v := `{"token":"t1","fence":7,"owner":"u@h:1","ttl_ms":30000,"acquired_ms":1767225600000}`
+	if h := lockinternal.ParseValue("lock:x", v, time.Second); h.Token != "t1" || h.Fence != 7 || h.Owner != "u@h:1" ||
+		h.Format != lock.FormatLockctl || h.TTL != time.Second || h.Key != "lock:x" {
+		t.Errorf("ParseValue: %+v", h)
+	}
+	fields := map[string]string{"8f0c6a3e-1f2d-4b5c-9d8e-7a6b5c4d3e2f:1": "2"}
+	if h, ok := lockinternal.ParseRedisson("r", fields, -1); !ok || h.Format != lock.FormatRedisson || h.Reentry != 2 {
+		t.Errorf("ParseRedisson: %+v %v", h, ok)
+	}
+	if h, ok := lockinternal.ParseRedissonAny("r", fields, -1); !ok || h.Reentry != 2 {
+		t.Errorf("ParseRedissonAny: %+v %v", h, ok)
+	}
+	rw := map[string]string{"mode": "read", "8f0c6a3e-1f2d-4b5c-9d8e-7a6b5c4d3e2f:1": "1"}
+	if hs, ok := lockinternal.ParseRedissonRW("r", rw, -1); !ok || len(hs) != 1 || hs[0].RWMode != "read" {
+		t.Errorf("ParseRedissonRW: %+v %v", hs, ok)
+	}
+	if _, ok := lockinternal.ParseRedisson("r", map[string]string{"name": "app data"}, -1); ok {
+		t.Error("ParseRedisson took an application's hash")
 	}
 }

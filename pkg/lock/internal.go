@@ -18,6 +18,10 @@ func init() {
 	hook.HeldSince = func(ctx context.Context, l *Locker, name, token string) (time.Time, bool, error) {
 		return l.heldSince(ctx, name, token)
 	}
+	hook.ParseValue = parseValue
+	hook.ParseRedisson = parseRedisson
+	hook.ParseRedissonAny = parseRedissonAny
+	hook.ParseRedissonRW = parseRedissonRW
 	hook.DataErrorOf = dataErrorOf
 	hook.ScriptCommands = scriptCommands
 	hook.OwnerWithPID = ownerWithPID

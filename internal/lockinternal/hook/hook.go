@@ -31,6 +31,16 @@ var (
 	ReleaseHold any
 	// HeldSince is func(context.Context, *lock.Locker, string, string) (time.Time, bool, error).
 	HeldSince any
+	// ParseValue is func(key, value string, ttl time.Duration) lock.Holder.
+	ParseValue any
+	// ParseRedisson is func(key string, fields map[string]string, ttl
+	// time.Duration) (lock.Holder, bool).
+	ParseRedisson any
+	// ParseRedissonAny is typed as ParseRedisson.
+	ParseRedissonAny any
+	// ParseRedissonRW is func(key string, fields map[string]string, ttl
+	// time.Duration) ([]lock.Holder, bool).
+	ParseRedissonRW any
 
 	// DataErrorOf is lockinternal.DataErrorOf: a data reply on a lock's
 	// keys as a *lock.DataError.

@@ -297,7 +297,7 @@ func tail(s string, n int) string {
 // LOCKCTL_TEST_REDIS_URL, runs the tests and stops the server. A missing
 // redis-server fails the run with InstallHint; it never skips.
 //
-//	func TestMain(m *testing.M) { os.Exit(redistest.RunMain(m, nil, &srv)) }
+//	func TestMain(m *testing.M) { redistest.Main(m, &srv) }
 //
 // Main wraps it for the common case.
 func RunMain(m *testing.M, opts *Options, out **Server) int {
