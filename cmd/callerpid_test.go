@@ -58,7 +58,7 @@ v=$(sh -c 'echo $PPID > sub.tmp && mv sub.tmp sub; exec sleep 60' || echo refuse
 // subshell was forked from, found with ps, not the short-lived subshell.
 func TestCallerWithoutProc(t *testing.T) {
 	if _, err := exec.LookPath("ps"); err != nil {
-		t.Skip("no ps on this system")
+		t.Fatal("no ps: install it with `sudo apt-get install -y procps` (scripts/ensure-tools.sh does)")
 	}
 	outer, sub := forkedSubshell(t)
 	noProc := processTable(t.TempDir())

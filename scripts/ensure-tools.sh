@@ -10,11 +10,13 @@ missing=
 command -v man >/dev/null 2>&1 || missing="$missing man-db"
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
 # ^C in a loop is tested under dash and bash; the conditional-write example
-# runs sqlite3; the README's systemd units are checked by systemd-analyze.
+# runs sqlite3; the README's systemd units are checked by systemd-analyze;
+# lock finds its caller with ps where there is no /proc, and a test runs it.
 command -v dash >/dev/null 2>&1 || missing="$missing dash"
 command -v perl >/dev/null 2>&1 || missing="$missing perl"
 command -v sqlite3 >/dev/null 2>&1 || missing="$missing sqlite3"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
+command -v ps >/dev/null 2>&1 || missing="$missing procps"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "missing:$missing: installing the Debian packages" >&2
