@@ -29,13 +29,16 @@ another client the token is its whole value; for a Redisson lock, its
 uuid:threadId field. For a --limit lock it frees the one semaphore slot the
 token holds, for a lock held --shared the one shared holder's slot; the
 other holders keep theirs, and waiters (exclusive ones too) are woken to
-try again. The comparison, the delete,
+try again. For a Redisson read-write lock it frees the one hold the token
+names (uuid:threadId:write for the writer, uuid:threadId for a reader; see
+'inspect lock'), the other readers keep theirs, and Redisson's waiters are
+woken as Redisson's own unlock wakes them. The comparison, the delete,
 waking the waiters and the audit record (who, when, which holder, why; see
 'inspect audit') happen in one atomic script.
 
 Nothing is changed unless the key is a lock the token holds and the audit
 record can be written: a hash that is not a Redisson lock (an application's
-record, a Redisson read-write lock) is refused (exit 65), as is a Redis user
+record) is refused (exit 65), as is a Redis user
 that may not write the audit stream (exit 69). Keys under lockctl's own
 "lockctl:" namespace are never locks (exit 64). Only waking the waiters is
 best effort: when the server refuses the publish, the release stands and a
@@ -61,7 +64,6 @@ warning says so.`,
 			var (
 				held      *lock.HeldError
 				wrongType *lock.WrongTypeError
-				rwlock    *inspect.RWLockError
 			)
 			switch {
 			case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore:
@@ -72,6 +74,10 @@ warning says so.`,
 				return withHint(reword(err, "no shared holder of %s has token %s; nothing changed (%d shared holder(s); the first to expire is %s, token %s, ttl %s)",
 					name, givenToken(o.token), held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),
 					"`lockctl inspect lock "+name+"` lists every shared holder's token hash")
+			case errors.As(err, &held) && held.Holder.RWMode != "":
+				return withHint(reword(err, "no hold of %s has token %s; nothing changed (a Redisson %s lock held by %s, %d hold(s), ttl %s)",
+					name, givenToken(o.token), held.Holder.RWMode, held.Holder.Owner, held.Holder.Holders, ttlCell(held.Holder.TTL)),
+					"`lockctl inspect lock "+name+"` lists every hold's token hash")
 			case errors.As(err, &held):
 				return withHint(reword(err, "%s is held by %s (token %s)%s, not by %s; nothing changed", name,
 					held.Holder.Owner, inspect.TokenHash(held.Holder.Token), ttlText(held.Holder.TTL), givenToken(o.token)),
@@ -80,7 +86,7 @@ warning says so.`,
 				return reword(err, "%s is not held (expired or already released); nothing changed", name)
 			case errors.Is(err, inspect.ErrOwnKey):
 				return ownKeyRefusal("force-release", in.Key(name), err)
-			case errors.As(err, &wrongType), errors.As(err, &rwlock):
+			case errors.As(err, &wrongType):
 				return reword(err, "%s; nothing changed", err)
 			case err != nil:
 				return err
@@ -90,9 +96,9 @@ warning says so.`,
 			}
 			if f.G.Output == "json" {
 				m := map[string]any{"name": name, "key": r.Holder.Key, "released": true,
-					"kind": r.Holder.Kind(), "mode": releasedMode(r.Holder.Reason), "owner": r.Holder.Owner, "fence": r.Holder.Fence,
+					"kind": r.Holder.Kind(), "mode": releasedMode(r.Holder), "owner": r.Holder.Owner, "fence": r.Holder.Fence,
 					"token_hash": r.TokenHash, "ttl_ms": msOrMinus(r.Holder.TTL), "audit_id": r.AuditID}
-				if r.Holder.Reason == lock.ReasonSemaphore || r.Holder.Reason == lock.ReasonShared {
+				if r.Holder.Reason == lock.ReasonSemaphore || r.Holder.Reason == lock.ReasonShared || r.Holder.RWMode != "" {
 					m["holders_left"] = r.HoldersLeft
 				}
 				return f.IO.PrintJSON(m)
@@ -104,6 +110,9 @@ warning says so.`,
 			case lock.ReasonShared:
 				what = fmt.Sprintf("freed a shared holder's slot of %s (%d shared holder(s) left)", name, r.HoldersLeft)
 			}
+			if r.Holder.RWMode != "" {
+				what = fmt.Sprintf("freed the Redisson %s hold of %s (%d hold(s) left)", r.Holder.RWMode, name, r.HoldersLeft)
+			}
 			f.IO.Errorf("%s held by %s (token %s, fence %d); recorded in the audit log as %s",
 				what, orDash(r.Holder.Owner), r.TokenHash, r.Holder.Fence, r.AuditID)
 			return nil
@@ -114,10 +123,10 @@ warning says so.`,
 	return c
 }
 
-// releasedMode is the mode of a released holder of the given reason, as
-// inspect.Lock.Mode names it.
-func releasedMode(reason lock.Reason) string {
-	return inspect.Lock{Holder: lock.Holder{Reason: reason}}.Mode()
+// releasedMode is the mode of a released holder, as inspect.Lock.Mode
+// names it.
+func releasedMode(h lock.Holder) string {
+	return inspect.Lock{Holder: lock.Holder{Reason: h.Reason, RWMode: h.RWMode}}.Mode()
 }
 
 // givenToken names the --token an operator passed without repeating a full

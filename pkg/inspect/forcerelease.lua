@@ -7,16 +7,19 @@
 -- ARGV[6] audit MAXLEN; ARGV[7] token hash length; ARGV[8] Redisson's
 -- channel for the key; ARGV[9] Redisson's unlock message; ARGV[10] "check"
 -- to find the holder and write nothing (on a Cluster the caller writes the
--- audit record between a check and the release).
+-- audit record between a check and the release); ARGV[11] what Redisson
+-- puts before a read hold's timeout keys (the key, in braces unless it
+-- holds a '{'); ARGV[12] Redisson's read-write lock channel for the key;
+-- ARGV[13] Redisson's read unlock message (every waiter wakes).
 -- Replies: {0} no lock and no semaphore slot; {1, type, value|fields,
 -- pttl, kind, owner, token, fence, audit id|false, holders left, wake-up
 -- refusal|false, its channel|false} released, or for a check would be
 -- (type 'zset' for a slot: kind 'semaphore' for a --limit holder's,
--- 'shared' for a shared holder's; the refusal is the server's error when
--- it refused to publish a wake-up, the release standing); {2, type,
--- value|fields, pttl, holders} held, but not by the token (for slots, the
--- value of the one that frees first); {3, type, what|false} not a lock ('rwlock': a Redisson
--- read-write lock).
+-- 'shared' for a shared holder's; for a hold of a Redisson read-write
+-- lock, holders left counts its other holds; the refusal is the server's
+-- error when it refused to publish a wake-up, the release standing); {2,
+-- type, value|fields, pttl, holders} held, but not by the token (for
+-- slots, the value of the one that frees first); {3, type} not a lock.
 -- Order: everything is checked before anything is written, and the audit
 -- record is the first write, so a key that is not a lock, a holder that is
 -- not the token's and an ACL that refuses XADD all leave nothing changed.
@@ -41,23 +44,53 @@ local function describe(body)
   return 'lockctl', token, valueOwner(body), valueFence(body)
 end
 
--- A Redisson lock (RSLock, fair lock) as lockwire.ParseRedisson reads one: at
--- least one field, every field "uuid:threadId" holding a count of at least
--- 1 (no stricter than Go, so nothing passes here that Go then refuses).
--- An application's hash, or a Redisson read-write lock (a "mode" field
--- beside its holders), is no lock this script may delete.
+-- A Redisson hold: field "uuid:threadId" holding a count of at least 1
+-- (no looser than Go, so nothing passes here that Go then refuses).
+local function hold(field, n)
+  local thread = string.match(field, '^.+:[+-]?(%d+)$')
+  return thread and #thread <= 18 and string.match(n, '^%d+$') and #n <= 18 and tonumber(n) >= 1
+end
+
+-- A Redisson lock (RLock, fair lock) as lockwire.ParseRedisson reads one:
+-- at least one field, every field a hold. An application's hash is no
+-- lock this script may delete.
 local function redisson(fields)
   if #fields == 0 then
     return false
   end
   for i = 1, #fields, 2 do
-    local thread = string.match(fields[i], '^.+:[+-]?(%d+)$')
-    local n = fields[i + 1]
-    if not thread or #thread > 18 or not string.match(n, '^%d+$') or #n > 18 or tonumber(n) < 1 then
+    if not hold(fields[i], fields[i + 1]) then
       return false
     end
   end
   return true
+end
+
+-- The thread of a read-write lock's hold: a write hold's field is its
+-- thread's with ":write" after it.
+local function rwThread(field)
+  return (string.gsub(field, ':write$', ''))
+end
+
+-- A Redisson read-write lock (RReadWriteLock) as lockwire.ParseRedissonRW
+-- reads one: its mode, 'read' or 'write', in the field 'mode', and at least
+-- one hold beside it, "uuid:threadId" for a read hold, "uuid:threadId:write"
+-- for a write hold. Returns the mode, or false.
+local function rwlock(fields)
+  local mode, holds = false, 0
+  for i = 1, #fields, 2 do
+    if fields[i] == 'mode' then
+      mode = fields[i + 1]
+    elseif hold(rwThread(fields[i]), fields[i + 1]) then
+      holds = holds + 1
+    else
+      return false
+    end
+  end
+  if (mode == 'read' or mode == 'write') and holds > 0 then
+    return mode
+  end
+  return false
 end
 
 local function audit(kind, owner, token, fence, pttl)
@@ -96,6 +129,89 @@ local function wake(channel, msg)
   end
 end
 
+-- Redisson's waiters on a Cluster of Redis 7 subscribe with SSUBSCRIBE;
+-- before Redis 7 there is no SPUBLISH, and pcall leaves that error alone.
+local function wakeRedisson(channel, msg)
+  wake(channel, msg)
+  redis.pcall('SPUBLISH', channel, msg)
+end
+
+-- A read hold keeps one key per re-entry n, "<ARGV[11]>:<field>:rwlock_timeout:<n>",
+-- holding that re-entry's lease. A count past this is no hold Redisson made:
+-- the keys beyond it are left to expire, not looped over.
+local maxTimeouts = 1000
+local function rwTimeout(field, n)
+  return ARGV[11] .. ':' .. field .. ':rwlock_timeout:' .. n
+end
+
+-- Frees one hold of a Redisson read-write lock whole (every re-entry) and
+-- leaves the lock as Redisson's own unlock of that hold's last re-entry
+-- does (RedissonWriteLock and RedissonReadLock unlockInnerAsync): the last
+-- hold deletes the hash and wakes the waiters; a write hold whose thread
+-- also reads leaves a read lock; a read hold among others leaves the hash
+-- to live as long as the longest lease left. fields are the hash's before,
+-- mode its mode. Returns the number of holds left.
+local function releaseRW(id, fields, field, count, mode)
+  local writer = rwThread(field) ~= field
+  local left = #fields / 2 - 2
+  if left == 0 then
+    write(id, 'DEL', key)
+  elseif writer then
+    -- The writer's read holds stay: a read lock now. Set first, so that a
+    -- refusal of either write leaves the hold as it was.
+    write(id, 'HSET', key, 'mode', 'read')
+    local r = redis.pcall('HDEL', key, field)
+    if type(r) == 'table' and r.err then
+      redis.pcall('HSET', key, 'mode', 'write')
+      if id then
+        redis.pcall('XDEL', KEYS[4], id)
+      end
+      error(r)
+    end
+  else
+    write(id, 'HDEL', key, field)
+  end
+  if not writer then
+    -- Tidying up after a hold that is gone (pcall): its timeout keys
+    -- would expire with its lease.
+    for n = 1, math.min(tonumber(count), maxTimeouts) do
+      redis.pcall('DEL', rwTimeout(field, n))
+    end
+  end
+  if left == 0 then
+    -- As Redisson's unlock: a writer wakes every waiter (its read unlock
+    -- message; readers may all come in), the last reader one (its unlock
+    -- message; only a writer waits for readers).
+    wakeRedisson(ARGV[12], writer and ARGV[13] or ARGV[9])
+  elseif writer then
+    -- Readers may come in. Redisson's own unlock does not wake them here
+    -- (the writer lives on, and its read unlock will); after a forced
+    -- release they would sleep until the lease runs out.
+    wakeRedisson(ARGV[12], ARGV[13])
+  elseif mode == 'read' then
+    -- As Redisson's read unlock: the lock lives as long as the longest
+    -- lease of the holds left. Without one (timeout keys gone or without
+    -- a TTL) it keeps its TTL: a forced release frees one hold, never the
+    -- others.
+    local longest = -3
+    for i = 1, #fields, 2 do
+      if fields[i] ~= 'mode' and fields[i] ~= field then
+        for n = 1, math.min(tonumber(fields[i + 1]), maxTimeouts) do
+          local ms = redis.pcall('PTTL', rwTimeout(fields[i], n))
+          if type(ms) == 'number' and ms > longest then
+            longest = ms
+          end
+        end
+      end
+    end
+    if longest > 0 then
+      redis.pcall('PEXPIRE', key, longest)
+    end
+  end
+  wake(ARGV[2], 'released')
+  return left
+end
+
 -- The lock key: a lockctl lock, another client's SET NX lock, a Redisson
 -- hash lock.
 local t = redis.call('TYPE', key)['ok']
@@ -103,49 +219,53 @@ local other
 if t == 'string' or (t == 'hash' and redis.call('HLEN', key) <= 64) then
   local pttl = redis.call('PTTL', key)
   local body, token, kind, owner, fence
+  -- A read-write lock's mode, its holds, and the count of the token's.
+  local rwmode, holds, count = false, 1, '1'
   if t == 'string' then
     body = redis.call('GET', key)
     kind, token, owner, fence = describe(body)
   else
-    -- Redisson: one field "uuid:threadId" per holder.
+    -- Redisson: one field "uuid:threadId" per holder, or a read-write
+    -- lock's mode and holds.
     body = redis.call('HGETALL', key)
     kind = 'redisson'
-    if redisson(body) then
+    local plain = redisson(body)
+    rwmode = not plain and rwlock(body)
+    if plain or rwmode then
       for i = 1, #body, 2 do
-        if matches(body[i]) then
-          token = body[i]
+        if body[i] ~= 'mode' and matches(body[i]) then
+          token, count = body[i], body[i + 1]
         end
       end
       owner = token
-    else
-      local what = false
-      for i = 1, #body, 2 do
-        if body[i] == 'mode' then
-          what = 'rwlock'
-        end
+      if rwmode then
+        holds = #body / 2 - 1
+        owner = token and rwThread(token)
       end
-      other = {3, t, what}
+    else
+      other = {3, t}
     end
   end
   if token and matches(token) then
     if check then
-      return {1, t, body, pttl, kind, owner or '', token, fence or '0', false, 0, false, false}
+      return {1, t, body, pttl, kind, owner or '', token, fence or '0', false, math.max(holds - 1, 0), false, false}
     end
     local id = audit(kind, owner, token, fence, pttl)
+    if rwmode then
+      local left = releaseRW(id, body, token, count, rwmode)
+      return {1, t, body, pttl, kind, owner, token, '0', id, left, refused, refusedOn}
+    end
     write(id, 'DEL', key)
     wake(ARGV[2], 'released')
     if kind == 'redisson' then
-      -- Wake Redisson's waiters as its own unlock does. On a Redis 7
-      -- Cluster Redisson subscribes with SSUBSCRIBE; before Redis 7 there
-      -- is no SPUBLISH, and pcall leaves that error alone.
-      wake(ARGV[8], ARGV[9])
-      redis.pcall('SPUBLISH', ARGV[8], ARGV[9])
+      -- Wake Redisson's waiters as its own unlock does.
+      wakeRedisson(ARGV[8], ARGV[9])
     end
     return {1, t, body, pttl, kind, owner or '', token, fence or '0', id, 0, refused, refusedOn}
   end
-  other = other or {2, t, body, pttl, 1}
+  other = other or {2, t, body, pttl, holds}
 elseif t ~= 'none' then
-  other = {3, t, false}
+  other = {3, t}
 end
 
 -- Semaphore slots (--limit), where shared holders live too, their values

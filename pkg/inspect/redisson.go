@@ -1,6 +1,9 @@
 package inspect
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // RedissonChannel is the pub/sub channel on which Redisson's waiters for the
 // lock at key listen, named as Redisson (3.x) names it:
@@ -24,6 +27,25 @@ func redissonPrefixed(prefix, key string) string {
 // prefixName("redisson_rwlock", name)).
 func RedissonRWChannel(key string) string { return redissonPrefixed("redisson_rwlock", key) }
 
+// RedissonRWTimeout is the key of the n-th re-entry of a read hold of
+// Redisson's read-write lock at key, held by thread ("<uuid>:<threadId>"):
+// RedissonReadLock's getReadWriteTimeoutNamePrefix, suffixName(name,
+// thread) + ":rwlock_timeout", then ":<n>". Each carries that re-entry's
+// lease; the hash lives as long as the longest of them.
+func RedissonRWTimeout(key, thread string, n int64) string {
+	return redissonSuffixBase(key) + ":" + thread + ":rwlock_timeout:" + strconv.FormatInt(n, 10)
+}
+
+// redissonSuffixBase is what Redisson's suffixName(key, suffix) puts
+// before ":"+suffix: key in braces (so that the name hashes to key's
+// Cluster slot) unless it already holds a '{'.
+func redissonSuffixBase(key string) string {
+	if strings.Contains(key, "{") {
+		return key
+	}
+	return "{" + key + "}"
+}
+
 // RedissonQueue and RedissonTimeouts are the keys of a Redisson fair lock's
 // (RFairLock) waiters: a list of their thread names ("<uuid>:<threadId>")
 // in arrival order, and a sorted set of the same names scored by the time
@@ -41,5 +63,11 @@ func RedissonWaiterChannel(key, waiter string) string { return RedissonChannel(k
 
 // RedissonUnlockMessage is what Redisson's unlock publishes on that channel
 // (LockPubSub.UNLOCK_MESSAGE): each waiting process wakes one waiter, which
-// tries again.
+// tries again. The unlock of a read-write lock's last read hold publishes
+// it too, on RedissonRWChannel.
 const RedissonUnlockMessage = "0"
+
+// RedissonReadUnlockMessage is what the unlock of a read-write lock's write
+// hold publishes on RedissonRWChannel (LockPubSub.READ_UNLOCK_MESSAGE):
+// each waiting process wakes every waiter, since readers may all come in.
+const RedissonReadUnlockMessage = "1"

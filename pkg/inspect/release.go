@@ -56,7 +56,8 @@ type Released struct {
 	// AuditID is the audit stream entry's ID.
 	AuditID string
 	// HoldersLeft is, for a semaphore or shared slot, how many slots are
-	// still held.
+	// still held; for a hold of a Redisson read-write lock (Holder.RWMode
+	// set), how many holds.
 	HoldersLeft int64
 	// Wake is nil when the waiters were woken, else a *lock.WakeError
 	// (errors.Is lock.ErrNotWoken): the server refused to publish the
@@ -68,17 +69,6 @@ type Released struct {
 // lockctl's own namespace (lockwire.AuxPrefix: fence counters, fence-check records, queues,
 // the audit and event streams), which no lock lives in.
 var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
-
-// RWLockError reports that the key is a Redisson read-write lock, whose
-// holders force-release does not free (deleting the hash would free them all).
-type RWLockError struct{ Key string }
-
-func (e *RWLockError) Error() string {
-	return e.Key + " is a Redisson read-write lock; force-release frees only whole locks and semaphore or shared slots"
-}
-
-// Is makes an *RWLockError match lock.ErrWrongType: it is no lock force-release knows.
-func (e *RWLockError) Is(target error) bool { return target == lock.ErrWrongType }
 
 // Operator is the OS user@host of this process, for audit records.
 func Operator() string {
@@ -108,11 +98,19 @@ func Operator() string {
 // lock wakes the head of its queue as Redisson's forceUnlock does. For a
 // semaphore (--limit) lock, or one held in shared mode, the slot token
 // holds is freed and the other holders keep theirs; waiters, exclusive ones
-// included, are woken to try again.
+// included, are woken to try again. For a Redisson read-write lock
+// (RReadWriteLock) token names one hold, "<uuid>:<threadId>:write" for the
+// writer's, "<uuid>:<threadId>" for a reader's: that hold is freed whole
+// (every re-entry, and a read hold's rwlock_timeout keys), the others keep
+// theirs, and the lock is left as Redisson's own unlock leaves it, its
+// waiters woken on RedissonRWChannel with Redisson's message when the hold
+// freed was the last or the writer's (RedissonReadUnlockMessage for the
+// writer's, RedissonUnlockMessage for the last reader's).
 //
 // Nothing is written unless all of it can be: the script checks that the
 // key is a lock (a hash must be a Redisson lock, every field
-// "uuid:threadId" with a count) and that token holds it before it writes,
+// "uuid:threadId" with a count, or a Redisson read-write lock) and that
+// token holds it before it writes,
 // and writes the audit record first, so a refusal of any of these, the
 // server's refusal of XADD included, leaves everything as it was. On a
 // Cluster, where the audit stream lives in another slot, the record is
@@ -124,13 +122,14 @@ func Operator() string {
 // lockwire.AuxPrefix; lock.ErrNotHeld when there is no lock;
 // *lock.HeldError (errors.Is lock.ErrNotOwner) naming the current holder
 // when token does not match (for slots, Reason semaphore or shared, the
-// holder whose slot frees first and Holders); *lock.WrongTypeError, or
-// *RWLockError for a Redisson read-write lock (both errors.Is
-// lock.ErrWrongType); lock.ErrInvalid; Redis errors (an error reply:
-// nothing changed).
+// holder whose slot frees first and Holders; for a Redisson read-write
+// lock, RWMode its mode, Owner every holding thread and Holders its holds);
+// *lock.WrongTypeError (errors.Is lock.ErrWrongType); lock.ErrInvalid;
+// Redis errors (an error reply: nothing changed).
 func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *ReleaseOptions) (*Released, error) {
 	r, err := in.forceRelease(ctx, name, token, o)
-	if err == nil && r.Holder.Format == lock.FormatRedisson {
+	if err == nil && r.Holder.Format == lock.FormatRedisson && r.Holder.RWMode == "" {
+		// (A read-write lock has no fair queue.)
 		in.wakeFairHead(ctx, r)
 	}
 	return r, err
@@ -176,7 +175,8 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	}
 	run := func(token, mode string) ([]any, error) {
 		v, err := forceReleaseScript.Run(ctx, in.c, keys, token, lockwire.Channel(key), who, o.Reason, name,
-			AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage, mode).Slice()
+			AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage, mode,
+			redissonSuffixBase(key), RedissonRWChannel(key), RedissonReadUnlockMessage).Slice()
 		var rerr redis.Error
 		if errors.As(err, &rerr) {
 			// An error reply: the script stopped before its first write,
@@ -239,9 +239,6 @@ func released(key, name string, v []any) (*Released, error) {
 		return nil, fmt.Errorf("%w: %s", lock.ErrNotHeld, key)
 	case lockwire.ForceNotLock:
 		t, _ := v[1].(string)
-		if len(v) > 2 && v[2] == "rwlock" {
-			return nil, &RWLockError{Key: key}
-		}
 		return nil, &lock.WrongTypeError{Key: key, Type: t}
 	case lockwire.ForceOther:
 		h, err := holderOf(key, v)
@@ -312,15 +309,28 @@ func holderOf(key string, v []any) (lock.Holder, error) {
 		for i := 0; i+1 < len(body); i += 2 {
 			fields[fmt.Sprint(body[i])] = fmt.Sprint(body[i+1])
 		}
+		// The field that matched, when the token's hold is described.
+		tok := ""
+		if code, _ := v[0].(int64); code == lockwire.ForceReleased && len(v) > 6 {
+			tok, _ = v[6].(string)
+		}
 		if h, ok := parseRedisson(key, fields, ttl); ok {
-			if len(v) > 6 {
-				// The field that matched, when several threads hold it.
-				if tok, ok := v[6].(string); ok && fields[tok] != "" {
-					h.Token = tok
-					h.Owner = tok
-					h.Reentry, _ = strconv.ParseInt(fields[tok], 10, 64)
+			if fields[tok] != "" {
+				h.Token = tok
+				h.Owner = tok
+				h.Reentry, _ = strconv.ParseInt(fields[tok], 10, 64)
+			}
+			return h, nil
+		}
+		// A read-write lock: the hold the token named, or, for a refusal,
+		// the lock as a whole.
+		if hs, ok := parseRedissonRW(key, fields, ttl); ok && tok != "" {
+			for _, h := range hs {
+				if h.Token == tok {
+					return h, nil
 				}
 			}
+		} else if h, ok := parseRedissonAny(key, fields, ttl); ok {
 			return h, nil
 		}
 	}
