@@ -556,7 +556,7 @@ func explainRefusal(name string, err error) error {
 		// command may renew or give back.
 		what, hint := "a Redisson lock", fmt.Sprintf("release it through Redisson, or free it with `lockctl inspect force-release %s --token %s`", name, held.Holder.Token)
 		if held.Holder.RWMode != "" {
-			what, hint = "a Redisson read-write lock", "release it through Redisson"
+			what, hint = "a Redisson read-write lock", fmt.Sprintf("release it through Redisson, or free one hold with `lockctl inspect force-release %s --token T`, T a hold's token hash from `lockctl inspect lock %s`", name, name)
 		}
 		return withHint(reword(err, "%s is %s held by %s%s; release and renew take the token lockctl printed; nothing changed", name, what, held.Holder.Owner, ttlText(held.Holder.TTL)), hint)
 	case errors.As(err, &held):

@@ -43,8 +43,8 @@ const (
 	// ModeSemaphore: one slot of a counting (--limit) lock.
 	ModeSemaphore = "semaphore"
 	// ModeRead and ModeWrite: a read or a write hold of a Redisson
-	// read-write lock (lockwire.ParseRedissonRW), which lockctl shows but
-	// neither takes nor releases.
+	// read-write lock (lockwire.ParseRedissonRW), which lockctl shows and
+	// force-release frees hold by hold, but never takes.
 	ModeRead  = lockwire.RedissonRead
 	ModeWrite = lockwire.RedissonWrite
 )
