@@ -31,7 +31,8 @@ func FuzzPlantedInspect(f *testing.F) {
 		{0, "abc", false}, {0, `{"token":"a\"b","fence":1}`, false}, {0, `{"token":"\u0061b","fence":1}`, false},
 		{0, `{"token":"a","token":"b"}`, false}, {0, `{"token":"ab","owner":5}`, false}, {0, "\xff\x00\x1b[2J", false},
 		{1, "u:1=1", false}, {1, "u:1=x,v:2=0", false}, {1, "0123456789abcdef0123456789abcdef=" + val, false},
-		{1, "tok=garbage", false}, {2, "9999999999999=tok", false}, {2, "1=a,2=b,3=c", false},
+		{1, "tok=garbage", false}, {1, "mode=read,u:1=1,v:2=3", false}, {1, "mode=write,u:1:write=2,u:1=1", false},
+		{1, "mode=read,u:1:write=1", false}, {1, "mode=write,mode:1=1", false}, {2, "9999999999999=tok", false}, {2, "1=a,2=b,3=c", false},
 		{2, "-inf=a,inf=b", false}, {2, "1e300=x", false}, {3, "a,b", false}, {4, "a", false},
 		{5, "who=x,fence=abc,ttl_ms=1e9", false}, {5, "f=v", false}, {6, "", false},
 	})
