@@ -114,8 +114,8 @@ func logError(io *ui.IOStreams, err error, code int, hints []string) {
 	io.Log(ui.Entry{Level: level, Text: err.Error(), Hints: hints, Fields: fields})
 }
 
-// logAcquired says under -v when lock got the lease and how long it waited,
-// as run -v does.
+// logAcquired says under -v that lock or run got the lease and how long it
+// waited (flock --verbose: "getting lock took N seconds").
 func logAcquired(f *Factory, lease *lock.Lease) {
 	if f.G.Verbose {
 		f.IO.Logf(ui.LevelDebug, ui.Fields("key", lease.Key, "fence", lease.Fence, "waited_ms", lease.Waited),

@@ -200,6 +200,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		Supervise:      f.supervision(runner.Config{OnLost: onLost, KillAfter: o.killAfter, MaxRuntime: o.maxRuntime}),
 		ReleaseTimeout: f.G.Timeout,
 		Released:       releaseWarning(f),
+		Acquired:       func(lease *lock.Lease) { logAcquired(f, lease) },
 	})
 	rep.WaitedMS = out.Waited.Milliseconds()
 	if out.Lease == nil {
