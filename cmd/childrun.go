@@ -60,7 +60,7 @@ func (f *Factory) supervision(cfg runner.Config) runner.Config {
 		return f.OnSignal(func(os.Signal) {}) // child.Notify receives them too
 	}
 	if cfg.Logf == nil {
-		cfg.Logf = f.IO.Errorf
+		cfg.Logf = f.warnf
 	}
 	cfg.Verbosef = f.Verbosef
 	return cfg

@@ -37,11 +37,12 @@ type Globals struct {
 	Color          string
 	Timeout        time.Duration
 	Verbose        bool
-	NoEvents       bool // --no-events: see events.go
-	Headers        bool // --headers (listings)
-	NoHeaders      bool // --no-headers (listings)
-	Quiet          bool // -q (run, lock, once, limit): see quiet.go
-	NoCIOutput     bool // --no-ci-output (run, lock, once, limit): see quiet.go
+	NoEvents       bool   // --no-events: see events.go
+	LogFormat      string // --log-format: see logging.go
+	Headers        bool   // --headers (listings)
+	NoHeaders      bool   // --no-headers (listings)
+	Quiet          bool   // -q (run, lock, once, limit): see quiet.go
+	NoCIOutput     bool   // --no-ci-output (run, lock, once, limit): see quiet.go
 
 	urlOnArgv     bool   // the URL came from the command line (a password there leaks to ps)
 	redlockOnArgv bool   // likewise for --redlock
@@ -218,7 +219,7 @@ func (f *Factory) signalHandler() func(os.Signal) {
 // Verbosef writes a diagnostic line when -v is on.
 func (f *Factory) Verbosef(format string, args ...any) {
 	if f.G.Verbose {
-		f.IO.Errorf(format, args...)
+		f.IO.Logf(ui.LevelDebug, nil, format, args...)
 	}
 }
 

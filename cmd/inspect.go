@@ -110,7 +110,7 @@ type progress struct {
 }
 
 func newProgress(f *Factory) *progress {
-	return &progress{f: f, start: time.Now(), enabled: f.IO.IsStderrTTY()}
+	return &progress{f: f, start: time.Now(), enabled: f.IO.IsStderrTTY() && !f.IO.JSONLog()}
 }
 
 func (p *progress) update(n int64) {

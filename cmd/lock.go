@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
@@ -112,7 +113,7 @@ func (w *waitFlags) refused(c *cobra.Command, name string, err error, waited tim
 		if plain {
 			what = fmt.Sprintf("held by %s%s%s", held.Holder.Owner, ttlText(held.Holder.TTL), ciText(held.Holder.CI))
 		}
-		err = &waitTimeoutError{msg: fmt.Sprintf("gave up after %s waiting for %s, %s", shortWait(waited, wait), name, what), err: err}
+		err = &waitTimeoutError{msg: fmt.Sprintf("gave up after %s waiting for %s, %s", shortWait(waited, wait), name, what), err: err, waited: waited}
 	}
 	return w.notAcquired(err)
 }
@@ -230,9 +231,9 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 				return err
 			}
 		case h.Reason == lock.ReasonShared:
-			f.IO.Errorf("%s is held shared by %d holder(s)%s", name, h.Holders, ttlText(h.TTL))
+			f.IO.Logf(ui.LevelInfo, holderFields(*h), "%s is held shared by %d holder(s)%s", name, h.Holders, ttlText(h.TTL))
 		default:
-			f.IO.Errorf("%s is held by %s%s", name, h.Owner, ttlText(h.TTL))
+			f.IO.Logf(ui.LevelInfo, holderFields(*h), "%s is held by %s%s", name, h.Owner, ttlText(h.TTL))
 		}
 		return &ExitError{Code: ExitFound, Silent: true}
 	}
@@ -261,6 +262,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		cancel()
 		return o.notAcquired(&lock.LateError{Key: lease.Key, Op: "acquire", TTL: lease.TTL, Took: time.Since(lease.Sent)})
 	}
+	logAcquired(f, lease)
 	return printLease(f, lease)
 }
 
@@ -375,12 +377,14 @@ func (s *waitStatus) late(err error) {
 	switch {
 	case errors.As(err, &slow) && !s.toldSlow:
 		s.toldSlow, s.toldLate = true, true
-		s.f.IO.Errorf("waiting for %s: granted twice, but each reply came too late to count (%s after it was sent; a %s lease counts for %s); still waiting, in case the link recovers",
-			s.name, slow.RTT.Round(time.Millisecond), slow.TTL, slow.Window())
-		s.f.IO.Errorf("hint: %s", slowLinkHint(slow))
+		s.f.IO.Log(ui.Entry{Level: ui.LevelWarn, Hints: []string{slowLinkHint(slow)},
+			Fields: ui.Fields("rtt_ms", slow.RTT, "ttl_ms", slow.TTL),
+			Text: fmt.Sprintf("waiting for %s: granted twice, but each reply came too late to count (%s after it was sent; a %s lease counts for %s); still waiting, in case the link recovers",
+				s.name, slow.RTT.Round(time.Millisecond), slow.TTL, slow.Window())})
 	case errors.As(err, &late) && !s.toldLate:
 		s.toldLate = true
-		s.f.IO.Errorf("waiting for %s: granted, but the reply came %s after it was sent, too late to count for a %s lease; given back, still waiting",
+		s.f.IO.Logf(ui.LevelWarn, ui.Fields("took_ms", late.Took, "ttl_ms", late.TTL),
+			"waiting for %s: granted, but the reply came %s after it was sent, too late to count for a %s lease; given back, still waiting",
 			s.name, late.Took.Round(time.Millisecond), late.TTL)
 	}
 }
@@ -424,18 +428,19 @@ func (s *waitStatus) busy(h lock.Holder) {
 	}
 	s.last = now
 	waited := now.Sub(s.started).Round(time.Second)
+	fields := append(holderFields(h), ui.Field{Key: "waited_ms", Value: now.Sub(s.started)})
 	switch h.Reason {
 	case lock.ReasonQueue:
-		s.f.IO.Errorf("waiting for %s: free, but %d earlier waiter(s) go first; waited %s", s.name, h.Queue, waited)
+		s.f.IO.Logf(ui.LevelInfo, fields, "waiting for %s: free, but %d earlier waiter(s) go first; waited %s", s.name, h.Queue, waited)
 		return
 	case lock.ReasonSemaphore:
-		s.f.IO.Errorf("waiting for %s: all %d slots taken; the next frees within %s; waited %s", s.name, h.Holders, h.TTL.Round(time.Second), waited)
+		s.f.IO.Logf(ui.LevelInfo, fields, "waiting for %s: all %d slots taken; the next frees within %s; waited %s", s.name, h.Holders, h.TTL.Round(time.Second), waited)
 		return
 	case lock.ReasonShared:
-		s.f.IO.Errorf("waiting for %s: held shared by %d holder(s); the first lease ends within %s; waited %s", s.name, h.Holders, h.TTL.Round(time.Second), waited)
+		s.f.IO.Logf(ui.LevelInfo, fields, "waiting for %s: held shared by %d holder(s); the first lease ends within %s; waited %s", s.name, h.Holders, h.TTL.Round(time.Second), waited)
 		return
 	case lock.ReasonWriters:
-		s.f.IO.Errorf("waiting for %s: %d exclusive waiter(s) go first (%d shared holder(s) now); waited %s", s.name, h.Queue, h.Holders, waited)
+		s.f.IO.Logf(ui.LevelInfo, fields, "waiting for %s: %d exclusive waiter(s) go first (%d shared holder(s) now); waited %s", s.name, h.Queue, h.Holders, waited)
 		return
 	}
 	queue := ""
@@ -446,7 +451,7 @@ func (s *waitStatus) busy(h lock.Holder) {
 	if !h.AcquiredAt.IsZero() {
 		since = fmt.Sprintf(" since %s (%s ago)", h.AcquiredAt.Local().Format("15:04:05"), time.Since(h.AcquiredAt).Round(time.Second))
 	}
-	s.f.IO.Errorf("waiting for %s: held by %s%s%s%s%s; waited %s", s.name, h.Owner, ciText(h.CI), since, ttlText(h.TTL), queue, waited)
+	s.f.IO.Logf(ui.LevelInfo, fields, "waiting for %s: held by %s%s%s%s%s; waited %s", s.name, h.Owner, ciText(h.CI), since, ttlText(h.TTL), queue, waited)
 }
 
 // tokenFor resolves --token, falling back to LOCKCTL_TOKEN only when

@@ -160,8 +160,9 @@ func (f *Factory) stepSummary(rep *runReport) {
 // waitTimeoutError is a -w wait that ran out: it says so, and how long it
 // waited, where -n's refusal only names the holder.
 type waitTimeoutError struct {
-	msg string
-	err error
+	msg    string
+	err    error
+	waited time.Duration
 }
 
 func (e *waitTimeoutError) Error() string { return e.msg }

@@ -43,6 +43,7 @@ var EnvironmentTable = []RefRow{
 	{"`LOCKCTL_OUTPUT`", "`-o`, `--output`: `text`, `json`, `env`, ..."},
 	{"`LOCKCTL_TIMEOUT`", "`--timeout`: bound on each Redis call (default `5s`)"},
 	{"`LOCKCTL_NO_EVENTS`", "`--no-events`: record no operation events"},
+	{"`LOCKCTL_LOG_FORMAT`", "`--log-format`: diagnostics on stderr as `text` (default) or `json` lines"},
 	{"`LOCKCTL_EVENTS_KEY`", "the event stream's key (default `lockctl:events`)"},
 	{"`LOCKCTL_NO_CI_OUTPUT`", "`--no-ci-output`: no GitHub Actions annotations or step summary"},
 	{"`LOCKCTL_KEY`, `LOCKCTL_TOKEN`", "the lease a caller holds: `renew` and `release` take the token from them when `LOCKCTL_KEY` is NAME's key, `run` and `lock` re-enter it, `fence check` presents `LOCKCTL_TOKEN`"},

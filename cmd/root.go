@@ -64,6 +64,7 @@ func MainArgs(args []string, io *ui.IOStreams) int {
 func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Command) (code int, sig syscall.Signal, group bool) {
 	f := NewFactory(io)
 	defer f.Close()
+	f.setLogFormat(earlyLogFormat(args, f.Getenv))
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	stop := f.notifySignals(cancel)
@@ -91,7 +92,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 	}
 	err = redactError(err, f.knownSecrets())
 	if bug := (*internalError)(nil); errors.As(err, &bug) && f.G.Verbose {
-		io.Errorf("%s", bug.Stack)
+		io.Logf(ui.LevelDebug, nil, "%s", bug.Stack)
 	}
 	quiet := f.quietRefusal(err, code)
 	if !quiet {
@@ -140,14 +141,11 @@ func printError(io *ui.IOStreams, err error, code int) {
 	if errors.As(err, &exit) && (exit.Silent || exit.Err == nil) {
 		return
 	}
-	io.Errorf("%s", err.Error())
 	hints := hintsOf(err)
 	if len(hints) == 0 {
 		hints = defaultHints(err, code)
 	}
-	for _, h := range hints {
-		io.Errorf("hint: %s", h)
-	}
+	logError(io, err, code, hints)
 }
 
 // defaultHints are for errors that carry no hints of their own; Redis
@@ -252,6 +250,7 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals) {
 	fs.Var(newDuration(&g.Timeout, 5*time.Second, false, false), "timeout", "bound on each Redis call")
 	fs.BoolVarP(&g.Verbose, "verbose", "v", false, "diagnostics to stderr")
 	fs.BoolVar(&g.NoEvents, "no-events", false, "do not record operation events for monitoring (env LOCKCTL_NO_EVENTS; config events: false)")
+	addLogFormatFlag(fs, g)
 }
 
 // globalEnv lists the environment variables of the global flags, in order of preference.
@@ -272,6 +271,7 @@ var globalEnv = map[string][]string{
 	"output":          {"LOCKCTL_OUTPUT"},
 	"timeout":         {"LOCKCTL_TIMEOUT"},
 	"no-events":       {"LOCKCTL_NO_EVENTS"},
+	"log-format":      {"LOCKCTL_LOG_FORMAT"},
 }
 
 // resolve applies flag > LOCKCTL_* env > config file > default to every flag
@@ -308,6 +308,8 @@ func (f *Factory) resolve(c *cobra.Command) error {
 			}
 		}
 	}
+	f.setLogFormat(v.GetString("log-format"))
+	f.logSubject(c)
 	if cfg != "" && v.ConfigFileUsed() != "" {
 		if _, err := os.Stat(cfg); err == nil {
 			f.checkConfigFile(cfg)

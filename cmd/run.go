@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/runner"
@@ -199,6 +200,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		Supervise:      f.supervision(runner.Config{OnLost: onLost, KillAfter: o.killAfter, MaxRuntime: o.maxRuntime}),
 		ReleaseTimeout: f.G.Timeout,
 		Released:       releaseWarning(f),
+		Acquired:       func(lease *lock.Lease) { logAcquired(f, lease) },
 	})
 	rep.WaitedMS = out.Waited.Milliseconds()
 	if out.Lease == nil {
@@ -233,7 +235,7 @@ func renewWarning(f *Factory, name string) func(error) {
 	return func(err error) {
 		if now := time.Now(); last.IsZero() || now.Sub(last) >= statusEvery {
 			last = now
-			f.IO.Errorf("warning: renewing %s: %v; retrying (the lease is held until its local deadline)", name, err)
+			f.IO.Logf(ui.LevelWarn, ui.Fields("error", err), "warning: renewing %s: %v; retrying (the lease is held until its local deadline)", name, err)
 		}
 	}
 }

@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
+	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -15,9 +17,10 @@ func notWoken(f *Factory, what string, err error) bool {
 	if !errors.As(err, &we) {
 		return false
 	}
-	f.IO.Errorf("warning: %s, but the server refused to publish the wake-up on %s (%s); waiters find it free at their next poll instead of at once",
-		what, we.Channel, strings.TrimSpace(we.Reason))
-	f.IO.Errorf("hint: grant the Redis user the channel and the command: ACL SETUSER <user> %s +publish (`lockctl doctor` checks)", channelRule(we.Channel))
+	f.IO.Log(ui.Entry{Level: ui.LevelWarn, Fields: ui.Fields("channel", we.Channel),
+		Text: fmt.Sprintf("warning: %s, but the server refused to publish the wake-up on %s (%s); waiters find it free at their next poll instead of at once",
+			what, we.Channel, strings.TrimSpace(we.Reason)),
+		Hints: []string{fmt.Sprintf("grant the Redis user the channel and the command: ACL SETUSER <user> %s +publish (`lockctl doctor` checks)", channelRule(we.Channel))}})
 	return true
 }
 

@@ -32,6 +32,9 @@ type IOStreams struct {
 	// carry their header row: nil is the default (on a table, off rows).
 	forceTable bool
 	headers    *bool
+
+	// log writes every diagnostic (log.go).
+	log logger
 }
 
 // System returns streams bound to the process's stdin, stdout and stderr.

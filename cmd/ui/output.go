@@ -328,14 +328,6 @@ func (s *IOStreams) Warn(v string) string { return s.style(warnStyle, v) }
 // Fail renders v in bold red when colour is on, else returns it as is.
 func (s *IOStreams) Fail(v string) string { return s.style(failStyle, v) }
 
-// Errorf writes one diagnostic line to stderr, prefixed "lockctl: ". The
-// line passes through Escape: diagnostics quote lock names, holders' owners
-// and server replies, and none of them may drive the terminal or forge a
-// second line.
-func (s *IOStreams) Errorf(format string, args ...any) {
-	fmt.Fprintf(s.ErrOut, "lockctl: %s\n", Escape(fmt.Sprintf(format, args...)))
-}
-
 // JSONArray writes a JSON array element by element, so that long listings
 // stream without being held in memory. One encoder and its buffers serve
 // every element: a listing adds one per lock.

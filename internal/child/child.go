@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -110,7 +111,7 @@ func Start(spec Spec) (*Child, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, &StartError{Path: "", Err: errors.New("empty command"), kind: ErrNotFound}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := command(argv[0], argv[1:]...)
 	if cmd.Err != nil {
 		// The lookup failed: nothing was found to run, or what was found
 		// cannot be run.
@@ -177,6 +178,27 @@ func Start(spec Spec) (*Child, error) {
 	}
 	go c.wait()
 	return c, nil
+}
+
+// defaultPath is where execvp(3) looks for a command when PATH is not set
+// at all (glibc's confstr _CS_PATH); os/exec finds nothing then.
+var defaultPath = []string{"/bin", "/usr/bin"}
+
+// command is exec.Command, except that with PATH unset (env -i, some
+// minimal images) a name without a slash is looked up in defaultPath as
+// execvp and flock(1) do. A PATH set to "" is left to os/exec: nothing is
+// found.
+func command(name string, args ...string) *exec.Cmd {
+	if _, set := os.LookupEnv("PATH"); !set && !strings.Contains(name, "/") {
+		for _, dir := range defaultPath {
+			if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+				cmd := exec.Command(p, args...)
+				cmd.Args[0] = name
+				return cmd
+			}
+		}
+	}
+	return exec.Command(name, args...)
 }
 
 func environWithout(names []string) []string {

@@ -44,6 +44,9 @@ type Job struct {
 	// of the token left, error) and whether the lease had been lost
 	// before it, for warnings.
 	Released func(lease *lock.Lease, left int, err error, lost bool)
+	// Acquired, when set, says that the lease was taken and after how
+	// long a wait; nil leaves it to Supervise.Verbosef.
+	Acquired func(lease *lock.Lease)
 }
 
 // Outcome is how a Run ended, for the caller to report and to turn into
@@ -94,7 +97,11 @@ func Run(ctx context.Context, job *Job) *Outcome {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	logf("acquired %s (fence %d) after %v", lease.Key, lease.Fence, lease.Waited.Round(time.Millisecond))
+	if job.Acquired != nil {
+		job.Acquired(lease)
+	} else {
+		logf("acquired %s (fence %d) after %v", lease.Key, lease.Fence, lease.Waited.Round(time.Millisecond))
+	}
 
 	wdCtx, stopWD := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWD()

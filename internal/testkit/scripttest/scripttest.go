@@ -57,6 +57,7 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"waitfile":    cmdWaitFile,
 	"redis-sig":   cmdRedisSig,
 	"exits":       cmdExits,
+	"jsonlog":     cmdJSONLog,
 	"sleep":       cmdSleep,
 	"cluster":     cmdCluster,
 	"sentinel":    cmdSentinel,
