@@ -173,7 +173,6 @@ func needs(s scratch) []need {
 	)
 	n = append(n, family("limit", s.limit, "", "", limit.ScriptCommands())...)
 	n = append(n, family("once", s.once, "", "", once.ScriptCommands())...)
-	n = append(n, family("once resolve", s.once, "", s.audit, once.ResolveScriptCommands())...)
 	n = append(n, family("inspect force-release, orphans --fix", key, ch, s.audit, inspectScriptCommands())...)
 	return append(n,
 		need{[]string{"SCRIPT", "LOAD", "return 1"}, "inspect orphans --fix"},

@@ -1,6 +1,7 @@
 package once_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/lockctl/lockctl/internal/scriptcmds"
@@ -16,5 +17,16 @@ func TestScriptCommandsCoverEveryScript(t *testing.T) {
 	}
 	for _, m := range missing {
 		t.Error(m)
+	}
+}
+
+// Doctor checks no family of its own for `once resolve`: its script calls
+// nothing beyond the once scripts' commands and XADD (on the audit stream,
+// checked for inspect force-release).
+func TestResolveNeedsNoMoreThanOnceAndAudit(t *testing.T) {
+	for _, c := range once.ResolveScriptCommands() {
+		if c != "XADD" && !slices.Contains(once.ScriptCommands(), c) {
+			t.Errorf("resolve.lua calls %s, which doctor does not check on once keys", c)
+		}
 	}
 }
