@@ -46,6 +46,9 @@ the claimant, --reason); 'inspect audit' lists it.`,
 			if err != nil {
 				return err
 			}
+			if len(args) > 1 {
+				return usageErrorf("unexpected argument after once KEY: %s", args[1])
+			}
 			if n := btoi(o.succeeded) + btoi(o.failed) + btoi(o.retry); n > 1 {
 				return usageErrorf("--succeeded, --failed and --retry exclude each other: give one decision")
 			}
