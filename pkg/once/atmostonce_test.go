@@ -76,15 +76,15 @@ func TestAtLeastOnceLapseRunsAgain(t *testing.T) {
 func TestAtMostOnceCompleteAndRenew(t *testing.T) {
 	t.Parallel()
 	ctx := redistest.Context(t)
-	s := once.New(srv.Client(t), &once.Options{TTL: 400 * time.Millisecond, ResultTTL: time.Hour})
+	s := once.New(srv.Client(t), &once.Options{TTL: time.Second, ResultTTL: time.Hour})
 	key := redistest.UniqueKey(t)
 	c, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Renewals move the lease: the claim outlives several TTLs.
+	// Renewals move the lease: the claim outlives its TTL.
 	for range 4 {
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond)
 		if err := c.Renew(ctx); err != nil {
 			t.Fatalf("renew: %v", err)
 		}
