@@ -58,7 +58,11 @@ var examples = map[string]string{
 	"inspect audit": `  lockctl inspect audit
   lockctl inspect audit -n 20 -o json`,
 	"inspect once": `  lockctl inspect once report:2025-03-01
-  lockctl inspect once "charge:$ORDER" -o json`,
+  lockctl inspect once "charge:$ORDER" -o json
+  lockctl inspect once --unknown 'charge:*'`,
+	"once resolve": `  lockctl once resolve "charge:$ORDER" --succeeded --reason "provider shows the charge"
+  lockctl once resolve "charge:$ORDER" --retry --reason "provider has no charge"
+  lockctl once resolve migrate:42 --failed --exit 3 --reason "half applied, fixed by hand"`,
 	"doctor": `  lockctl doctor
   lockctl doctor --url rediss://redis.internal:6380/0 -o json`,
 	"simulate list": `  lockctl simulate list
@@ -73,7 +77,7 @@ var examples = map[string]string{
   lockctl top --interval 2s
   lockctl top --prefix job:`,
 	"once": `  lockctl once "report:$(date +%F)" --result-ttl 48h -- ./report.sh
-  lockctl once "charge:$ORDER" --fingerprint "$(sha256sum < req.json)" -- ./charge.sh
+  lockctl once "charge:$ORDER" --at-most-once --fingerprint "$(sha256sum < req.json)" -- ./charge.sh
   lockctl once migrate:42 --rerun-failed -- ./migrate.sh`,
 }
 

@@ -23,9 +23,14 @@ const (
 	ExitInternal    = 70
 	ExitNotAcquired = 75
 	ExitLost        = 76
-	ExitMaxRuntime  = 124
-	ExitNoExec      = 126
-	ExitNotFound    = 127
+	// ExitUnknown is an addition to the contract's table: `once
+	// --at-most-once` refusing a KEY whose claimant died without recording
+	// an outcome, until `once resolve` settles it. 75 would invite a retry
+	// loop, and the outcome of a command is no "not acquired".
+	ExitUnknown    = 77
+	ExitMaxRuntime = 124
+	ExitNoExec     = 126
+	ExitNotFound   = 127
 )
 
 // UsageError is a bad flag, argument, duration, URL or config file.
@@ -183,13 +188,16 @@ func exitClass(err error) (int, fault) {
 		// Before "not obtained": nobody holds the lock, the link is too
 		// slow for the lease.
 		return ExitUnavailable, faultSlowLink
+	case errors.Is(err, once.ErrUnknown):
+		return ExitUnknown, faultNone
 	case errors.Is(err, lock.ErrNotObtained), errors.Is(err, limit.ErrLimited),
 		errors.Is(err, once.ErrInProgress), errors.Is(err, once.ErrLate):
 		return ExitNotAcquired, faultNone
 	case errors.Is(err, lock.ErrNotOwner), errors.Is(err, lock.ErrNotHeld),
 		errors.Is(err, lock.ErrStaleFence), errors.Is(err, lock.ErrWrongType),
 		errors.Is(err, limit.ErrWrongType), errors.Is(err, once.ErrWrongType),
-		errors.Is(err, once.ErrFingerprint), errors.Is(err, once.ErrNotOwner):
+		errors.Is(err, once.ErrFingerprint), errors.Is(err, once.ErrNotOwner),
+		errors.Is(err, once.ErrNotUnknown):
 		return ExitNotOwner, faultNone
 	}
 	if f := classifyRedis(err); f != faultNone {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/spf13/cobra"
 )
 
@@ -12,7 +14,7 @@ func newAuditCmd(f *Factory) *cobra.Command {
 	var n int64
 	c := &cobra.Command{
 		Use:   "audit",
-		Short: "List forced releases, oldest first (newest last)",
+		Short: "List forced releases and once resolutions, oldest first (newest last)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if n < 0 {
@@ -29,20 +31,33 @@ func newAuditCmd(f *Factory) *cobra.Command {
 			if f.G.Output == "json" {
 				out := make([]map[string]any, 0, len(entries))
 				for _, e := range entries {
-					out = append(out, map[string]any{"id": e.ID, "at": e.At.Format(time.RFC3339Nano), "who": e.Who,
+					m := map[string]any{"id": e.ID, "at": e.At.Format(time.RFC3339Nano), "who": e.Who,
 						"name": e.Name, "key": e.Key, "kind": e.Kind, "owner": e.Owner, "token_hash": e.TokenHash,
-						"fence": e.Fence, "ttl_ms": msOrMinus(e.TTL), "reason": e.Reason})
+						"fence": e.Fence, "ttl_ms": msOrMinus(e.TTL), "reason": e.Reason, "action": "force-release"}
+					if e.Action == inspect.AuditActionOnceResolve {
+						m["action"], m["decision"], m["exit"], m["ttl_ms"] = e.Action, e.Decision, e.Exit, -1
+						if e.Decision == once.ResolveRetry {
+							m["exit"] = nil
+						}
+					}
+					out = append(out, m)
 				}
 				return f.IO.PrintJSON(out)
 			}
 			rows := make([][]string, 0, len(entries))
 			for _, e := range entries {
 				esc := ui.Escape
+				if e.Action == inspect.AuditActionOnceResolve {
+					// Same columns: the decision leads the reason.
+					rows = append(rows, []string{e.At.Local().Format(time.RFC3339), esc(e.Who), esc(e.Name), esc(e.Owner), "-",
+						"-", "-", esc(onceResolveText(e))})
+					continue
+				}
 				rows = append(rows, []string{e.At.Local().Format(time.RFC3339), esc(e.Who), esc(e.Name), esc(e.Owner), esc(e.TokenHash),
 					strconv.FormatInt(e.Fence, 10), ttlCell(e.TTL), esc(e.Reason)})
 			}
 			if len(rows) == 0 && f.IO.Tabular() {
-				f.IO.Errorf("no forced releases recorded")
+				f.IO.Errorf("no forced releases or once resolutions recorded")
 				return nil
 			}
 			header := []string{"TIME", "WHO", "NAME", "OWNER", "TOKEN", "FENCE", "TTL LEFT", "REASON"}
@@ -63,4 +78,17 @@ func newAuditCmd(f *Factory) *cobra.Command {
 	c.Flags().Int64Var(&n, "n", 0, "same as --count")
 	_ = c.Flags().MarkHidden("n")
 	return c
+}
+
+// onceResolveText is a once resolution's REASON cell: "once resolve
+// --failed (exit 3): REASON".
+func onceResolveText(e inspect.AuditEntry) string {
+	s := "once resolve --" + e.Decision
+	if e.Decision == once.ResolveFailed {
+		s += " (exit " + strconv.Itoa(e.Exit) + ")"
+	}
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
 }

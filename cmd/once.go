@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/pkg/events"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/lockctl/lockctl/pkg/events"
+	"github.com/lockctl/lockctl/pkg/inspect"
 
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
@@ -23,6 +26,8 @@ type onceOptions struct {
 	rerunFailed  bool
 	conflictExit int
 	owner        string
+	atMostOnce   bool
+	atLeastOnce  bool
 }
 
 func newOnceCmd(f *Factory) *cobra.Command {
@@ -40,8 +45,16 @@ runs, and records CMD's exit code for --result-ttl. Later calls:
     and exit with the recorded exit code (--rerun-failed runs CMD again when
     that code was not 0);
   - with another --fingerprint than the record's: exit 65.
-A claimant that dies stops renewing; its claim expires after --ttl and the
-next call runs CMD. The claim is a lease: it counts as held until its send
+A claimant that dies stops renewing. By default (--at-least-once) its claim
+expires after --ttl and the next call runs CMD again: right for a command
+that is safe to repeat, wrong for one that must never run twice. With
+--at-most-once the claim carries that mode and does not expire: when its
+lease lapses without a recorded outcome (the claimant was killed, its host
+died), the next call marks KEY "outcome unknown" and refuses with exit 77,
+as does every later call, until someone finds out what happened (did the
+payment go through?) and runs 'lockctl once resolve KEY --succeeded',
+'--failed' or '--retry'. 'inspect once --unknown' lists such keys.
+The claim is a lease: it counts as held until its send
 time (or its last renewal's) + ttl - ttl/4. A claim whose reply comes later
 than that is re-confirmed once or given up, and CMD does not run (exit 75).
 If the claim is lost while CMD runs, CMD's process group gets SIGTERM
@@ -58,6 +71,9 @@ more when rerunning a failure).`,
 			if len(argv) == 0 {
 				return &UsageError{Err: errors.New("missing command"), Hints: []string{"usage: " + c.UseLine()}}
 			}
+			if o.atMostOnce && o.atLeastOnce {
+				return usageErrorf("--at-most-once and --at-least-once exclude each other")
+			}
 			return runOnce(c, f, o, key, argv)
 		},
 	}
@@ -69,6 +85,9 @@ more when rerunning a failure).`,
 	fs.VarP(newExitCode(&o.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when KEY is in progress elsewhere")
 	addQuietFlags(c, &f.G)
 	fs.StringVar(&o.owner, "owner", "", "claimant recorded with KEY (default user@host:pid)")
+	fs.BoolVar(&o.atMostOnce, "at-most-once", false, "never run CMD twice: a claimant that dies without an outcome leaves KEY unknown (exit 77) until 'once resolve'")
+	fs.BoolVar(&o.atLeastOnce, "at-least-once", false, "the default: a claimant that dies frees KEY after --ttl and the next call runs CMD again")
+	c.AddCommand(newOnceResolveCmd(f))
 	return c
 }
 
@@ -90,7 +109,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 		return err
 	}
 	ctx := c.Context()
-	claim, err := store.Claim(ctx, key, &once.ClaimOptions{Fingerprint: o.fingerprint, RerunFailed: o.rerunFailed})
+	claim, err := store.Claim(ctx, key, &once.ClaimOptions{Fingerprint: o.fingerprint, RerunFailed: o.rerunFailed, AtMostOnce: o.atMostOnce})
 	if err != nil {
 		if errors.As(err, new(*once.DoneError)) {
 			f.record(ctx, events.OnceReplayed, key, 0)
@@ -122,12 +141,22 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 		}
 		return runErr
 	}
+	if o.atMostOnce && res.Lost {
+		// CMD was stopped part way because the claim was lost: whether
+		// it took effect is unknown, and recording 76 would replay a
+		// failure that may not be one. The claim lapses into "unknown".
+		f.IO.Errorf("outcome not recorded: the claim on %s was lost while the command ran; %s becomes unknown once its lease lapses (%s), and `lockctl once resolve %s` settles it",
+			claim.Key, key, claim.TTL, key)
+		return childExit(res)
+	}
 	rec, err := claim.Complete(rctx, superviseExit(res))
 	var taken *once.NotOwnerError
 	switch {
 	case errors.As(err, &taken):
 		f.IO.Errorf("outcome not recorded: %s was taken over by %s after this claim lapsed", claim.Key, taken.Record.Owner)
 		return uncoveredClaim(claim.Key, res, "taken over by "+taken.Record.Owner)
+	case err != nil && o.atMostOnce:
+		f.IO.Errorf("outcome not recorded: %v; %s becomes unknown once its lease lapses (%s): find out whether the command took effect, then `lockctl once resolve %s`", err, key, claim.TTL, key)
 	case err != nil:
 		f.IO.Errorf("outcome not recorded: %v; %s runs again once its claim expires (%s)", err, key, claim.TTL)
 	case rec.Expired:
@@ -160,9 +189,17 @@ func explainOnce(key string, err error, conflictExit int) error {
 		running *once.InProgressError
 		done    *once.DoneError
 		fp      *once.FingerprintError
+		unknown *once.UnknownError
 		slow    *lock.SlowLinkError
 	)
 	switch {
+	case errors.As(err, &unknown):
+		r := unknown.Record
+		return withHint(reword(err, "%s: outcome unknown: the claim by %s (started %s) lapsed without a recorded outcome; not running it",
+			key, r.Owner, sinceText(r.StartedAt)),
+			"find out whether the command took effect (the payment provider, the logs), then run `lockctl once resolve "+key+
+				" --succeeded`, `--failed` or `--retry` with --reason",
+			"`lockctl inspect once --unknown` lists every unresolved key")
 	case errors.As(err, &slow):
 		return withHint(err, slowLinkHint(slow))
 	case errors.As(err, &running):
@@ -193,7 +230,11 @@ func outcomeText(r once.Record) string {
 	if r.Attempts > 1 {
 		s += fmt.Sprintf(" (attempt %d)", r.Attempts)
 	}
-	if r.Expired {
+	switch {
+	case r.Resolved != "":
+		s = fmt.Sprintf("resolved %s (exit %d) at %s by %s; the claim by %s lapsed without an outcome",
+			r.Resolved, r.ExitCode, r.FinishedAt.Local().Format(time.RFC3339), r.ResolvedBy, r.Owner)
+	case r.Expired:
 		s += " (its claim had lapsed before the outcome was recorded)"
 	}
 	return s
@@ -233,17 +274,26 @@ func (l *keeperLease) Held() bool            { return l.k.Held() }
 
 func (l *keeperLease) close() { close(l.stop) }
 
-// newInspectOnceCmd is `inspect once KEY`: the record of an idempotent run.
+// newInspectOnceCmd is `inspect once KEY`: the record of an idempotent
+// run; `inspect once --unknown [PATTERN]` lists the keys awaiting `once resolve`.
 func newInspectOnceCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "once KEY",
-		Short: "Show the record `lockctl once` keeps for KEY",
-		Long: `Show the record lockctl once keeps for KEY (key once:KEY): state (running or
-done), claimant, fingerprint, start, finish, duration, exit code, attempts
-and the record's remaining TTL. With no record (never run, or its outcome
-expired) the state is "none".`,
-		Args: cobra.ExactArgs(1),
+	var unknown bool
+	c := &cobra.Command{
+		Use:   "once KEY | once --unknown [PATTERN]",
+		Short: "Show the record `lockctl once` keeps for KEY, or list the keys whose outcome is unknown",
+		Long: `Show the record lockctl once keeps for KEY (key once:KEY): state (running,
+done, or unknown), claimant, fingerprint, start, finish, duration, exit
+code, attempts, mode and the record's remaining TTL. With no record (never
+run, or its outcome expired) the state is "none".
+
+--unknown lists every KEY (matching PATTERN, a glob over KEY) whose outcome
+is unknown: an --at-most-once claim whose lease lapsed without a recorded
+outcome (its claimant died mid-run). Each waits for 'lockctl once resolve'.`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if unknown {
+				return listUnknownOnce(c, f, args)
+			}
 			key, err := validName(args, "once KEY")
 			if err != nil {
 				return err
@@ -272,6 +322,53 @@ expired) the state is "none".`,
 			return f.IO.PrintDetail(t.Header, t.Rows)
 		},
 	}
+	c.Flags().BoolVar(&unknown, "unknown", false, "list the keys whose outcome is unknown (awaiting 'lockctl once resolve')")
+	return c
+}
+
+// listUnknownOnce is `inspect once --unknown [PATTERN]`.
+func listUnknownOnce(c *cobra.Command, f *Factory, args []string) error {
+	glob := ""
+	if len(args) == 1 {
+		glob = args[0]
+	}
+	in, err := inspector(f)
+	if err != nil {
+		return err
+	}
+	var recs []once.Record
+	p := newProgress(f)
+	err = in.OnceUnknown(c.Context(), once.DefaultPrefix, glob, &inspect.ScanOptions{Progress: p.update}, func(r once.Record) error {
+		recs = append(recs, r)
+		return nil
+	})
+	p.done()
+	if err != nil {
+		return err
+	}
+	name := func(r once.Record) string { return strings.TrimPrefix(r.Key, once.DefaultPrefix) }
+	if f.G.Output == "json" {
+		out := make([]map[string]any, 0, len(recs))
+		for _, r := range recs {
+			out = append(out, onceRecordJSON(name(r), r))
+		}
+		return f.IO.PrintJSON(out)
+	}
+	if len(recs) == 0 && f.IO.Tabular() {
+		f.IO.Errorf("no once keys with an unknown outcome")
+		return nil
+	}
+	rows := make([][]string, 0, len(recs))
+	for _, r := range recs {
+		lapsed := "-"
+		if !r.LeaseDeadline.IsZero() {
+			lapsed = ageText(time.Since(r.LeaseDeadline))
+		}
+		rows = append(rows, []string{ui.Escape(name(r)), ui.Escape(orDash(r.Owner)), r.StartedAt.Local().Format(time.RFC3339),
+			lapsed, strconv.Itoa(r.Attempts), ui.Escape(orDash(r.Fingerprint))})
+	}
+	return f.IO.PrintTable(ui.Table{Header: []string{"KEY", "OWNER", "STARTED", "LAPSED", "ATTEMPT", "FINGERPRINT"},
+		Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide"})
 }
 
 func onceRecordJSON(name string, r once.Record) map[string]any {
@@ -288,6 +385,13 @@ func onceRecordJSON(name string, r once.Record) map[string]any {
 		"attempts":    r.Attempts,
 		"expired":     r.Expired,
 		"ttl_ms":      r.TTL.Milliseconds(),
+		"mode":        onceMode(r),
+		"lease_until": timeJSON(r.LeaseDeadline),
+		"resolved":    nil,
+		"resolved_by": nil,
+	}
+	if r.Resolved != "" {
+		m["resolved"], m["resolved_by"] = r.Resolved, r.ResolvedBy
 	}
 	if r.TTL < 0 {
 		m["ttl_ms"] = -1
@@ -325,6 +429,13 @@ func onceRecordTable(name string, r once.Record) ui.Table {
 	if r.State == once.StateDone {
 		finished, duration, exit = when(r.FinishedAt), r.Duration.String(), strconv.Itoa(r.ExitCode)
 	}
+	if r.Resolved != "" {
+		duration = "-"
+	}
+	resolved := "-"
+	if r.Resolved != "" {
+		resolved = ui.Escape(r.Resolved + " by " + r.ResolvedBy)
+	}
 	ttl := "none"
 	if r.TTL >= 0 {
 		ttl = r.TTL.Round(time.Millisecond).String()
@@ -345,6 +456,17 @@ func onceRecordTable(name string, r once.Record) ui.Table {
 			{"attempts", strconv.Itoa(r.Attempts)},
 			{"expired", strconv.FormatBool(r.Expired)},
 			{"ttl", ttl},
+			{"mode", onceMode(r)},
+			{"lease until", when(r.LeaseDeadline)},
+			{"resolved", resolved},
 		},
 	}
+}
+
+// onceMode names the record's mode as the flags do.
+func onceMode(r once.Record) string {
+	if r.Mode == once.ModeAtMostOnce {
+		return "at-most-once"
+	}
+	return "at-least-once"
 }

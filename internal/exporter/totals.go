@@ -184,7 +184,7 @@ func (t *Totals) add(e events.Entry, max int) {
 		t.Keys[t.keyLabel(e.Name, max)]++
 		return
 	}
-	if e.Kind == events.OnceReplayed {
+	if e.Kind == events.OnceReplayed || e.Kind == events.OnceResolved {
 		// once keys are not lock names: no series of theirs.
 		return
 	}

@@ -47,10 +47,11 @@ const (
 	ForceRelease = "force_release" // released by `inspect force-release`
 	RateLimited  = "rate_limited"  // a `limit` call was refused
 	OnceReplayed = "once_replayed" // `once` replayed a recorded outcome instead of running
+	OnceResolved = "once_resolved" // `once resolve` settled a key whose outcome was unknown
 )
 
 // Kinds lists every kind, in a fixed order.
-var Kinds = []string{Acquired, Busy, Timeout, Released, NotHeld, NotOwner, RenewFailed, LeaseLost, ForceRelease, RateLimited, OnceReplayed}
+var Kinds = []string{Acquired, Busy, Timeout, Released, NotHeld, NotOwner, RenewFailed, LeaseLost, ForceRelease, RateLimited, OnceReplayed, OnceResolved}
 
 // Event is one ended operation.
 type Event struct {

@@ -337,7 +337,13 @@ func holderOf(key string, v []any) (lock.Holder, error) {
 	return lock.Holder{}, &lock.WrongTypeError{Key: key, Type: t}
 }
 
-// AuditEntry is one forced release.
+// AuditActionOnceResolve is AuditEntry.Action of a `once resolve`
+// (once.Store.Resolve with AuditKey); force-releases have none.
+const AuditActionOnceResolve = "once-resolve"
+
+// AuditEntry is one forced release, or one resolution of a once key whose
+// outcome was unknown (Action AuditActionOnceResolve: Kind "once", Owner
+// the claimant, Decision and Exit what was decided).
 type AuditEntry struct {
 	ID        string
 	At        time.Time // server time (from the stream ID)
@@ -350,6 +356,9 @@ type AuditEntry struct {
 	Fence     int64
 	TTL       time.Duration // what the holder had left; -1 for none
 	Reason    string
+	Action    string // "" for a force-release, AuditActionOnceResolve
+	Decision  string // of a once resolution: succeeded, failed, retry
+	Exit      int    // the exit code a once resolution recorded
 }
 
 // Audit returns the audit stream oldest first; n > 0 keeps only the n
@@ -374,7 +383,8 @@ func (in *Inspector) Audit(ctx context.Context, n int64) ([]AuditEntry, error) {
 	for _, m := range msgs {
 		s := func(k string) string { v, _ := m.Values[k].(string); return v }
 		e := AuditEntry{ID: m.ID, Who: s("who"), Name: s("name"), Key: s("key"), Kind: s("kind"),
-			Owner: s("owner"), TokenHash: s("token_hash"), Reason: s("reason")}
+			Owner: s("owner"), TokenHash: s("token_hash"), Reason: s("reason"), Action: s("action"), Decision: s("decision")}
+		e.Exit, _ = strconv.Atoi(s("exit"))
 		e.Fence, _ = strconv.ParseInt(s("fence"), 10, 64)
 		if ms, err := strconv.ParseInt(s("ttl_ms"), 10, 64); err == nil {
 			e.TTL = ttlOf(time.Duration(ms) * time.Millisecond)

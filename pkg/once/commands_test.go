@@ -1,6 +1,7 @@
 package once_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/lockctl/lockctl/internal/scriptcmds"
@@ -10,11 +11,22 @@ import (
 // ScriptCommands reads every script of the package, a new one included:
 // doctor's ACL check and hint are made from it.
 func TestScriptCommandsCoverEveryScript(t *testing.T) {
-	missing, _, err := scriptcmds.Uncovered(".", once.ScriptCommands())
+	missing, _, err := scriptcmds.Uncovered(".", append(once.ScriptCommands(), once.ResolveScriptCommands()...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range missing {
 		t.Error(m)
+	}
+}
+
+// Doctor checks no family of its own for `once resolve`: its script calls
+// nothing beyond the once scripts' commands and XADD (on the audit stream,
+// checked for inspect force-release).
+func TestResolveNeedsNoMoreThanOnceAndAudit(t *testing.T) {
+	for _, c := range once.ResolveScriptCommands() {
+		if c != "XADD" && !slices.Contains(once.ScriptCommands(), c) {
+			t.Errorf("resolve.lua calls %s, which doctor does not check on once keys", c)
+		}
 	}
 }

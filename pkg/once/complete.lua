@@ -8,8 +8,13 @@ local rec = redis.call('HGETALL', key)
 if #rec > 0 then
   local f = {}
   for i = 1, #rec, 2 do f[rec[i]] = rec[i + 1] end
-  if f.state ~= 'running' or f.token ~= ARGV[1] then
+  if (f.state ~= 'running' and f.state ~= 'unknown') or f.token ~= ARGV[1] then
     return {'other', redis.call('PTTL', key), rec}
+  end
+  if f.state == 'unknown' or (f.lease_ms and tonumber(f.lease_ms) <= now) then
+    -- An at-most-once claim lapsed and nobody resolved it: its claimant
+    -- knows the outcome after all, which is better than "unknown".
+    redis.call('HSET', key, 'expired', '1')
   end
 else
   -- The claim expired and nobody took over. The command did run, so its
@@ -20,6 +25,6 @@ end
 local started = tonumber(redis.call('HGET', key, 'started_ms')) or now
 redis.call('HSET', key, 'state', 'done', 'exit', ARGV[2],
   'finished_ms', string.format('%d', now), 'duration_ms', string.format('%d', math.max(0, now - started)))
-redis.call('HDEL', key, 'token')
+redis.call('HDEL', key, 'token', 'lease_ms')
 redis.call('PEXPIRE', key, ARGV[3])
 return {'ok', redis.call('PTTL', key), redis.call('HGETALL', key)}

@@ -27,6 +27,13 @@ var (
 	// deadline (lock.LeaseDeadline) and could not be re-confirmed in time:
 	// the claim was given up and the command must not run.
 	ErrLate = errors.New("once: claim reply after its local deadline")
+	// ErrUnknown is the error of a claim of a KEY whose at-most-once claim
+	// lapsed without a recorded outcome (*UnknownError): the command must
+	// not run until someone resolves the KEY (Store.Resolve).
+	ErrUnknown = errors.New("once: outcome unknown")
+	// ErrNotUnknown is the error of a Resolve of a KEY whose outcome is not
+	// unknown (*NotUnknownError): there is nothing to resolve.
+	ErrNotUnknown = errors.New("once: outcome not unknown")
 	// ErrNotFound is the error of a Get that found no record.
 	ErrNotFound = errors.New("once: no record")
 	// ErrWrongType is the error of a call on a key that holds something
@@ -57,6 +64,38 @@ func (e *DoneError) Error() string {
 
 // Is makes a *DoneError match ErrDone.
 func (e *DoneError) Is(target error) bool { return target == ErrDone }
+
+// UnknownError carries the record of a claim that lapsed without an outcome.
+type UnknownError struct{ Record Record }
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("once: %s: outcome unknown: the claim by %s started %s lapsed without a recorded outcome",
+		e.Record.Key, e.Record.Owner, e.Record.StartedAt.Format(time.RFC3339))
+}
+
+// Is makes an *UnknownError match ErrUnknown.
+func (e *UnknownError) Is(target error) bool { return target == ErrUnknown }
+
+// NotUnknownError is the refusal of a Resolve: the record (State "none"
+// when there is none) is not unknown. A claim still running also matches
+// ErrInProgress.
+type NotUnknownError struct{ Record Record }
+
+func (e *NotUnknownError) Error() string {
+	switch e.Record.State {
+	case "none":
+		return fmt.Sprintf("once: %s has no record; nothing to resolve", e.Record.Key)
+	case StateRunning:
+		return fmt.Sprintf("once: %s is running (claimed by %s, lease alive); nothing to resolve", e.Record.Key, e.Record.Owner)
+	}
+	return fmt.Sprintf("once: %s is %s, not unknown; nothing to resolve", e.Record.Key, e.Record.State)
+}
+
+// Is makes a *NotUnknownError match ErrNotUnknown, and ErrInProgress for a
+// running claim.
+func (e *NotUnknownError) Is(target error) bool {
+	return target == ErrNotUnknown || (target == ErrInProgress && e.Record.State == StateRunning)
+}
 
 // FingerprintError is the refusal of a claim whose record was made for
 // another request.

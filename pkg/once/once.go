@@ -3,9 +3,16 @@
 // claimant dies), runs the command, and records its outcome, which later
 // callers get instead of running it again.
 //
-// Every transition (claim, renew, complete, abandon) is one Lua script that
-// compares the claim's token; the record is one hash at prefix+KEY and
-// always carries a TTL: the claim TTL while running, ResultTTL once done.
+// Every transition (claim, renew, complete, abandon, resolve) is one Lua
+// script; the record is one hash at prefix+KEY and carries a TTL: the claim
+// TTL while running, ResultTTL once done.
+//
+// That is at-least-once: a claimant that dies mid-run leaves nothing behind
+// and the next call runs the command again. ClaimOptions.AtMostOnce claims
+// without a TTL instead, with the lease as a deadline in the record (server
+// time); a claim whose lease lapsed without an outcome turns StateUnknown,
+// atomically in the call that finds it, and no call runs the command again
+// until someone resolves it (Store.Resolve).
 //
 // A caller that runs a command for a key:
 //
@@ -47,7 +54,13 @@ const (
 const (
 	StateRunning = "running"
 	StateDone    = "done"
+	// StateUnknown is an at-most-once claim whose lease lapsed without a
+	// recorded outcome: the command may or may not have run, or finished.
+	StateUnknown = "unknown"
 )
+
+// ModeAtMostOnce is Record.Mode of a claim made with ClaimOptions.AtMostOnce.
+const ModeAtMostOnce = "at-most-once"
 
 // Options configure a Store; nil means all defaults.
 type Options struct {
@@ -93,6 +106,11 @@ type ClaimOptions struct {
 	Fingerprint string
 	// RerunFailed claims again when the recorded exit code was not 0.
 	RerunFailed bool
+	// AtMostOnce claims so that a claimant that dies without recording an
+	// outcome leaves the key StateUnknown rather than free: later claims
+	// get *UnknownError until the key is resolved (Store.Resolve). The
+	// mode is the claim's: it holds for every later caller.
+	AtMostOnce bool
 }
 
 // Record is what a key holds, as of one read.
@@ -108,6 +126,15 @@ type Record struct {
 	Attempts    int           // runs so far, counting reruns of failures
 	Expired     bool          // the claim lapsed while the command ran, before the outcome was recorded
 	TTL         time.Duration // remaining life of the record; -1 for none
+	Mode        string        // ModeAtMostOnce, or "" for at-least-once
+	// LeaseDeadline is an at-most-once claim's lease end (server time);
+	// zero otherwise and once done.
+	LeaseDeadline time.Time
+	// Resolved is the decision of Store.Resolve that gave the outcome
+	// ("succeeded", "failed"), and ResolvedBy who took it; "" when the
+	// claimant recorded it.
+	Resolved   string
+	ResolvedBy string
 }
 
 // Store claims keys and records outcomes on one Redis.
@@ -156,12 +183,8 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 	k := s.Key(key)
 	token := newToken()
 	sent := time.Now()
-	rerun := "0"
-	if co.RerunFailed {
-		rerun = "1"
-	}
 	reply, err := claimScript.Run(ctx, s.client, []string{k},
-		token, s.opts.Owner, co.Fingerprint, s.opts.TTL.Milliseconds(), rerun).Slice()
+		token, s.opts.Owner, co.Fingerprint, s.opts.TTL.Milliseconds(), flag(co.RerunFailed), flag(co.AtMostOnce)).Slice()
 	if err != nil {
 		return nil, wrap(k, err)
 	}
@@ -183,6 +206,8 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 		return nil, &InProgressError{Record: rec}
 	case "done":
 		return nil, &DoneError{Record: rec}
+	case "unknown":
+		return nil, &UnknownError{Record: rec}
 	case "fingerprint":
 		return nil, &FingerprintError{Key: k, Recorded: rec.Fingerprint, Given: co.Fingerprint, Record: rec}
 	}
@@ -236,7 +261,7 @@ func (s *Store) Get(ctx context.Context, key string) (Record, error) {
 	if err != nil {
 		return Record{}, wrap(k, err)
 	}
-	if len(reply) != 2 {
+	if len(reply) != 3 {
 		return Record{}, fmt.Errorf("once: %s: %w", k, redisreply.Unexpected("script reply", reply))
 	}
 	fields, _ := reply[1].([]any)
@@ -244,12 +269,22 @@ func (s *Store) Get(ctx context.Context, key string) (Record, error) {
 		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, k)
 	}
 	rec := parseRecord(k, reply[0], fields)
-	if rec.State != StateRunning && rec.State != StateDone {
+	if rec.State != StateRunning && rec.State != StateDone && rec.State != StateUnknown {
 		// As claim.lua decides: a hash without a known state is someone
 		// else's, not a record to show.
 		return Record{}, &WrongTypeError{Key: k, Msg: "hash is not a once record"}
 	}
+	if now, ok := reply[2].(int64); ok && rec.lapsed(time.UnixMilli(now)) {
+		// What the next claim will find (and mark): read-only here.
+		rec.State = StateUnknown
+	}
 	return rec, nil
+}
+
+// lapsed reports whether r is an at-most-once claim whose lease ended by
+// now (server time) without an outcome, as claim.lua decides.
+func (r Record) lapsed(now time.Time) bool {
+	return r.State == StateRunning && !r.LeaseDeadline.IsZero() && !r.LeaseDeadline.After(now)
 }
 
 // Claim is the right to run a key's command once. Renew it while the
@@ -267,7 +302,8 @@ type Claim struct {
 }
 
 // Renew extends the claim by its TTL. ErrLost when the record is gone (the
-// claim expired), *NotOwnerError when another claimant took over.
+// claim expired) or, at most once, its lease lapsed (the key is now
+// StateUnknown); *NotOwnerError when another claimant took over.
 func (c *Claim) Renew(ctx context.Context) error {
 	reply, err := renewScript.Run(ctx, c.store.client, []string{c.Key}, c.Token, c.TTL.Milliseconds()).Slice()
 	if err != nil {
@@ -317,6 +353,8 @@ func (c *Claim) ownership(reply []any) error {
 		return nil
 	case "gone":
 		return fmt.Errorf("%w: %s expired", ErrLost, c.Key)
+	case "lapsed":
+		return fmt.Errorf("%w: %s: the lease lapsed; the outcome is unknown until resolved", ErrLost, c.Key)
 	}
 	return &NotOwnerError{Record: rec}
 }
@@ -363,7 +401,11 @@ func parseRecord(key string, pttl any, fields []any) Record {
 		Attempts:    int(num("attempts")),
 		Expired:     f["expired"] == "1",
 		TTL:         -1,
+		Mode:        f["mode"],
+		Resolved:    f["resolved"],
+		ResolvedBy:  f["resolved_by"],
 	}
+	r.LeaseDeadline = ms("lease_ms")
 	if p, ok := pttl.(int64); ok && p >= 0 {
 		r.TTL = time.Duration(p) * time.Millisecond
 	}
@@ -375,6 +417,13 @@ func wrap(key string, err error) error {
 		return &WrongTypeError{Key: key, Msg: err.Error()}
 	}
 	return fmt.Errorf("once: %s: %w", key, err)
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 func newToken() string {

@@ -19,17 +19,27 @@ var (
 	abandonLua string
 	//go:embed get.lua
 	getLua string
+	//go:embed resolve.lua
+	resolveLua string
 
 	claimScript    = redis.NewScript(claimLua)
 	renewScript    = redis.NewScript(renewLua)
 	completeScript = redis.NewScript(completeLua)
 	abandonScript  = redis.NewScript(abandonLua)
 	getScript      = redis.NewScript(getLua)
+	resolveScript  = redis.NewScript(resolveLua)
 )
 
 // ScriptCommands lists, sorted, the Redis commands the once scripts call,
 // which the connected user must be allowed on once keys (an ACL applies
-// inside scripts too).
+// inside scripts too). resolve.lua, an operator's command that also
+// writes to the audit stream, has ResolveScriptCommands.
 func ScriptCommands() []string {
 	return scriptcmds.Calls(claimLua, renewLua, completeLua, abandonLua, getLua)
 }
+
+// ResolveScriptCommands lists, sorted, the Redis commands `once resolve`'s
+// script calls on a once key and (XADD) the audit stream: those of
+// ScriptCommands and XADD, which doctor checks on the audit stream for
+// inspect force-release, so doctor needs no family of its own for it.
+func ResolveScriptCommands() []string { return scriptcmds.Calls(resolveLua) }

@@ -1,0 +1,281 @@
+package once_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testkit/redistest"
+	"github.com/lockctl/lockctl/pkg/once"
+)
+
+const auditKey = "lockctl:audit-once-test"
+
+// lapse claims key at most once with a short lease and lets it lapse
+// without an outcome, as when the claimant is killed mid-run.
+func lapse(t *testing.T, ctx context.Context, s *once.Store, key string) *once.Claim {
+	t.Helper()
+	c, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No TTL: the record must outlive its claimant.
+	if pttl := srv.Int(t, "PTTL", c.Key); pttl != -1 {
+		t.Fatalf("at-most-once claim: PTTL %d, want -1 (no expiry)", pttl)
+	}
+	time.Sleep(s.TTL() + 100*time.Millisecond)
+	return c
+}
+
+func TestAtMostOnceLapseIsUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{Owner: "alice@a:1", TTL: 300 * time.Millisecond})
+	key := redistest.UniqueKey(t)
+	lapse(t, ctx, s, key)
+
+	// Get sees the lapse before anyone marks it.
+	rec, err := s.Get(ctx, key)
+	if err != nil || rec.State != once.StateUnknown || rec.Mode != once.ModeAtMostOnce || rec.TTL != -1 {
+		t.Fatalf("Get after the lapse: %+v %v", rec, err)
+	}
+	// Every later claim, in either mode, is refused: the claim carries the mode.
+	for _, co := range []*once.ClaimOptions{{AtMostOnce: true}, nil, {RerunFailed: true}} {
+		_, err := once.New(srv.Client(t), &once.Options{Owner: "bob@b:2"}).Claim(ctx, key, co)
+		var ue *once.UnknownError
+		if !errors.Is(err, once.ErrUnknown) || !errors.As(err, &ue) || ue.Record.Owner != "alice@a:1" {
+			t.Fatalf("claim %+v after the lapse: %v; want ErrUnknown", co, err)
+		}
+	}
+	if got := srv.Client(t).HGet(ctx, "once:"+key, "state").Val(); got != "unknown" {
+		t.Fatalf("state %v, want unknown marked by the claim", got)
+	}
+	if pttl := srv.Int(t, "PTTL", "once:"+key); pttl != -1 {
+		t.Fatalf("unknown record: PTTL %d, want -1: it must not vanish", pttl)
+	}
+}
+
+// In the default mode, the same lapse frees the key: the next call runs
+// the command again (at-least-once).
+func TestAtLeastOnceLapseRunsAgain(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{TTL: 300 * time.Millisecond})
+	key := redistest.UniqueKey(t)
+	if _, err := s.Claim(ctx, key, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if _, err := s.Claim(ctx, key, nil); err != nil {
+		t.Fatalf("claim after an at-least-once claim lapsed: %v; want it claimed", err)
+	}
+}
+
+func TestAtMostOnceCompleteAndRenew(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{TTL: time.Second, ResultTTL: time.Hour})
+	key := redistest.UniqueKey(t)
+	c, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Renewals move the lease: the claim outlives its TTL.
+	for range 4 {
+		time.Sleep(400 * time.Millisecond)
+		if err := c.Renew(ctx); err != nil {
+			t.Fatalf("renew: %v", err)
+		}
+	}
+	if _, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true}); !errors.Is(err, once.ErrInProgress) {
+		t.Fatalf("claim of a renewed claim: %v; want ErrInProgress", err)
+	}
+	rec, err := c.Complete(ctx, 0)
+	if err != nil || rec.State != once.StateDone || rec.Expired || !rec.LeaseDeadline.IsZero() || rec.TTL <= 59*time.Minute {
+		t.Fatalf("complete: %+v %v", rec, err)
+	}
+	if _, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true}); !errors.Is(err, once.ErrDone) {
+		t.Fatalf("claim after completion: %v; want ErrDone", err)
+	}
+}
+
+// A renewal after the lease lapsed finds it lost (and marks it unknown);
+// a claimant that still learns its command's exit code records it.
+func TestAtMostOnceLateRenewAndComplete(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{TTL: 300 * time.Millisecond})
+	key := redistest.UniqueKey(t)
+	c := lapse(t, ctx, s, key)
+	if err := c.Renew(ctx); !errors.Is(err, once.ErrLost) {
+		t.Fatalf("renew after the lapse: %v; want ErrLost", err)
+	}
+	if _, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true}); !errors.Is(err, once.ErrUnknown) {
+		t.Fatalf("claim after the late renewal: %v; want ErrUnknown", err)
+	}
+	rec, err := c.Complete(ctx, 3)
+	if err != nil || rec.State != once.StateDone || rec.ExitCode != 3 || !rec.Expired || rec.TTL <= 0 {
+		t.Fatalf("complete of a lapsed claim: %+v %v", rec, err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		decision string
+		exit     int
+		want     error // of the next claim
+		wantExit int
+	}{
+		{once.ResolveSucceeded, 0, once.ErrDone, 0},
+		{once.ResolveFailed, 0, once.ErrDone, 1},
+		{once.ResolveFailed, 7, once.ErrDone, 7},
+		{once.ResolveRetry, 0, nil, 0},
+	} {
+		t.Run(tc.decision, func(t *testing.T) {
+			t.Parallel()
+			ctx := redistest.Context(t)
+			s := once.New(srv.Client(t), &once.Options{Owner: "alice@a:1", TTL: 300 * time.Millisecond, ResultTTL: time.Hour})
+			key := redistest.UniqueKey(t)
+			audit := auditKey + ":" + key
+			lapse(t, ctx, s, key)
+			r, err := s.Resolve(ctx, key, tc.decision, &once.ResolveOptions{ExitCode: tc.exit, Who: "oncall@ops",
+				Reason: "checked the provider", AuditKey: audit})
+			if err != nil || r.AuditID == "" || r.Before.Owner != "alice@a:1" || r.Before.State != once.StateUnknown {
+				t.Fatalf("resolve: %+v %v", r, err)
+			}
+			entries, err := srv.Client(t).XRange(ctx, audit, "-", "+").Result()
+			if err != nil || len(entries) != 1 || entries[0].ID != r.AuditID {
+				t.Fatalf("audit entries %v %v, want 1", entries, err)
+			}
+			fields := map[string]any{}
+			for k, v := range entries[0].Values {
+				fields[k] = v
+			}
+			if fields["who"] != "oncall@ops" || fields["name"] != key || fields["decision"] != tc.decision ||
+				fields["reason"] != "checked the provider" || fields["owner"] != "alice@a:1" || fields["action"] != "once-resolve" {
+				t.Fatalf("audit entry %v", fields)
+			}
+
+			c, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("claim after --retry: %v; want it claimed", err)
+				}
+				if c.Attempt != 1 {
+					t.Fatalf("attempt %d", c.Attempt)
+				}
+				return
+			}
+			var de *once.DoneError
+			if !errors.As(err, &de) || de.Record.ExitCode != tc.wantExit || de.Record.Resolved != tc.decision ||
+				de.Record.ResolvedBy != "oncall@ops" || de.Record.TTL <= 59*time.Minute {
+				t.Fatalf("claim after %s: %v; want a replay of exit %d", tc.decision, err, tc.wantExit)
+			}
+			// Resolved once: a second resolution is refused.
+			if _, err := s.Resolve(ctx, key, once.ResolveRetry, &once.ResolveOptions{AuditKey: audit}); !errors.Is(err, once.ErrNotUnknown) {
+				t.Fatalf("second resolve: %v; want ErrNotUnknown", err)
+			}
+			if n := srv.Int(t, "XLEN", audit); n != 1 {
+				t.Fatalf("a refused resolve wrote to the audit stream: XLEN %d", n)
+			}
+		})
+	}
+}
+
+func TestResolveRefusesWhatIsNotUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{TTL: 10 * time.Second})
+	audit := auditKey + ":" + redistest.UniqueKey(t)
+	ro := &once.ResolveOptions{AuditKey: audit}
+
+	none := redistest.UniqueKey(t) + "-none"
+	var nu *once.NotUnknownError
+	if _, err := s.Resolve(ctx, none, once.ResolveSucceeded, ro); !errors.As(err, &nu) || nu.Record.State != "none" {
+		t.Fatalf("resolve of no record: %v", err)
+	}
+
+	// A live claim (either mode): in progress, not unknown.
+	for _, amo := range []bool{true, false} {
+		key := redistest.UniqueKey(t) + "-running"
+		if !amo {
+			key += "-alo"
+		}
+		c, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: amo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Resolve(ctx, key, once.ResolveRetry, ro)
+		if !errors.Is(err, once.ErrNotUnknown) || !errors.Is(err, once.ErrInProgress) {
+			t.Fatalf("resolve of a live claim (at most once %v): %v", amo, err)
+		}
+		if _, err := c.Complete(ctx, 0); err != nil {
+			t.Fatalf("the live claim was disturbed: %v", err)
+		}
+		// Done: not unknown either.
+		if _, err := s.Resolve(ctx, key, once.ResolveFailed, ro); !errors.Is(err, once.ErrNotUnknown) || errors.Is(err, once.ErrInProgress) {
+			t.Fatalf("resolve of a done record: %v", err)
+		}
+	}
+	if n := srv.Int(t, "EXISTS", audit); n != 0 {
+		t.Fatalf("refused resolutions wrote to the audit stream")
+	}
+	if _, err := s.Resolve(ctx, none, "maybe", ro); !errors.Is(err, once.ErrInvalid) {
+		t.Fatalf("unknown decision: %v", err)
+	}
+	if _, err := s.Resolve(ctx, none, once.ResolveFailed, &once.ResolveOptions{ExitCode: 256}); !errors.Is(err, once.ErrInvalid) {
+		t.Fatalf("exit 256: %v", err)
+	}
+}
+
+// Two callers race for a key whose claim lapsed: neither runs.
+func TestAtMostOnceRaceAfterLapse(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{TTL: 300 * time.Millisecond})
+	key := redistest.UniqueKey(t)
+	lapse(t, ctx, s, key)
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each on its own connection, in either mode.
+			other := once.New(srv.Client(t), &once.Options{TTL: 300 * time.Millisecond})
+			<-start
+			_, errs[i] = other.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: i%2 == 0})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, once.ErrUnknown) {
+			t.Errorf("caller %d: %v; want ErrUnknown (nobody runs)", i, err)
+		}
+	}
+}
+
+// The claimant that never started its command abandons the claim, and the
+// key is free again even at most once.
+func TestAtMostOnceAbandon(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), nil)
+	key := redistest.UniqueKey(t)
+	c, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Abandon(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, key); !errors.Is(err, once.ErrNotFound) {
+		t.Fatalf("after abandon: %v", err)
+	}
+}
