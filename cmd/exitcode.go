@@ -6,6 +6,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/limit"
@@ -21,6 +22,9 @@ const (
 	ExitNotOwner    = 65
 	ExitUnavailable = 69
 	ExitInternal    = 70
+	// ExitIOErr (EX_IOERR of sysexits.h) is lockctl's own output failing:
+	// a stdout closed, full or gone, so that nobody got a lock's token.
+	ExitIOErr       = 74
 	ExitNotAcquired = 75
 	ExitLost        = 76
 	// ExitUnknown is an addition to the contract's table: `once
@@ -163,10 +167,15 @@ func exitClass(err error) (int, fault) {
 		sig   *SignalError
 		usage *UsageError
 		bug   *internalError
+		write *ui.WriteError
 	)
 	switch {
 	case errors.As(err, &bug):
 		return ExitInternal, faultNone
+	case errors.As(err, &write):
+		// Before the Redis classes: a write error is a syscall error,
+		// which would otherwise read as the link to Redis.
+		return ExitIOErr, faultNone
 	case errors.As(err, &exit):
 		return exit.Code, faultNone
 	case errors.As(err, &sig):

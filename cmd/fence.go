@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -138,6 +137,5 @@ func fenceCounter(c *cobra.Command, f *Factory, args []string, next bool) error 
 	if f.G.Output == "json" {
 		return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "fence": n})
 	}
-	_, err = fmt.Fprintln(f.IO.Out, n)
-	return err
+	return f.IO.PrintLine(strconv.FormatInt(n, 10))
 }

@@ -249,6 +249,12 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := f.IO.RequireOut(); err != nil {
+		// Nobody could get the token: the lock would only stand in
+		// everyone's way until its TTL.
+		return withHint(reword(err, "%s not taken: %s", name, err),
+			"give lock a stdout for its token (tok=$(lockctl lock NAME)); to take the lock and discard its token, redirect it: >/dev/null")
+	}
 	started := time.Now()
 	lease, err := o.take(ctx, f, l, name, opts)
 	if err != nil {
@@ -263,7 +269,40 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		return o.notAcquired(&lock.LateError{Key: lease.Key, Op: "acquire", TTL: lease.TTL, Took: time.Since(lease.Sent)})
 	}
 	logAcquired(f, lease)
-	return printLease(f, lease)
+	if err := printLease(f, lease); err != nil {
+		return giveBack(ctx, f, lease, err)
+	}
+	return nil
+}
+
+// giveBack releases a lease whose token (or env lines, or JSON) could not
+// be written whole: nobody has it, so nobody could renew or release it,
+// and the lock would stand in everyone's way until its TTL. A re-entered
+// lease gives back its one hold. err, the write's failure, stays the
+// error (exit 74).
+func giveBack(ctx context.Context, f *Factory, lease *lock.Lease, err error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
+	defer cancel()
+	rerr := lease.Release(rctx)
+	what := "released it"
+	if lease.Holds > 1 {
+		what = "gave back this hold"
+	}
+	if rerr != nil && !errors.Is(rerr, lock.ErrNotWoken) {
+		return withHint(reword(err, "took %s, but its token could not be written (%s); releasing it failed too: %v", lease.Name, errText(err), rerr),
+			fmt.Sprintf("%s stays held until its TTL (%s) runs out, or until `lockctl inspect force-release %s` frees it", lease.Name, lease.TTL, lease.Name))
+	}
+	return withHint(reword(err, "took %s, but its token could not be written (%s); %s", lease.Name, errText(err), what),
+		"give lock a stdout that takes its output whole: a pipe whose reader stays, a file on a disk with room")
+}
+
+// errText is a stdout write failure without the stream's name.
+func errText(err error) string {
+	var we *ui.WriteError
+	if errors.As(err, &we) {
+		return strings.TrimPrefix(we.Error(), "cannot write to ")
+	}
+	return err.Error()
 }
 
 func printLease(f *Factory, lease *lock.Lease) error {
@@ -288,8 +327,7 @@ func printLease(f *Factory, lease *lock.Lease) error {
 			"LOCKCTL_FENCE": strconv.FormatInt(lease.Fence, 10),
 		})
 	}
-	_, err := fmt.Fprintln(f.IO.Out, lease.Token)
-	return err
+	return f.IO.PrintLine(lease.Token)
 }
 
 // leaseMode names a lease's mode in JSON: "shared" or "exclusive".

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -44,11 +45,25 @@ func Main() int {
 	// Before anything reads the password: from here on, CMD and every
 	// other process of the user cannot read it from /proc.
 	hideSecrets()
+	surviveBrokenPipes()
 	code, sig, group := mainArgs(os.Args[1:], ui.System(), NewRootCmd)
 	if sig != 0 {
 		child.DieOf(sig, group) // returns only if the signal did not end lockctl
 	}
 	return code
+}
+
+// surviveBrokenPipes keeps a write to a stdout or stderr whose reader has
+// gone from killing lockctl: Go's runtime ends a program by SIGPIPE on such
+// a write to fd 1 or 2 unless SIGPIPE is notified. A run whose stderr went
+// away must go on supervising its command, release and write its report;
+// the write just fails (EPIPE). Notified, not ignored: an ignored SIGPIPE
+// is inherited across exec, and would change how the command lockctl runs
+// behaves in its own pipelines (`yes | head -1` would never end by it).
+// Nothing needs to read the channel: a signal that finds it full is
+// dropped.
+func surviveBrokenPipes() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 // MainArgs runs lockctl with args on the given streams and returns its exit

@@ -17,6 +17,19 @@ func notWoken(f *Factory, what string, err error) bool {
 	if !errors.As(err, &we) {
 		return false
 	}
+	if we.Command != "" {
+		// Picking the waiter was refused: everyone was woken instead,
+		// unless the release channel was refused too.
+		woken := "every waiting process was woken instead"
+		if we.Channel != "" {
+			woken = fmt.Sprintf("nor could it publish on %s; waiters find it free at their next poll instead of at once", we.Channel)
+		}
+		f.IO.Log(ui.Entry{Level: ui.LevelWarn, Fields: ui.Fields("command", we.Command, "channel", we.Channel),
+			Text: fmt.Sprintf("warning: %s, but the server refused %s, which picks the waiter to wake (%s); %s",
+				what, we.Command, strings.TrimSpace(we.Reason), woken),
+			Hints: []string{fmt.Sprintf("grant the Redis user the command: ACL SETUSER <user> +%s (`lockctl doctor` checks)", strings.ToLower(we.Command))}})
+		return true
+	}
 	f.IO.Log(ui.Entry{Level: ui.LevelWarn, Fields: ui.Fields("channel", we.Channel),
 		Text: fmt.Sprintf("warning: %s, but the server refused to publish the wake-up on %s (%s); waiters find it free at their next poll instead of at once",
 			what, we.Channel, strings.TrimSpace(we.Reason)),

@@ -35,6 +35,10 @@ type IOStreams struct {
 
 	// log writes every diagnostic (log.go).
 	log logger
+
+	// stdoutClosed: stdout was closed when lockctl started (see
+	// closedAtStart); output written there would reach nobody.
+	stdoutClosed bool
 }
 
 // System returns streams bound to the process's stdin, stdout and stderr.
@@ -49,6 +53,7 @@ func System() *IOStreams {
 		}
 	}
 	s.color = s.stdoutTTY && os.Getenv("NO_COLOR") == ""
+	s.stdoutClosed = closedAtStart(1)
 	return s
 }
 
@@ -57,6 +62,10 @@ func Test() (s *IOStreams, in, out, errOut *bytes.Buffer) {
 	in, out, errOut = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
 	return &IOStreams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
 }
+
+// SetStdoutClosed overrides the detection of a stdout closed at start
+// (tests).
+func (s *IOStreams) SetStdoutClosed(closed bool) { s.stdoutClosed = closed }
 
 // SetTTY overrides terminal detection (tests, and `--color always` does not use it).
 func (s *IOStreams) SetTTY(stdin, stdout, stderr bool) {

@@ -191,8 +191,7 @@ func (s *IOStreams) PrintDetail(header []string, rows [][]string) error {
 		}
 		b.WriteString("\n")
 	}
-	_, err := io.WriteString(s.Out, b.String())
-	return err
+	return s.writeOut([]byte(b.String()))
 }
 
 // wrapCells splits v into lines of at most room terminal columns (room 0:
@@ -244,7 +243,38 @@ func WriteTSV(w io.Writer, rows [][]string) error {
 
 // PrintJSON writes v as indented JSON followed by a newline.
 func (s *IOStreams) PrintJSON(v any) error {
-	return WriteJSON(s.Out, v)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, v); err != nil {
+		return err
+	}
+	return s.writeOut(buf.Bytes())
+}
+
+// PrintLine writes line and a newline to stdout, in one write.
+func (s *IOStreams) PrintLine(line string) error {
+	return s.writeOut([]byte(line + "\n"))
+}
+
+// writeOut writes b to stdout whole, or returns a *WriteError.
+func (s *IOStreams) writeOut(b []byte) error {
+	n, err := s.Out.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return &WriteError{Err: err}
+	}
+	return nil
+}
+
+// RequireOut refuses, with a *WriteError, to go on with a command whose
+// output is its result (the token of `lock`) when stdout was closed at
+// start: nobody would get it.
+func (s *IOStreams) RequireOut() error {
+	if s.stdoutClosed {
+		return &WriteError{Err: ErrStdoutClosed}
+	}
+	return nil
 }
 
 // WriteJSON writes v as indented JSON, without HTML escaping. Strings keep
@@ -274,8 +304,7 @@ func (s *IOStreams) PrintEnv(vars map[string]string) error {
 	for _, k := range names {
 		fmt.Fprintf(&b, "%s=%s\n", k, ShellQuote(vars[k]))
 	}
-	_, err := io.WriteString(s.Out, b.String())
-	return err
+	return s.writeOut([]byte(b.String()))
 }
 
 // PrintEnvRefusal writes, in place of PrintEnv's lines, a statement that

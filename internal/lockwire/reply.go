@@ -46,13 +46,13 @@ const (
 	ReleaseOther     int64 = 2 // {2, type, ...}: another holder, as held() describes
 	ReleaseSemaphore int64 = 3 // {3}: no lock, but a semaphore of the same name (sem_release.lua decides)
 	ReleaseHoldsLeft int64 = 4 // {4, holds left}: one hold of a re-entered lease given back
-	ReleaseNotWoken  int64 = 5 // {5, error, channel}: deleted, but the server refused the wake-up on channel
+	ReleaseNotWoken  int64 = 5 // {5, error, channel, command}: deleted, but the server refused the wake-up: publishing on channel, or command to pick the waiter
 
 	// sem_release.lua.
 	SemReleaseNotHeld   int64 = 0 // {0}: the token holds no slot
 	SemReleaseReleased  int64 = 1 // {1}
 	SemReleaseHoldsLeft int64 = 4 // {4, holds left}
-	SemReleaseNotWoken  int64 = 5 // {5, error, channel}: released, but the server refused the wake-up on channel
+	SemReleaseNotWoken  int64 = 5 // {5, error, channel, command}: released, but the server refused the wake-up, as ReleaseNotWoken
 
 	// reenter.lua.
 	ReenterNotHeld int64 = 0 // {0}: the token holds nothing here
@@ -126,6 +126,10 @@ type Reply struct {
 	NowMS  int64
 	Acked  int   // replicas that acknowledged the write; -1 when not asked
 	Num    int64 // {code, n} replies: a renewal's ttl in ms, the holds left, a semaphore's limit, waiting writers
+	// Command is the command a release's wake-up was refused when it was
+	// not the PUBLISH ({5, error, channel, command}): picking the waiter
+	// to wake was refused.
+	Command string
 
 	Holders int64 // semaphore or shared refusal: live holders
 	Queue   int64 // FIFO refusal: waiters ahead
@@ -205,25 +209,37 @@ func DecodeSemRenew(v any) (Reply, error) {
 // wake-up ({5, error, channel}) is left in Type, the channel it refused in
 // Value.
 func DecodeRelease(v any) (Reply, error) {
-	r, err := decode(v)
-	return known(releaseCodes, wakeRefused(r, v, ReleaseNotWoken), err, v)
+	r, err := wakeRefused(v, ReleaseNotWoken)
+	return known(releaseCodes, r, err, v)
 }
 
 // DecodeSemRelease reads sem_release.lua's replies, as DecodeRelease.
 func DecodeSemRelease(v any) (Reply, error) {
-	r, err := decode(v)
-	return known(semReleaseCodes, wakeRefused(r, v, SemReleaseNotWoken), err, v)
+	r, err := wakeRefused(v, SemReleaseNotWoken)
+	return known(semReleaseCodes, r, err, v)
 }
 
-// wakeRefused puts the channel of a {code, error, channel} reply (a
-// release whose wake-up the server refused) in r.Value.
-func wakeRefused(r Reply, v any, code int64) Reply {
-	if a, ok := v.([]any); ok && r.Code == code && len(a) == 3 {
-		if ch, ok := a[2].(string); ok {
-			r.Value = ch
+// wakeRefused reads a {code, error, channel[, command]} reply (a release
+// whose wake-up the server refused): the server's words in r.Type, the
+// channel refused in r.Value ('' when the message went out), the command
+// refused, when not the PUBLISH, in r.Command. Other replies go to decode.
+func wakeRefused(v any, code int64) (Reply, error) {
+	if a, ok := v.([]any); ok && (len(a) == 3 || len(a) == 4) {
+		if c, _ := a[0].(int64); c == code {
+			why, ok1 := a[1].(string)
+			ch, ok2 := a[2].(string)
+			var cmd string
+			ok3 := true
+			if len(a) == 4 && a[3] != nil {
+				cmd, ok3 = a[3].(string)
+			}
+			if ok1 && ok2 && ok3 {
+				return Reply{Code: code, Type: why, Value: ch, Command: cmd, Acked: -1}, nil
+			}
+			return Reply{}, redisreply.Unexpected("script reply", v)
 		}
 	}
-	return r
+	return decode(v)
 }
 
 // DecodeReenter reads reenter.lua's {1|3, value, pttl, server ms}, else the

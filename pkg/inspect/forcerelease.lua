@@ -303,8 +303,11 @@ for i = 1, #live, 2 do
     redis.pcall('HDEL', vals, token)
     -- Both keys keep the TTL of the latest remaining slot, as lockctl's
     -- own release leaves them, or go with the last one.
-    local last = redis.call('ZRANGE', sem, -1, -1, 'WITHSCORES')
-    if #last == 0 then
+    local last = redis.pcall('ZRANGE', sem, -1, -1, 'WITHSCORES')
+    if last.err then
+      -- Refused: the keys keep their TTL until lockctl's next acquire or
+      -- release sets it again.
+    elseif #last == 0 then
       redis.pcall('DEL', sem, vals)
     else
       local ttl = string.format('%d', math.max(1, tonumber(last[2]) - ms))

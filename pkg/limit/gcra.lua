@@ -12,6 +12,7 @@ local cost = tonumber(ARGV[4])
 
 local ahead = 0 -- ticks the TAT lies in the future
 local v = redis.pcall('GET', key)
+if refusal(v) then return v end
 if type(v) == 'table' then return foreign(key) end -- WRONGTYPE
 if v then
   local tu, tr, c = string.match(v, '^(%d+):(%d+);(.+)$')

@@ -20,6 +20,17 @@ local function wrongtype()
   return redis.error_reply('WRONGTYPE key holds a value this limit algorithm did not write')
 end
 
+-- refusal is a redis.pcall's error reply other than WRONGTYPE, or nil.
+-- Only WRONGTYPE says the key holds a value no limit wrote; any other
+-- error (an ACL without the command, OOM) is the server's answer, passed
+-- on as it is, never read as someone else's value.
+local function refusal(r)
+  if type(r) == 'table' and r.err and string.sub(r.err, 1, 10) ~= 'WRONGTYPE ' then
+    return r
+  end
+  return nil
+end
+
 -- The configuration (algorithm, rate, burst: Config.String in Go) is the
 -- last ARGV but one and is stored with the state, so that a call with
 -- another one is refused, {2, stored}, instead of raising or lowering

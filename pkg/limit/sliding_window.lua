@@ -15,6 +15,7 @@ local w = idiv(nowu, window)
 local e = nowu - w * window -- elapsed in window w
 local cur, prev = 0, 0
 local v = redis.pcall('GET', key)
+if refusal(v) then return v end
 if type(v) == 'table' then return foreign(key) end -- WRONGTYPE
 if v then
   local sw, sc, sp, c = string.match(v, '^(%d+):(%d+):(%d+);(.+)$')

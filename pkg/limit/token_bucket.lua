@@ -14,6 +14,7 @@ local cost = tonumber(ARGV[4])
 local full = capacity * p
 local tokens, ts = full, now
 local h = redis.pcall('HMGET', key, 'tk', 'ts', 'cfg')
+if refusal(h) then return h end
 if h.err then return foreign(key) end -- WRONGTYPE
 if h[3] and h[3] ~= cfg then return {2, h[3]} end
 -- A hash without tokens is no bucket's (an application's): never written into.

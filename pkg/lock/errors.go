@@ -206,15 +206,22 @@ func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplic
 // a caller reports them as a warning, never as a failed release.
 var ErrNotWoken = errors.New("lock: released, but waiters were not woken")
 
-// WakeError reports that Key was released, but publishing its wake-up on
-// Channel was refused with Reason (the server's words).
+// WakeError reports that Key was released, but its wake-up was refused
+// with Reason (the server's words): publishing it on Channel, or, when
+// Command is set, Command, which picks the waiter to wake. Then every
+// process's first waiter was woken instead, unless Channel (the release
+// channel) was refused too.
 type WakeError struct {
 	Key     string
 	Channel string
 	Reason  string
+	Command string
 }
 
 func (e *WakeError) Error() string {
+	if e.Command != "" {
+		return fmt.Sprintf("%s released, but the server refused %s, which picks the waiter to wake: %s", e.Key, e.Command, e.Reason)
+	}
 	return fmt.Sprintf("%s released, but the server refused the wake-up on %s: %s", e.Key, e.Channel, e.Reason)
 }
 

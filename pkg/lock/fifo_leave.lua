@@ -14,8 +14,10 @@ if redis.call('ZREM', KEYS[3], ARGV[1]) > 0 then
   expire(KEYS[3], ms, {KEYS[3]})
   n = n + 1
 end
-if n > 0 and redis.call('EXISTS', KEYS[4]) == 0 then
-  -- Best effort, as a release's (wake.lua): the waiter has left.
+-- Best effort, as a release's (wake.lua): the waiter has left, and a
+-- refused look at the lock (pcall) wakes as if it were free.
+local held = redis.pcall('EXISTS', KEYS[4])
+if n > 0 and held ~= 1 then
   wake(ARGV[2], ARGV[3], KEYS[1], KEYS[2], KEYS[3])
 end
 return n

@@ -612,10 +612,10 @@ func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error)
 // or the next waiter's own).
 func notWoken(key string, r reply) error {
 	ch := r.Value
-	if ch == "" {
+	if ch == "" && r.Command == "" {
 		ch = lockwire.Channel(key)
 	}
-	return &WakeError{Key: key, Channel: ch, Reason: r.Type}
+	return &WakeError{Key: key, Channel: ch, Reason: r.Type, Command: r.Command}
 }
 
 func refused(key string, r reply) error {

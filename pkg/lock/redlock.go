@@ -483,7 +483,7 @@ func (r *redlock) release(ctx context.Context, key, token string) (reply, error)
 	case left >= 0:
 		return reply{Code: lockwire.ReleaseHoldsLeft, Num: left, Acked: -1}, nil
 	case deleted > 0 && !woken:
-		return reply{Code: lockwire.ReleaseNotWoken, Type: refusal.Type, Acked: -1}, nil
+		return reply{Code: lockwire.ReleaseNotWoken, Type: refusal.Type, Command: refusal.Command, Acked: -1}, nil
 	case deleted > 0:
 		return reply{Code: lockwire.ReleaseReleased, Acked: -1}, nil
 	case n < r.quorum:

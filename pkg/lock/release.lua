@@ -3,8 +3,8 @@
 -- acquirers waiting (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel
 -- waiters subscribe to; ARGV[3] the base of the waiters' own channels
 -- (wake.lua). Replies: {0} no lock and no semaphore; {3} no
--- lock, but a semaphore; {1} deleted; {5, error} deleted, but the server
--- refused the wake-up (wake.lua); {4, holds left} the token had re-entered:
+-- lock, but a semaphore; {1} deleted; {5, error, channel, command}
+-- deleted, but the server refused the wake-up (wake.lua); {4, holds left} the token had re-entered:
 -- one hold released, the lock stays with its TTL; {2, ...} another holder,
 -- as held() describes.
 local key = KEYS[1]
@@ -14,7 +14,9 @@ if v == false then
   -- No plain lock: the token may hold a slot of the semaphore of the same
   -- name (KEYS[2]); say so, and the caller asks the semaphore. A plain
   -- "not held" stays one round trip.
-  if redis.call('EXISTS', KEYS[2]) == 1 then
+  -- A refused EXISTS (pcall) asks the semaphore too: it writes nothing.
+  local sem = redis.pcall('EXISTS', KEYS[2])
+  if sem == 1 or type(sem) == 'table' then
     return {3}
   end
   return {0}
@@ -30,9 +32,9 @@ if type(v) == 'string' then
     -- Waiters sleep until this message (or their holder's TTL), so the
     -- hand-off costs one round trip instead of a polling interval; it
     -- wakes the one waiter that can take the lock where one is listed.
-    local err, refused = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
+    local err, refused, command = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
     if err then
-      return {5, err, refused}
+      return {5, err, refused, command or false}
     end
     return {1}
   end

@@ -2,8 +2,8 @@
 -- FIFO queue and its heartbeats; KEYS[5] the exclusive acquirers waiting
 -- (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel; ARGV[3] the base
 -- of the waiters' own channels (wake.lua). Replies: {0} the
--- token holds no slot; {1} released; {5, error} released, but the server
--- refused the wake-up (wake.lua); {4, holds left} the token had re-entered
+-- token holds no slot; {1} released; {5, error, channel, command} released, but the
+-- server refused the wake-up (wake.lua); {4, holds left} the token had re-entered
 -- its slot: one hold released.
 local z, vals = KEYS[1], KEYS[2]
 local ms = now()
@@ -19,9 +19,12 @@ if n > 1 then
 end
 redis.call('ZREM', z, ARGV[1])
 redis.call('HDEL', vals, ARGV[1])
-expire(z, ms, {z, vals})
-local err, refused = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
+-- The slot is free: tidying up after it is best effort (pcall), as the
+-- wake-up is; a refusal must not fail a done release. The next acquire
+-- or release sets the keys' TTL again.
+pcall(expire, z, ms, {z, vals})
+local err, refused, command = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
 if err then
-  return {5, err, refused}
+  return {5, err, refused, command or false}
 end
 return {1}

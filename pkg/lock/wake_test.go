@@ -113,3 +113,42 @@ func TestRedlockReleaseWakeUpRefused(t *testing.T) {
 		}
 	}
 }
+
+// A release by a user who may not run a command that only picks the
+// waiter to wake (EXISTS here) is a release too: the lock and the slot are
+// gone, the *WakeError names the command, and the message still went out
+// on the release channel (Channel empty), so waiters are woken.
+func TestReleaseStandsWhenPickingTheWaiterIsRefused(t *testing.T) {
+	admin := newClient(t)
+	if _, err := srv.Do("ACL", "SETUSER", "noexists", "on", ">pw", "+@all", "-exists", "~*", "&*"); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "noexists", Password: "pw", Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	holder := lock.New(admin, nil) // acquiring needs EXISTS
+	l := lock.New(c, nil)
+	name := uniqueName(t)
+	a, err := holder.Acquire(ctx, name, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Release(ctx, name, a.Token)
+	var we *lock.WakeError
+	if !errors.As(err, &we) || we.Command != "EXISTS" || we.Channel != "" || we.Reason == "" {
+		t.Fatalf("release: %v (%+v), want a *WakeError naming EXISTS", err, we)
+	}
+	if n := redisDo(t, admin, "EXISTS", a.Key).(int64); n != 0 {
+		t.Fatal("the lock is still there")
+	}
+
+	s, err := holder.Acquire(ctx, name+".sem", 10*time.Second, &lock.AcquireOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx, name+".sem", s.Token); !errors.As(err, &we) || we.Command != "EXISTS" {
+		t.Fatalf("semaphore release: %v", err)
+	}
+	if n := redisDo(t, admin, "EXISTS", lock.AuxKey(lock.KindSem, s.Key)).(int64); n != 0 {
+		t.Fatal("the slot is still there")
+	}
+}
