@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"syscall"
 
@@ -172,6 +173,8 @@ func exitClass(err error) (int, fault) {
 	switch {
 	case errors.As(err, &bug):
 		return ExitInternal, faultNone
+	case readerGone(err):
+		return signalExit(syscall.SIGPIPE), faultNone
 	case errors.As(err, &write):
 		// Before the Redis classes: a write error is a syscall error,
 		// which would otherwise read as the link to Redis.
@@ -226,7 +229,8 @@ func (f fault) code() int {
 
 // dieOf is the signal lockctl ends by, once it has cleaned up (released,
 // written its report and metrics), instead of exiting with code: SIGINT or
-// SIGQUIT that ended the child or interrupted a wait. A shell stops its
+// SIGQUIT that ended the child or interrupted a wait, or SIGPIPE when
+// stdout's reader went away (readerGone). A shell stops its
 // loop or script only for a command that died of one (child.DieOf). group
 // says to send it to lockctl's whole process group: the child's group took
 // the terminal's ^C alone. Any other signal keeps the exit status 128+N
@@ -242,10 +246,32 @@ func dieOf(err error, code int) (sig syscall.Signal, group bool) {
 	case errors.As(err, &se):
 		sig = se.Signal
 	}
-	if (sig != syscall.SIGINT && sig != syscall.SIGQUIT) || code != signalExit(sig) {
+	if readerGone(err) {
+		sig = syscall.SIGPIPE
+	}
+	if (sig != syscall.SIGINT && sig != syscall.SIGQUIT && sig != syscall.SIGPIPE) || code != signalExit(sig) {
 		return 0, false
 	}
 	return sig, group
+}
+
+// readerGone reports whether err is stdout's reader having gone away (EPIPE)
+// while lockctl wrote a listing, a view or a number: lockctl then ends as
+// every filter does under `| head`, silently and by SIGPIPE (141), once it
+// has cleaned up. A lock whose token was lost so is not: `lock` gave the
+// lock back, and says so (74).
+func readerGone(err error) bool {
+	if !errors.Is(err, syscall.EPIPE) {
+		return false
+	}
+	var (
+		write *ui.WriteError
+		path  *os.PathError
+	)
+	if errors.As(err, &write) {
+		return !write.Result
+	}
+	return errors.As(err, &path) && path.Path == os.Stdout.Name()
 }
 
 // internalError is a violated invariant of lockctl's own: a bug, exit 70.

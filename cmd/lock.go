@@ -281,6 +281,9 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 // lease gives back its one hold. err, the write's failure, stays the
 // error (exit 74).
 func giveBack(ctx context.Context, f *Factory, lease *lock.Lease, err error) error {
+	if we := (*ui.WriteError)(nil); errors.As(err, &we) {
+		we.Result = true
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
 	defer cancel()
 	rerr := lease.Release(rctx)

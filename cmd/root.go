@@ -153,7 +153,7 @@ func printError(io *ui.IOStreams, err error, code int) {
 		return
 	}
 	var exit *ExitError
-	if errors.As(err, &exit) && (exit.Silent || exit.Err == nil) {
+	if errors.As(err, &exit) && (exit.Silent || exit.Err == nil) || readerGone(err) {
 		return
 	}
 	hints := hintsOf(err)

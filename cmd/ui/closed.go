@@ -11,8 +11,13 @@ import (
 
 // WriteError is a failure to write lockctl's own output to stdout: a
 // closed stdout, a full disk, a reader that went away. It is lockctl's
-// I/O, never the server's.
-type WriteError struct{ Err error }
+// I/O, never the server's. Result marks the output that was the command's
+// result (lock's token): its loss is reported even when the reader went
+// away, where a listing's reader that went away ends lockctl silently.
+type WriteError struct {
+	Err    error
+	Result bool
+}
 
 func (e *WriteError) Error() string { return "cannot write to stdout: " + errText(e.Err) }
 func (e *WriteError) Unwrap() error { return e.Err }
