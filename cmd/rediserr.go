@@ -70,6 +70,9 @@ func classifyRedis(err error) fault {
 	if errors.Is(err, lock.ErrNoQuorum) {
 		return faultNoQuorum
 	}
+	if errors.Is(err, inspect.ErrClusterDown) {
+		return faultClusterDown
+	}
 	var partial *inspect.IncompleteError
 	if errors.As(err, &partial) {
 		if partial.Down {
