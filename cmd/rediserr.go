@@ -362,6 +362,10 @@ func explain(err error, f fault, s server) error {
 	if strings.Contains(msg, s.Addr) {
 		return err
 	}
+	if errors.Is(err, inspect.ErrIncomplete) {
+		// It quotes the nodes' own errors, each after its address.
+		return &msgError{msg: s.name() + ": " + msg, err: err}
+	}
 	var (
 		leaf string
 		verb = s.name() + ": "
