@@ -168,10 +168,13 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 	}
 	if tty {
 		sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
-		if count == 0 && partial == nil {
+		switch {
+		case count == 0 && partial == nil:
 			f.IO.Errorf("no keys without TTL under %s", pattern)
-		} else if count == 0 {
-		} else {
+		case count == 0:
+			// Nothing found in what could be read: the error says what
+			// could not be.
+		default:
 			header := []string{"NAME", "KEY", "TYPE", "OWNER"}
 			if o.fix != "" {
 				header = append(header, "ACTION")

@@ -188,8 +188,7 @@ func (e *Exporter) ping(ctx context.Context) error {
 func (e *Exporter) Scan(ctx context.Context) error {
 	start := time.Now()
 	if err := e.ping(ctx); err != nil {
-		e.scanDone(scanResult{duration: time.Since(start)}, err)
-		return err
+		return e.scanDone(scanResult{duration: time.Since(start)}, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()

@@ -85,6 +85,7 @@ func (e *IncompleteError) Error() string {
 	return b.String()
 }
 
+// Is makes every IncompleteError match ErrIncomplete.
 func (e *IncompleteError) Is(target error) bool { return target == ErrIncomplete }
 
 // Unwrap gives the nodes' own errors (CLUSTERDOWN, connection refused), so
@@ -110,7 +111,7 @@ func forEachNode(ctx context.Context, c redis.UniversalClient, fn func(ctx conte
 	if !ok {
 		return fn(ctx, c)
 	}
-	slots, err := cc.ClusterSlots(ctx).Result()
+	slots, err := cc.ClusterSlots(ctx).Result() //nolint:staticcheck // CLUSTER SHARDS, its successor, needs Redis 7; lockctl supports 6.2
 	if err != nil && !noNodes(err) {
 		return err
 	}
