@@ -25,8 +25,14 @@ and min-replicas-to-write, and whether the connected user may run every
 command lockctl uses (ACL DRYRUN on Redis 7, else each command is tried on
 scratch keys). Settings the user may not read are warnings.
 
+On a Cluster (--cluster) the server checks run on every master and replica,
+each verdict naming its node and role (a NODE column; "node" and "role" in
+-o json), then a "cluster" verdict on the cluster's state and the acl check
+for the whole cluster.
+
 Exit status: 0 when no check fails (warnings are fine), 1 when any check
-fails, 69 when the server cannot be reached or refuses the login.`,
+fails, 69 when the server cannot be reached or refuses the login, or a
+Cluster's nodes say it is down (cluster_state:fail).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			in, err := inspector(f)
@@ -58,9 +64,22 @@ func printChecks(f *Factory, checks []inspect.Check) error {
 	if f.G.Output == "json" {
 		out := make([]map[string]string, 0, len(checks))
 		for _, ck := range checks {
-			out = append(out, map[string]string{"check": ck.Check, "status": string(ck.Status), "message": ck.Message, "hint": ck.Hint})
+			m := map[string]string{"check": ck.Check, "status": string(ck.Status), "message": ck.Message, "hint": ck.Hint}
+			if ck.Node != "" {
+				m["node"], m["role"] = ck.Node, ck.Role
+			}
+			out = append(out, m)
 		}
 		return f.IO.PrintJSON(out)
+	}
+	// On a Cluster every verdict about one server names it.
+	perNode := false
+	for _, ck := range checks {
+		perNode = perNode || ck.Node != ""
+	}
+	header := []string{"STATUS", "CHECK", "VERDICT"}
+	if perNode {
+		header = []string{"STATUS", "NODE", "CHECK", "VERDICT"}
 	}
 	rows := make([][]string, 0, len(checks))
 	for _, ck := range checks {
@@ -80,10 +99,17 @@ func printChecks(f *Factory, checks []inspect.Check) error {
 			msg += f.IO.Faint(" → " + ck.Hint)
 		}
 		row := []string{st, ck.Check, msg}
+		if perNode {
+			node := "cluster"
+			if ck.Node != "" {
+				node = ck.Node + " (" + ck.Role + ")"
+			}
+			row = []string{st, node, ck.Check, msg}
+		}
 		if !f.IO.Tabular() {
 			row = append(row, ck.Hint)
 		}
 		rows = append(rows, row)
 	}
-	return f.IO.PrintTable(ui.Table{Header: []string{"STATUS", "CHECK", "VERDICT"}, Rows: rows})
+	return f.IO.PrintTable(ui.Table{Header: header, Rows: rows})
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -130,6 +131,7 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 		return emit(l)
 	})
 	prog.done()
+	partial, err := incomplete(err)
 	if err != nil {
 		return err
 	}
@@ -141,15 +143,20 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 				rows[i] = lockRow(l, wide)
 			}
 			if len(rows) == 0 {
-				f.IO.Errorf("no locks held under %s", in.Pattern(glob))
-				return nil
+				if partial == nil {
+					f.IO.Errorf("no locks held under %s", in.Pattern(glob))
+				}
+				return partial
 			}
 			if !wide {
 				for _, r := range rows {
 					r[6] = shortFence(r[6])
 				}
 			}
-			return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide})
+			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide}); err != nil {
+				return err
+			}
+			return partial
 		}
 		for _, l := range all {
 			if err := emit(l); err != nil {
@@ -158,9 +165,21 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 		}
 	}
 	if json {
-		return arr.Close()
+		if err := arr.Close(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return partial
+}
+
+// incomplete splits a listing's error: a Cluster listing that missed some
+// nodes (inspect.ErrIncomplete) printed what it read and returns partial
+// for its exit status; any other error stops the listing.
+func incomplete(err error) (partial, other error) {
+	if errors.Is(err, inspect.ErrIncomplete) {
+		return err, nil
+	}
+	return nil, err
 }
 
 func sortLocks(all []inspect.Lock, by string) {

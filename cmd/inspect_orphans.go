@@ -151,6 +151,10 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 		return nil
 	})
 	prog.done()
+	// A listing that missed some Cluster nodes shows (and fixes) what it
+	// found, then fails: "none found" is never said of unseen keys, and
+	// --check exits 69 rather than 0 or 1.
+	partial, err := incomplete(err)
 	if err != nil {
 		return err
 	}
@@ -164,9 +168,13 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 	}
 	if tty {
 		sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
-		if count == 0 {
+		switch {
+		case count == 0 && partial == nil:
 			f.IO.Errorf("no keys without TTL under %s", pattern)
-		} else {
+		case count == 0:
+			// Nothing found in what could be read: the error says what
+			// could not be.
+		default:
 			header := []string{"NAME", "KEY", "TYPE", "OWNER"}
 			if o.fix != "" {
 				header = append(header, "ACTION")
@@ -199,6 +207,9 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 	}
 	if fixErr != nil {
 		return fixErr
+	}
+	if partial != nil {
+		return partial
 	}
 	if o.check && count > 0 {
 		return &ExitError{Code: ExitFound, Err: fmt.Errorf("%d key(s) under %s have no TTL and will never free themselves", count, pattern)}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -35,7 +36,8 @@ const (
 	faultAuth                // NOAUTH, WRONGPASS
 	faultNoPerm              // ACL: NOPERM
 	faultReadOnly            // READONLY replica
-	faultClusterDown         // CLUSTERDOWN, TRYAGAIN
+	faultClusterDown         // CLUSTERDOWN, TRYAGAIN, a cluster that serves no slots
+	faultIncomplete          // a Cluster listing read some nodes, not all (inspect.ErrIncomplete)
 	faultNotCluster          // --cluster at a server without cluster mode
 	faultMoved               // MOVED/ASK to a client that is no cluster client
 	faultNotSentinel         // --sentinel at a server that is no Sentinel
@@ -67,6 +69,21 @@ func classifyRedis(err error) fault {
 	}
 	if errors.Is(err, lock.ErrNoQuorum) {
 		return faultNoQuorum
+	}
+	if errors.Is(err, inspect.ErrClusterDown) {
+		return faultClusterDown
+	}
+	var partial *inspect.IncompleteError
+	if errors.As(err, &partial) {
+		if partial.Down {
+			return faultClusterDown
+		}
+		return faultIncomplete
+	}
+	if strings.Contains(err.Error(), "redis: cluster has no nodes") {
+		// go-redis's words for a slot map with no slot served: every
+		// slot unassigned, the cluster down. The error has no type.
+		return faultClusterDown
 	}
 	if errors.Is(err, lock.ErrNotReplicated) {
 		return faultNotReplicated
@@ -275,6 +292,8 @@ func (f fault) hints(s server) []string {
 		return []string{"this server is a replica; point --url at the master or use --sentinel"}
 	case faultClusterDown:
 		return []string{"the cluster cannot serve this slot now (a master is down or slots are unassigned); check CLUSTER INFO, then retry"}
+	case faultIncomplete:
+		return []string{"what was printed is true but lacks the keys of the slots named: they may hold locks; check CLUSTER INFO and CLUSTER NODES, then retry"}
 	case faultNotCluster:
 		return []string{"this server does not run in cluster mode: drop --cluster (and LOCKCTL_CLUSTER) and give it with --url"}
 	case faultMoved:
@@ -342,6 +361,10 @@ func explain(err error, f fault, s server) error {
 	msg := err.Error()
 	if strings.Contains(msg, s.Addr) {
 		return err
+	}
+	if errors.Is(err, inspect.ErrIncomplete) {
+		// It quotes the nodes' own errors, each after its address.
+		return &msgError{msg: s.name() + ": " + msg, err: err}
 	}
 	var (
 		leaf string

@@ -187,7 +187,9 @@ func (s *IOStreams) RenderTop(v TopView, width, height int) string {
 		}
 		b.WriteString(strings.Join(cells, " ") + "\r\n")
 	}
-	if len(v.Locks) == 0 {
+	if len(v.Locks) == 0 && v.Status == "" {
+		// An error (Redis unreachable, a Cluster listing incomplete) is
+		// never "no locks held": the keys it could not read may hold some.
 		b.WriteString(s.style(faintStyle, "no locks held") + "\r\n")
 	}
 	if v.Status != "" {

@@ -60,6 +60,12 @@ type Exporter struct {
 	loaded   bool
 	scanErr  error
 	eventErr error
+	// reachable: the last PING (at start and before each scan) was
+	// answered; lockctl_up. A scan still running says nothing about it.
+	reachable bool
+	// partial: the last scan could not read every node of a Cluster
+	// (inspect.ErrIncomplete): part of Redis is unreachable.
+	partial bool
 
 	scanLog, eventLog trouble
 }
@@ -143,6 +149,9 @@ func (e *Exporter) Handler() http.Handler {
 func (e *Exporter) Run(ctx context.Context) {
 	// Events first: the names with series of their own are chosen in the
 	// order their events happened, before a scan's order could.
+	// Reachability first: lockctl_up says whether Redis answers, which
+	// a first scan beside millions of keys takes seconds to tell.
+	_ = e.ping(ctx)
 	_ = e.ReadEvents(ctx) // its error is recorded and logged by ReadEvents
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -164,11 +173,25 @@ func (e *Exporter) every(ctx context.Context, d time.Duration, f func(context.Co
 	}
 }
 
-// Scan refreshes the gauges.
-func (e *Exporter) Scan(ctx context.Context) error {
+// ping records whether Redis answers a PING (lockctl_up).
+func (e *Exporter) ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
+	err := e.cfg.Client.Ping(ctx).Err()
+	e.mu.Lock()
+	e.reachable = err == nil
+	e.mu.Unlock()
+	return err
+}
+
+// Scan refreshes the gauges.
+func (e *Exporter) Scan(ctx context.Context) error {
 	start := time.Now()
+	if err := e.ping(ctx); err != nil {
+		return e.scanDone(scanResult{duration: time.Since(start)}, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
 	var r scanResult
 	byName := map[string]*lockGauge{}
 	err := e.cfg.Inspector.Locks(ctx, "", nil, func(l inspect.Lock) error {
@@ -201,9 +224,17 @@ func (e *Exporter) Scan(ctx context.Context) error {
 	if err == nil {
 		err = e.chooseNames(ctx, byName, &r)
 	}
+	return e.scanDone(r, err)
+}
+
+// scanDone records a scan's end: its gauges when it read everything, else
+// its error (the gauges are then left out: a short count reads as fewer
+// locks, not as a scan that could not see).
+func (e *Exporter) scanDone(r scanResult, err error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.scanErr = err
+	e.partial = errors.Is(err, inspect.ErrIncomplete)
 	if err != nil {
 		e.scan.ok = false
 		e.scan.duration = r.duration
@@ -418,7 +449,8 @@ func splitID(id string) (ms, seq uint64) {
 type collector struct{ e *Exporter }
 
 var (
-	descUp           = prometheus.NewDesc("lockctl_up", "1 when the last scan reached Redis.", nil, nil)
+	descUp           = prometheus.NewDesc("lockctl_up", "1 when Redis answered the last PING (at start and before each scan) and, on a Cluster, the last scan reached every master.", nil, nil)
+	descScanComplete = prometheus.NewDesc("lockctl_scan_complete", "1 when the last scan ended and read every key; 0 before the first scan ends and after a scan that failed or missed part of a Cluster (the scan gauges are then absent).", nil, nil)
 	descHeld         = prometheus.NewDesc("lockctl_locks_held", "Held locks under the prefix (semaphore slots and shared holders count once per holder).", nil, nil)
 	descLockHeld     = prometheus.NewDesc("lockctl_lock_held_seconds", "Age of the current holder (_other: the oldest).", []string{"name"}, nil)
 	descLockTTL      = prometheus.NewDesc("lockctl_lock_ttl_seconds", "Remaining TTL (_other: the longest).", []string{"name"}, nil)
@@ -441,7 +473,7 @@ var (
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descHeld, descLockHeld, descLockTTL, descLockWaiters, descOrphans,
 		descWait, descHold, descAcq, descRel, descRenewFailed, descLost, descForce, descRateLimited, descScanDuration,
-		descChannels, descSubscribers, descClients} {
+		descScanComplete, descChannels, descSubscribers, descClients} {
 		ch <- d
 	}
 }
@@ -451,6 +483,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
 	s := e.scan
 	t := e.totals.clone()
+	reachable := e.reachable && !e.partial
 	e.mu.Unlock()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- constMetric(d, prometheus.GaugeValue, v, labels...)
@@ -458,11 +491,14 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- constMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	up := 0.0
-	if s.ok {
-		up = 1
+	bit := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
 	}
-	gauge(descUp, up)
+	gauge(descUp, bit(reachable))
+	gauge(descScanComplete, bit(s.ok))
 	gauge(descScanDuration, s.duration.Seconds())
 	if s.ok {
 		// Without a scan there is nothing to say: absent beats a

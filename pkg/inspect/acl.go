@@ -240,6 +240,7 @@ func (in *Inspector) aclCheck(ctx context.Context, dryrun bool) Check {
 		ck.Hint = "check by hand that the user may run " + strings.Join(commandNames(in.Commands()), " ")
 		return ck
 	}
+	denied = scriptAlternatives(denied)
 	who := "user " + user
 	if user == "" {
 		who, user = "this user", "<user>"
@@ -403,4 +404,36 @@ func commandNames(cmds [][]string) []string {
 		}
 	}
 	return names
+}
+
+// scriptAlternatives drops the refusal of EVALSHA where EVAL is allowed on
+// the same keys, and of EVAL where EVALSHA and SCRIPT LOAD are: lockctl
+// runs its scripts with whichever of the two the server allows
+// (internal/luascript). Both refused stay refused.
+func scriptAlternatives(denied []denial) []denial {
+	refused := map[string]bool{}
+	for _, d := range denied {
+		if d.what == "" {
+			refused[strings.Join(d.args, "\x00")] = true
+		}
+	}
+	twin := func(args []string) []string {
+		switch args[0] {
+		case "EVALSHA":
+			return append([]string{"EVAL", "return 1"}, args[2:]...)
+		case "EVAL":
+			return append([]string{"EVALSHA", evalsha}, args[2:]...)
+		}
+		return nil
+	}
+	loadRefused := refused[strings.Join([]string{"SCRIPT", "LOAD", "return 1"}, "\x00")]
+	out := denied[:0:0]
+	for _, d := range denied {
+		if t := twin(d.args); d.what == "" && t != nil && !refused[strings.Join(t, "\x00")] &&
+			(d.args[0] == "EVALSHA" || !loadRefused) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -30,6 +30,12 @@ type Check struct {
 	Status  Status
 	Message string
 	Hint    string
+	// Node and Role say which server of a Cluster the verdict is about
+	// ("127.0.0.1:7000", "master" or "replica"); both are empty for a
+	// verdict on the whole deployment (one server, or a Cluster's ACL
+	// and state).
+	Node string
+	Role string
 }
 
 // Latency above which the round-trip check warns: every acquire, renewal
@@ -45,12 +51,41 @@ const slowRTT = 20 * time.Millisecond
 // The error is non-nil only when the server cannot be used at all (not
 // reachable, authentication refused); the checks then hold the failed
 // "reachable" verdict alone.
+//
+// On a Cluster the server checks run on every master and replica the
+// Cluster names, each verdict naming its node and role, so that an
+// operator sees every server was checked; a node that cannot be reached
+// fails its "reachable" verdict without hiding the others. A "cluster"
+// verdict reports the cluster's state, and the error is ErrClusterDown
+// when a node says the cluster is down (it then refuses every lock).
 func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
-	var out []Check
+	if cc, ok := in.c.(*redis.ClusterClient); ok {
+		return in.clusterDoctor(ctx, cc)
+	}
+	out, info, err := in.serverChecks(ctx, in.c, false)
+	if err != nil {
+		return out, err
+	}
+	return append(out, in.aclCheck(ctx, info.acl7)), nil
+}
+
+// serverInfo is what the server checks learnt of a server.
+type serverInfo struct {
+	role string // "master", "replica", "" when unknown
+	acl7 bool   // Redis 7 or later: ACL DRYRUN
+}
+
+// serverChecks runs every check but the ACL's on one server. inCluster:
+// the server is a node of a Cluster the client follows, where a replica
+// is expected (it takes over on failover) rather than a misdirected URL.
+func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, inCluster bool) ([]Check, serverInfo, error) {
+	var (
+		out  []Check
+		info serverInfo
+	)
 	add := func(name string, st Status, hint, format string, args ...any) {
 		out = append(out, Check{Check: name, Status: st, Message: fmt.Sprintf(format, args...), Hint: hint})
 	}
-	c := in.c
 
 	rtts := make([]time.Duration, 0, 5)
 	for i := 0; i < 5; i++ {
@@ -68,8 +103,12 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 			continue
 		}
 		if err != nil {
-			add("reachable", StatusFail, "check --url, the password (LOCKCTL_PASSWORD, --password-file) and that redis-server runs there", "%v", err)
-			return out, err
+			hint := "check --url, the password (LOCKCTL_PASSWORD, --password-file) and that redis-server runs there"
+			if inCluster {
+				hint = "start this node again, or let its replica take over (CLUSTER NODES shows its state); its slots are not served meanwhile"
+			}
+			add("reachable", StatusFail, hint, "%v", err)
+			return out, info, err
 		}
 		rtts = append(rtts, time.Since(start))
 	}
@@ -106,10 +145,16 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 	switch {
 	case replErr != nil:
 		add("role", StatusWarn, infoHint, "cannot read INFO replication: %v", replErr)
+	case (repl["role"] == "slave" || repl["role"] == "replica") && inCluster:
+		info.role = "replica"
+		add("role", StatusOK, "", "replica of %s:%s: a Cluster replica, which takes over its master's slots on failover (lockctl writes to masters only)",
+			repl["master_host"], repl["master_port"])
 	case repl["role"] == "slave" || repl["role"] == "replica":
+		info.role = "replica"
 		add("role", StatusFail, "point --url at the master, or use --sentinel so lockctl follows failovers",
 			"replica of %s:%s: it refuses writes (READONLY), so no lock can be taken here", repl["master_host"], repl["master_port"])
 	default:
+		info.role = "master"
 		add("role", StatusOK, "", "master")
 	}
 
@@ -182,6 +227,8 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 		n, _ := strconv.Atoi(repl["connected_slaves"])
 		minw := cfg["min-replicas-to-write"]
 		switch {
+		case n == 0 && info.role == "replica" && inCluster:
+			add("replication", StatusOK, "", "a replica itself: its master's replication verdict covers it")
 		case n == 0:
 			add("replication", StatusWarn, "fine for one server you can afford to lose; otherwise add a replica and Sentinel",
 				"no replicas: if this server is lost, every lock and fence counter goes with it")
@@ -195,9 +242,8 @@ func (in *Inspector) Doctor(ctx context.Context) ([]Check, error) {
 		}
 	}
 
-	// acl
-	out = append(out, in.aclCheck(ctx, serverErr == nil && versionAtLeast(server["redis_version"], 7)))
-	return out, nil
+	info.acl7 = serverErr == nil && versionAtLeast(server["redis_version"], 7)
+	return out, info, nil
 }
 
 func toAny(s []string) []any {

@@ -111,15 +111,21 @@ func TestDoctorClockStep(t *testing.T) {
 func TestDoctorACL(t *testing.T) {
 	s := startServer(t, &redistest.Options{Password: "adminpw"})
 	admin := clientFor(t, s.URL)
-	do(t, admin, "ACL", "SETUSER", "app", "on", ">apppw", "~*", "&*", "+@all", "-eval")
+	// Either of EVALSHA (with SCRIPT LOAD) and EVAL runs the scripts
+	// (internal/luascript); a user without both cannot take a lock.
+	do(t, admin, "ACL", "SETUSER", "app", "on", ">apppw", "~*", "&*", "+@all", "-eval", "-evalsha")
+	do(t, admin, "ACL", "SETUSER", "noeval", "on", ">apppw", "~*", "&*", "+@all", "-eval")
 	do(t, admin, "ACL", "SETUSER", "narrow", "on", ">narrowpw", "~lock:*", "&*", "+get", "+set", "+ping", "+time")
 	app := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "app", Password: "apppw"})
 	defer app.Close()
 	m := doctor(t, app)
-	wantStatus(t, m, "acl", inspect.StatusFail, "user app may not run EVAL")
-	if !strings.Contains(m["acl"].Hint, "+eval") {
+	wantStatus(t, m, "acl", inspect.StatusFail, "user app may not run EVALSHA, EVAL")
+	if !strings.Contains(m["acl"].Hint, "+evalsha +eval") {
 		t.Errorf("hint %q", m["acl"].Hint)
 	}
+	noeval := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "noeval", Password: "apppw"})
+	defer noeval.Close()
+	wantStatus(t, doctor(t, noeval), "acl", inspect.StatusOK, "user noeval may run every command lockctl uses")
 	// A user that may not even read the configuration gets warnings for
 	// it, but its permissions are still found out, by trying them.
 	narrow := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "narrow", Password: "narrowpw"})
@@ -149,7 +155,8 @@ func TestDoctorACLWithoutDryRun(t *testing.T) {
 	app := []any{"on", ">pw", "~lock:*", "~lockctl:*", "~limit:*", "~once:*", "&lockctl:*", "+@read", "+@write", "+@scripting", "+@pubsub", "+time", "+ping", "+wait", "+scan", "-acl"}
 	do(t, admin, append([]any{"ACL", "SETUSER", "app"}, app...)...)
 	do(t, admin, append([]any{"ACL", "SETUSER", "nowait"}, append(app, "-wait")...)...)
-	do(t, admin, append([]any{"ACL", "SETUSER", "noeval"}, append(app, "-evalsha")...)...)
+	do(t, admin, append([]any{"ACL", "SETUSER", "nosha"}, append(app, "-evalsha")...)...)
+	do(t, admin, append([]any{"ACL", "SETUSER", "noeval"}, append(app, "-evalsha", "-eval")...)...)
 	user := func(name string) *redis.Client {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: name, Password: "pw"})
 		t.Cleanup(func() { c.Close() })
@@ -157,9 +164,11 @@ func TestDoctorACLWithoutDryRun(t *testing.T) {
 	}
 	wantStatus(t, doctor(t, user("app")), "acl", inspect.StatusOK, "this user may run every command lockctl uses (trying each command)")
 	wantStatus(t, doctor(t, user("nowait")), "acl", inspect.StatusWarn, "this user may take locks but not use --wait-replicas (WAIT)")
+	// EVAL alone runs the scripts (internal/luascript); neither cannot.
+	wantStatus(t, doctor(t, user("nosha")), "acl", inspect.StatusOK, "this user may run every command lockctl uses (trying each command)")
 	m := doctor(t, user("noeval"))
-	wantStatus(t, m, "acl", inspect.StatusFail, "this user may not run EVALSHA: every lock fails with NOPERM")
-	if h := m["acl"].Hint; !strings.HasPrefix(h, "ACL SETUSER <user> +evalsha ~lock:* ") {
+	wantStatus(t, m, "acl", inspect.StatusFail, "this user may not run EVALSHA, EVAL: every lock fails with NOPERM")
+	if h := m["acl"].Hint; !strings.HasPrefix(h, "ACL SETUSER <user> +evalsha +eval ~lock:* ") {
 		t.Errorf("hint %q", h)
 	}
 	if keys := admin.Keys(context.Background(), "*").Val(); len(keys) != 0 {

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockwire"
@@ -173,22 +172,6 @@ func serverClock(ctx context.Context, c redis.Cmdable) (clock, error) {
 		return clock{}, err
 	}
 	return clock{server: t, local: time.Now()}, nil
-}
-
-// forEachNode runs fn on every node that holds keys: each master of a
-// Cluster (one at a time, so callbacks never run concurrently), or the one
-// server.
-func forEachNode(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, node redis.UniversalClient) error) error {
-	cc, ok := c.(*redis.ClusterClient)
-	if !ok {
-		return fn(ctx, c)
-	}
-	var mu sync.Mutex
-	return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		mu.Lock()
-		defer mu.Unlock()
-		return fn(ctx, node)
-	})
 }
 
 // pipeErr is a pipeline's error unless every failure in it is a reply

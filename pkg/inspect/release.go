@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/luascript"
 	"github.com/lockctl/lockctl/internal/scriptcmds"
 	"os"
 	"os/user"
@@ -22,13 +23,13 @@ import (
 var (
 	//go:embed forcerelease.lua
 	forceReleaseLua    string
-	forceReleaseScript = redis.NewScript(lockwire.ValueLua + forceReleaseLua)
+	forceReleaseScript = luascript.New(lockwire.ValueLua + forceReleaseLua)
 	//go:embed fairwake.lua
 	fairWakeLua    string
-	fairWakeScript = redis.NewScript(fairWakeLua)
+	fairWakeScript = luascript.New(fairWakeLua)
 	//go:embed fixorphan.lua
 	fixOrphanLua    string
-	fixOrphanScript = redis.NewScript(fixOrphanLua)
+	fixOrphanScript = luascript.New(fixOrphanLua)
 )
 
 // inspectScriptCommands lists, sorted, the commands force-release's (with
@@ -443,9 +444,15 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 	}
 	ms := strconv.FormatInt(fix.Expire.Milliseconds(), 10)
 	done := make([]bool, len(keys))
-	// Load the script once so that the pipeline can use EVALSHA.
+	// Load the script once so that the pipeline can use EVALSHA; a server
+	// that refuses EVALSHA or SCRIPT LOAD (renamed, ACL) gets EVAL.
+	run := fixOrphanScript.EvalSha
 	if len(keys) > 0 {
-		if err := fixOrphanScript.Load(ctx, in.c).Err(); err != nil {
+		if luascript.ShaRefused(in.c) {
+			run = fixOrphanScript.Eval
+		} else if err := fixOrphanScript.Load(ctx, in.c).Err(); isRedisErr(err) {
+			run = fixOrphanScript.Eval
+		} else if err != nil {
 			return nil, fmt.Errorf("inspect: fix orphans: %w", err)
 		}
 	}
@@ -459,7 +466,7 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 			if start+i < len(fix.Types) {
 				typ = fix.Types[start+i]
 			}
-			cmds = append(cmds, fixOrphanScript.EvalSha(ctx, pipe, []string{k}, action, ms, lockwire.Channel(k),
+			cmds = append(cmds, run(ctx, pipe, []string{k}, action, ms, lockwire.Channel(k),
 				RedissonChannel(k), RedissonUnlockMessage, typ))
 		}
 		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {

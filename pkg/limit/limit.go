@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/luascript"
 	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
 )
@@ -133,7 +134,7 @@ const maxExact = 1 << 51
 
 type limiter struct {
 	client redis.Scripter
-	script *redis.Script
+	script *luascript.Script
 	prefix string
 	burst  int64 // the most cost a single call may have
 	args   []any // the algorithm's arguments; the cost, the configuration and the reset flag follow

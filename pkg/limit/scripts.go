@@ -4,9 +4,8 @@ import (
 	_ "embed"
 	"sync"
 
+	"github.com/lockctl/lockctl/internal/luascript"
 	"github.com/lockctl/lockctl/internal/scriptcmds"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -24,12 +23,12 @@ var (
 
 // scripts share the prelude (server time, exact integer division). Built
 // on first use, not at start-up: most invocations never limit anything.
-var scripts = sync.OnceValue(func() map[Algorithm]*redis.Script {
-	return map[Algorithm]*redis.Script{
-		GCRA:          redis.NewScript(prelude + gcraLua),
-		SlidingLog:    redis.NewScript(prelude + slidingLogLua),
-		SlidingWindow: redis.NewScript(prelude + slidingWindowLua),
-		TokenBucket:   redis.NewScript(prelude + tokenBucketLua),
+var scripts = sync.OnceValue(func() map[Algorithm]*luascript.Script {
+	return map[Algorithm]*luascript.Script{
+		GCRA:          luascript.New(prelude + gcraLua),
+		SlidingLog:    luascript.New(prelude + slidingLogLua),
+		SlidingWindow: luascript.New(prelude + slidingWindowLua),
+		TokenBucket:   luascript.New(prelude + tokenBucketLua),
 	}
 })
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -134,12 +135,12 @@ type single struct {
 	// the server has run it once: scriptGen counts such events, and
 	// scriptSeen holds, per script, the scriptGen at which it last ran.
 	scriptGen  atomic.Int64
-	scriptSeen sync.Map // *redis.Script -> int64
+	scriptSeen sync.Map // *luascript.Script -> int64
 }
 
 // sendSource reports whether a write should carry sc's source (EVAL)
 // rather than its SHA.
-func (s *single) sendSource(sc *redis.Script) bool {
+func (s *single) sendSource(sc *luascript.Script) bool {
 	gen := s.scriptGen.Load()
 	if gen == 0 {
 		return false
@@ -203,7 +204,7 @@ func (s *single) waitTimeout(renewTTL time.Duration) time.Duration {
 // success for writes it never waited for. renewTTL is the TTL a renewal
 // sets, 0 for an acquire (see waitTimeout);
 // decode is the script's reply decoder.
-func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, renewTTL time.Duration, decode func(any) (reply, error), args ...any) (reply, error) {
+func (s *single) writeRaw(ctx context.Context, sc *luascript.Script, keys []string, renewTTL time.Duration, decode func(any) (reply, error), args ...any) (reply, error) {
 	if s.replicas <= 0 {
 		v, err := sc.Run(ctx, s.c, keys, args...).Result()
 		if err != nil {
@@ -217,7 +218,11 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		pipe := s.c.Pipeline()
 		var ev *redis.Cmd
 		gen := s.scriptGen.Load()
-		sha := attempt == 0 && !s.sendSource(sc)
+		// A server that refuses EVAL (renamed, ACL) gets EVALSHA, the
+		// script loaded first after a NOSCRIPT; one that refuses EVALSHA
+		// gets EVAL (see luascript). A refused command ran nothing.
+		evalRefused := luascript.EvalRefused(s.c)
+		sha := (attempt == 0 && !s.sendSource(sc) || evalRefused) && !luascript.ShaRefused(s.c)
 		if sha {
 			ev = sc.EvalSha(ctx, pipe, keys, args...)
 		} else {
@@ -229,8 +234,17 @@ func (s *single) writeRaw(ctx context.Context, sc *redis.Script, keys []string, 
 		// two within the lease's room for renewals.
 		wait := pipe.Do(ctx, "WAIT", s.replicas, s.waitTimeout(renewTTL).Milliseconds())
 		_, _ = pipe.Exec(ctx)
-		if sha && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
+		if sha && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") && attempt < 3 {
 			s.scriptGen.CompareAndSwap(gen, gen+1)
+			if evalRefused {
+				if err := sc.Load(ctx, s.c).Err(); err != nil {
+					return reply{}, s.dataError(ctx, err, keys...)
+				}
+			}
+			continue
+		}
+		if attempt < 3 && (sha && luascript.Refused(s.c, ev.Err(), "evalsha") ||
+			!sha && luascript.Refused(s.c, ev.Err(), "eval") && !luascript.ShaRefused(s.c)) {
 			continue
 		}
 		v, err := ev.Result()
@@ -300,6 +314,6 @@ func (s *single) queued(channel string) int { return s.hub.queued(channel) }
 // lazyScript defers a script's source concatenation and SHA-1 to its first
 // use: every lockctl invocation links all the scripts, and most run one or
 // two of them.
-func lazyScript(src func() string) func() *redis.Script {
-	return sync.OnceValue(func() *redis.Script { return redis.NewScript(src()) })
+func lazyScript(src func() string) func() *luascript.Script {
+	return sync.OnceValue(func() *luascript.Script { return luascript.New(src()) })
 }

@@ -49,9 +49,10 @@ func transient(err error) bool {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
 		// Replies a cluster or a server gives while it moves a slot
-		// (TRYAGAIN), loads its dataset after a restart (LOADING) or has
-		// no master for a slot yet (CLUSTERDOWN, MASTERDOWN) pass, as a
-		// failover does.
+		// (TRYAGAIN), loads its dataset after a restart (LOADING), has
+		// no master for a slot yet (CLUSTERDOWN, MASTERDOWN) or runs
+		// another client's long script (BUSY, until it ends or SCRIPT
+		// KILL ends it) pass, as a failover does.
 		return transientReply(rerr.Error())
 	}
 	if err == nil || errors.Is(err, redis.ErrClosed) ||
@@ -65,8 +66,9 @@ func transient(err error) bool {
 
 // transientReplies are the error replies of a server or cluster in
 // passing: a slot in migration, a dataset still loading, a slot without a
-// master for the moment.
-var transientReplies = []string{"TRYAGAIN ", "LOADING ", "CLUSTERDOWN ", "MASTERDOWN "}
+// master for the moment, a server blocked by someone's script. None of
+// them ran the command, so trying it again is safe.
+var transientReplies = []string{"TRYAGAIN ", "LOADING ", "CLUSTERDOWN ", "MASTERDOWN ", "BUSY "}
 
 func transientReply(msg string) bool {
 	for _, p := range transientReplies {

@@ -3,9 +3,8 @@ package once
 import (
 	_ "embed"
 
+	"github.com/lockctl/lockctl/internal/luascript"
 	"github.com/lockctl/lockctl/internal/scriptcmds"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -22,12 +21,12 @@ var (
 	//go:embed resolve.lua
 	resolveLua string
 
-	claimScript    = redis.NewScript(claimLua)
-	renewScript    = redis.NewScript(renewLua)
-	completeScript = redis.NewScript(completeLua)
-	abandonScript  = redis.NewScript(abandonLua)
-	getScript      = redis.NewScript(getLua)
-	resolveScript  = redis.NewScript(resolveLua)
+	claimScript    = luascript.New(claimLua)
+	renewScript    = luascript.New(renewLua)
+	completeScript = luascript.New(completeLua)
+	abandonScript  = luascript.New(abandonLua)
+	getScript      = luascript.New(getLua)
+	resolveScript  = luascript.New(resolveLua)
 )
 
 // ScriptCommands lists, sorted, the Redis commands the once scripts call,

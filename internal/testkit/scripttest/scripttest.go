@@ -209,17 +209,22 @@ func signalByName(ts *testscript.TestScript, name string) syscall.Signal {
 	return sig
 }
 
-// cluster N: start an N-master Redis Cluster for this script and point
+// cluster N [replicas]: start an N-master Redis Cluster (with "replicas",
+// a replica of each master) for this script and point
 // LOCKCTL_CLUSTER at it (CLUSTER_ADDR is the first node).
 func cmdCluster(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: cluster N")
+	if neg || len(args) < 1 || len(args) > 2 || len(args) == 2 && args[1] != "replicas" {
+		ts.Fatalf("usage: cluster N [replicas]")
 	}
 	n, err := strconv.Atoi(args[0])
 	ts.Check(err)
 	c, err := redistest.StartCluster(n)
 	ts.Check(err)
 	ts.Defer(c.Stop)
+	if len(args) == 2 {
+		// a replica of each master, in sync
+		ts.Check(c.AddReplicas())
+	}
 	ts.Setenv("LOCKCTL_CLUSTER", strings.Join(c.Addrs, ","))
 	ts.Setenv("CLUSTER_ADDR", c.Addrs[0])
 }
