@@ -73,7 +73,7 @@ row goes to $GITHUB_STEP_SUMMARY (--no-ci-output: neither).`,
 	o.register(c)
 	addQuietFlags(c, &f.G)
 	fs := c.Flags()
-	fs.Var(newDuration(&o.renewEvery, 0, false, false), "renew-every", "renewal period (default: ttl/3)")
+	fs.Var(newDuration(&o.renewEvery, 0, false, false), "renew-every", "renewal period (default: ttl/6)")
 	fs.Var(newEnum(&o.onLost, "term", "term", "kill", "ignore"), "on-lost", "when the lock is lost: term (SIGTERM, then SIGKILL), kill, ignore")
 	fs.Var(newDuration(&o.killAfter, runner.DefaultKillAfter, false, false), "kill-after", "grace between SIGTERM and SIGKILL (capped to fit the lease's margin after a loss)")
 	fs.Var(newDuration(&o.maxRuntime, 0, true, false), "max-runtime", "kill the command after D (exit 124); 0 = no limit (default: no limit)")
@@ -132,11 +132,11 @@ func (o *runOptions) validate(c *cobra.Command) error {
 	margin := lock.DefaultMargin(o.ttl)
 	every := o.renewEvery
 	if every == 0 {
-		every = o.ttl / 3
+		every = lock.DefaultRenewEvery(o.ttl)
 	}
 	if every >= o.ttl-margin {
 		return &UsageError{Err: fmt.Errorf("--renew-every %v leaves no time to renew a %v lease before it counts as lost (at ttl-%v)", every, o.ttl, margin),
-			Hints: []string{"use a --renew-every below ttl*3/4, or leave the default ttl/3"}}
+			Hints: []string{"use a --renew-every below ttl*3/4, or leave the default ttl/6"}}
 	}
 	return nil
 }

@@ -186,10 +186,10 @@ func (s *single) inspect(ctx context.Context, key string) (reply, error) {
 // waitTimeout bounds WAIT: the configured timeout, and for a renewal at
 // most ttl/6. While no replica is in sync (a failover, a resync) every
 // WAIT runs to its timeout, and a lease's deadline leaves ttl*3/4 for
-// renewals: a sixth leaves room for several attempts, so that the lease
-// rides through on the master (a renewal's *ReplicationError keeps it)
-// instead of being lost waiting. An acquire, whose shortfall gives the
-// lock back, waits the whole timeout.
+// renewals: a sixth leaves room for several attempts, so that a renewal
+// the replicas acknowledge once they catch up still comes before the
+// deadline (a renewal's *ReplicationError does not move it). An acquire,
+// whose shortfall gives the lock back, waits the whole timeout.
 func (s *single) waitTimeout(renewTTL time.Duration) time.Duration {
 	if renewTTL <= 0 {
 		return s.replicasTimeout
