@@ -173,6 +173,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		f.stepSummary(rep)
 	}()
 
+	go warnFailoverTTL(ctx, f, o.ttl, o.renewEvery)
 	status := newWaitStatus(f, name)
 	opts, err := o.acquireOptions(c, f, owner, status)
 	if err != nil {
@@ -381,6 +382,57 @@ func writeReport(path string, rep *runReport) error {
 		_ = os.Remove(tmp.Name()) // best effort; err is what to report
 	}
 	return err
+}
+
+// warnFailoverTTL warns, once, when a lease of ttl renewed every `every`
+// (0: the default) cannot ride through a failover of the --cluster or
+// --sentinel deployment, as long as its settings say one takes
+// (cluster-node-timeout, or the Sentinels' down-after-milliseconds, plus
+// the election). One call, beside the acquire rather than before it; a
+// server or Sentinel that refuses to tell (ACL) gets no warning.
+func warnFailoverTTL(ctx context.Context, f *Factory, ttl, every time.Duration) {
+	g := &f.G
+	var (
+		took time.Duration
+		ok   bool
+		what string
+	)
+	switch {
+	case len(g.Redlock) > 0:
+		return
+	case len(g.Cluster) > 0:
+		c, err := f.Client()
+		if err != nil {
+			return
+		}
+		took, ok = lockinternal.ClusterFailoverTime(ctx, c)
+		what = "cluster-node-timeout"
+	case len(g.Sentinel) > 0 && g.SentinelMaster != "":
+		tlsCfg, err := f.tlsConfig(false, "")
+		if err != nil {
+			return
+		}
+		took, ok = lockinternal.SentinelFailoverTime(ctx, g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout)
+		what = "the Sentinels' down-after-milliseconds"
+	}
+	if !ok || ctx.Err() != nil {
+		return
+	}
+	if w := lock.RideThrough(ttl, every, 0); w < took {
+		f.IO.Errorf("warning: a --ttl %v lease rides through at most %v of failover (ttl - ttl/4 - the renewal period), but %s makes one take about %v: a failover will lose the lock (exit 76); a --ttl of %v or more rides through it",
+			ttl, w.Round(time.Millisecond), what, took.Round(time.Millisecond), ttlFor(took, every))
+	}
+}
+
+// ttlFor is the shortest whole-second TTL whose lease rides through an
+// unwritable stretch of d (lock.RideThrough), renewed every `every` (0:
+// the default).
+func ttlFor(d, every time.Duration) time.Duration {
+	for ttl := time.Second; ; ttl += time.Second {
+		if lock.RideThrough(ttl, every, 0) >= d {
+			return ttl
+		}
+	}
 }
 
 // switchRenewAgain is how long after a Sentinel's +switch-master run renews
