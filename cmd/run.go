@@ -44,6 +44,20 @@ re-confirmed once or released (the wait goes on); CMD never starts on it.
 If the lease is lost while CMD runs (no renewal succeeded in time), CMD's
 group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76;
 so it does if any part of CMD's run fell outside the lease.
+
+Renewals go every --renew-every (default ttl/6; a failed one is retried at
+once, then every 100ms doubling). A failover, or anything else that leaves
+the lock's key unwritable for a while, is ridden through if a renewal gets
+through before the deadline; at the worst phase (the stretch starting just
+before a renewal is due) the longest stretch a lease survives is
+  ttl - ttl/4 - renewal period = 7/12 ttl with the default period:
+  --ttl 3s: 1.75s   6s: 3.5s   10s: 5.83s   30s: 17.5s   60s: 35s
+A longer one ends in exit 76 at the deadline, never in a second holder. A
+failover takes cluster-node-timeout (Cluster, default 15s) or Sentinel's
+down-after-milliseconds (default 30s) plus about a second; run warns at
+start when --ttl is too short for the deployment's setting. With
+--wait-replicas N, a renewal fewer than N replicas acknowledged does not
+count: a holder cut off with an old master loses its lease at the deadline.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
 group, up to 0.2s late, and not when the group got the same signal by itself
 at that moment (systemd's default KillMode; units set KillMode=mixed).

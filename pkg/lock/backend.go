@@ -161,7 +161,29 @@ func (s *single) reenter(ctx context.Context, key, token string) (reply, error) 
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.writeRaw(ctx, renewScript(), lockwire.WithAux(key, lockwire.KindSem), ttl, lockwire.DecodeRenew, token, ms(ttl))
+	r, err := s.writeRaw(ctx, renewScript(), lockwire.WithAux(key, lockwire.KindSem), ttl, lockwire.DecodeRenew, token, ms(ttl))
+	if err != nil {
+		s.reloadSlots(err)
+	}
+	return r, err
+}
+
+// reloadSlots asks a Cluster client to reload its slot map after a renewal
+// failed on the way to the server (a timeout, a reset connection) or met a
+// slot in motion: after a failover the slot's master is another node, and
+// the watchdog's next attempt, sent at once, should go there. The client
+// reloads in the background; on other clients it does nothing.
+func (s *single) reloadSlots(err error) {
+	cc, ok := s.c.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !transientReply(rerr.Error()) &&
+		!redis.HasErrorPrefix(err, "MOVED") && !redis.HasErrorPrefix(err, "ASK") {
+		return
+	}
+	cc.ReloadState(context.Background())
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
