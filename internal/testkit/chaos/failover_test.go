@@ -133,10 +133,11 @@ func TestFailover(t *testing.T) {
 // the replica stopped replicating (Sentinel confirms the promotion by
 // polling). Renewals sent meanwhile are lost, and the promoted replica's
 // copy of the lease runs out a TTL after the last one it replicated. run
-// renews at once on +switch-master, and with --wait-replicas 1 a renewal
-// after the switch costs one WAIT timeout, not two (the promoted replica's
-// empty script cache): the holder must keep the lease (exit 0). Without
-// --wait-replicas a slow switch can still lose it, safely (76); either way
+// renews at once on +switch-master. Without --wait-replicas a slow switch
+// can still lose the lease, safely (76). With --wait-replicas 1 a renewal
+// counts only once a replica acknowledged it, and the promoted master has
+// none in sync until Sentinel demotes the old one and it resyncs, seconds
+// later: a 2s lease is then lost at its deadline (76), safely. Either way
 // nobody else may get in while it works, and the waiter gets the lock
 // after with a newer fence.
 func TestSentinelFailover(t *testing.T) {
@@ -192,7 +193,7 @@ func sentinelFailover(t *testing.T, label string, extra []string, wait bool) {
 	verdict := f.Check(e)
 	fs := f.Fenced
 	f.Note("replica promoted %v after SENTINEL FAILOVER; a exit %d, b exit %d", promoted, a.Exit, b.Exit)
-	kept := a.Exit == 0 || (!wait && a.Exit == 76)
+	kept := a.Exit == 0 || a.Exit == 76
 	// A waiter whose attempt meets the switch (the client closes its
 	// connections to the old master) tries again within --timeout and
 	// reaches the new master. With --wait-replicas the new master has no
@@ -205,7 +206,7 @@ func sentinelFailover(t *testing.T, label string, extra []string, wait bool) {
 	}
 	ok := kept && bOK && f.Unfenced.Overlaps == 0 && fs.AcceptedStale == 0 && fs.Duplicates == 0 && fs.Regressions == 0 && verdict == "ok"
 	if wait {
-		f.Verdict = verdictOf(ok, "the lease rides through the failover; the waiter gets a newer fence after; linearizable")
+		f.Verdict = verdictOf(ok, "the lease rides through or, with no replica of the new master acknowledging a renewal, is lost safely (76); the waiter gets a newer fence after; linearizable")
 	} else {
 		f.Verdict = verdictOf(ok, "the lease rides through or is lost safely (76); the waiter gets a newer fence after; linearizable")
 	}
@@ -215,7 +216,7 @@ func sentinelFailover(t *testing.T, label string, extra []string, wait bool) {
 		t.Fatal("the replica was never promoted")
 	}
 	if !kept || !bOK {
-		t.Errorf("a exit %d, b exit %d; want a 0 (renewals follow the new master; without --wait-replicas 76 is safe too), b 0 (with --wait-replicas 69 too)", a.Exit, b.Exit)
+		t.Errorf("a exit %d, b exit %d; want a 0 (renewals follow the new master) or 76 (lost safely), b 0 (with --wait-replicas 69 too)", a.Exit, b.Exit)
 	}
 	if f.Unfenced.Overlaps != 0 || fs.AcceptedStale != 0 || fs.Duplicates != 0 || fs.Regressions != 0 || verdict != "ok" {
 		t.Errorf("overlaps %d, fenced %+v, porcupine %s", f.Unfenced.Overlaps, fs, verdict)

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,15 +69,19 @@ func TestClusterFailoverRideThrough(t *testing.T) {
 	rounds := rideRounds(t)
 	lost := map[string]int{}
 	ran := map[string]bool{}
-	for _, v := range []struct {
-		label, every string
-	}{
-		{"lockctl run --ttl 6s (renews every ttl/6)", ""},
-		{"lockctl run --ttl 6s --renew-every 2s (ttl/3, the old default)", "2s"},
-	} {
+	type variant struct{ label, every, bin string }
+	vs := []variant{
+		{"lockctl run --ttl 6s (renews every ttl/6)", "", lockctlBin},
+		{"lockctl run --ttl 6s --renew-every 2s (ttl/3, the old default)", "2s", lockctlBin},
+	}
+	if old := os.Getenv("LOCKCTL_CHAOS_BIN_OLD"); old != "" {
+		// An earlier build, to compare: its own default schedule.
+		vs = append(vs, variant{"earlier build (LOCKCTL_CHAOS_BIN_OLD) run --ttl 6s", "old", old})
+	}
+	for _, v := range vs {
 		t.Run(v.label, func(t *testing.T) {
 			ran[v.every] = true
-			lost[v.every] = rideThrough(t, s, name, v.label, v.every, rounds)
+			lost[v.every] = rideThrough(t, s, name, v.label, v.every, v.bin, rounds)
 		})
 	}
 	t.Run("5s stall", func(t *testing.T) {
@@ -187,10 +192,10 @@ func addrsOf(ss []*redistest.Server) []string {
 
 // rideThrough runs rounds stalls per mode under one schedule and returns
 // how many leases were lost.
-func rideThrough(t *testing.T, s *rideSlot, name, label, every string, rounds int) int {
-	e := chaos.NewEnv(t, "9.cluster-failover-ride-through", lockctlBin)
+func rideThrough(t *testing.T, s *rideSlot, name, label, every, bin string, rounds int) int {
+	e := chaos.NewEnv(t, "9.cluster-failover-ride-through", bin)
 	flags := []string{"-w", "30s", "--ttl", rideTTL.String()}
-	if every != "" {
+	if every != "" && every != "old" {
 		flags = append(flags, "--renew-every", every)
 	}
 	id := 0
@@ -243,6 +248,9 @@ func rideThrough(t *testing.T, s *rideSlot, name, label, every string, rounds in
 	} else {
 		f.Verdict = verdictOf(safe, "leases lost in the stall end safely (76); no overlap")
 		f.Note("ttl/3 leaves a window of ttl - ttl/4 - ttl/3 = 2.5s at the worst phase: the 3s stall is past it")
+		if every == "old" {
+			f.Note("the earlier build is %s", filepath.Base(os.Getenv("LOCKCTL_CHAOS_BIN_OLD")))
+		}
 	}
 	chaos.Publish(f)
 	if !safe {
