@@ -187,7 +187,11 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		f.stepSummary(rep)
 	}()
 
-	go warnFailoverTTL(ctx, f, o.ttl, o.renewEvery)
+	// Beside the acquire, not before it; waited for at the end, so that
+	// even a short run says it.
+	warned := make(chan struct{})
+	go func() { defer close(warned); warnFailoverTTL(ctx, f, o.ttl, o.renewEvery) }()
+	defer func() { <-warned }()
 	status := newWaitStatus(f, name)
 	opts, err := o.acquireOptions(c, f, owner, status)
 	if err != nil {
