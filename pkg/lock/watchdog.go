@@ -143,8 +143,8 @@ func RideThrough(ttl, every, margin time.Duration) time.Duration {
 // once. Other errors (Redis unreachable, timeouts, a failover under way)
 // are retried with a short back-off until the deadline.
 //
-// Each attempt's context ends at the deadline (or two periods after it was
-// sent, if sooner): no renewal call outlives the lease. After a failed
+// Each attempt's context ends at the deadline (or, if sooner, two periods
+// and at least ttl/3 after it was sent): no renewal call outlives the lease. After a failed
 // attempt the next goes out at once (a failover, a redirect or a closed
 // connection is usually over by the next call, which dials afresh), then
 // with the back-off.
@@ -410,11 +410,12 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 		if cancel == nil && !now.Before(next) {
 			// No renewal outlives the deadline; one that hangs (a
 			// stalled node, a dead connection) gives way to a fresh
-			// attempt after two periods.
-			var rctx context.Context
+			// attempt after two periods, and never sooner than ttl/3,
+			// which leaves a renewal's WAIT (at most ttl/6) its time.
 			// (A timeout rather than a deadline: w.clk may not be the
 			// wall clock.)
-			rctx, cancel = context.WithTimeout(ctx, earliest(deadline, now.Add(2*w.every)).Sub(now))
+			var rctx context.Context
+			rctx, cancel = context.WithTimeout(ctx, earliest(deadline, now.Add(max(2*w.every, w.ttl/3))).Sub(now))
 			go func(sent time.Time) {
 				defer func() {
 					if r := recover(); r != nil {

@@ -606,3 +606,43 @@ func TestWatchdogLoopPanicIsALoss(t *testing.T) {
 		}
 	})
 }
+
+// No renewal call outlives the lease: each attempt's context ends at the
+// deadline, or sooner (two periods, at least ttl/3) when the deadline is
+// further off, and the attempt that timed out is followed by another at
+// once, which may reach a server the first could not.
+func TestWatchdogBoundsEachAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var sent, ended []time.Duration
+		r := renewFunc(func(ctx context.Context, _, _ string, _ time.Duration) (time.Duration, error) {
+			mu.Lock()
+			sent = append(sent, time.Since(start))
+			mu.Unlock()
+			<-ctx.Done()
+			mu.Lock()
+			ended = append(ended, time.Since(start))
+			mu.Unlock()
+			return 0, ctx.Err()
+		})
+		w := startWatchdog(t, r, nil)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if err := lostNow(t, w); !errors.Is(err, lock.ErrLost) {
+			t.Fatalf("hanging renewals: %v, want the lease lost at its deadline", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// ttl 3s: period 500ms, first renewal at 0.5s, bounded at
+		// 0.5s + max(2 periods, ttl/3) = 1.5s; the retry at once,
+		// bounded by the deadline at 2.25s.
+		want := []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond}
+		if len(sent) != 2 || sent[0] != want[0] || sent[1] != want[1] {
+			t.Errorf("attempts sent at %v, want %v", sent, want)
+		}
+		if len(ended) != 2 || ended[0] != 1500*time.Millisecond || ended[1] != 2250*time.Millisecond {
+			t.Errorf("attempts ended at %v, want [1.5s 2.25s] (no call outlives the deadline)", ended)
+		}
+	})
+}
