@@ -21,7 +21,10 @@ maxmemory-policy (allkeys-* and volatile-* can evict locks; allkeys-* also
 fence check records), persistence (without it a restart drops every lock and
 fence check record; anything but AOF appendfsync always warns, as a crash
 then leaves fences ordered only by the clock floor), replication
-and min-replicas-to-write, and whether the connected user may run every
+and min-replicas-to-write (only it stops a master cut off from its replicas
+from taking writes; --wait-replicas makes a holder give up when its own
+writes are not replicated, but does not stop another client's stale write
+there), and whether the connected user may run every
 command lockctl uses (ACL DRYRUN on Redis 7, else each command is tried on
 scratch keys). Settings the user may not read are warnings.
 

@@ -11,7 +11,7 @@ import (
 
 // unsetZeroDurations hides pflag's "(default 0s)" on duration flags: in
 // lockctl a zero duration default means "unset" (-w waits until acquired,
-// --renew-every is ttl/3, renew --ttl keeps the lease's own), and the
+// --renew-every is ttl/6, renew --ttl keeps the lease's own), and the
 // usage text says what that is.
 func unsetZeroDurations(root *cobra.Command) {
 	var walk func(c *cobra.Command)

@@ -41,7 +41,7 @@ var realDefaults = map[string]string{
 // help must state it.
 var computedDefaults = map[string]string{
 	"lock wait": "default: wait until acquired", "run wait": "default: wait until acquired",
-	"run renew-every": "default: ttl/3", "run max-runtime": "default: no limit",
+	"run renew-every": "default: ttl/6", "run max-runtime": "default: no limit",
 	"renew token": "default: LOCKCTL_TOKEN", "release token": "default: LOCKCTL_TOKEN",
 	"renew ttl": "default: the TTL the lease was taken with",
 }

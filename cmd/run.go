@@ -45,6 +45,20 @@ re-confirmed once or released (the wait goes on); CMD never starts on it.
 If the lease is lost while CMD runs (no renewal succeeded in time), CMD's
 group gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits 76;
 so it does if any part of CMD's run fell outside the lease.
+
+Renewals go every --renew-every (default ttl/6; a failed one is retried at
+once, then every 100ms doubling). A failover, or anything else that leaves
+the lock's key unwritable for a while, is ridden through if a renewal gets
+through before the deadline; at the worst phase (the stretch starting just
+before a renewal is due) the longest stretch a lease survives is
+  ttl - ttl/4 - renewal period = 7/12 ttl with the default period:
+  --ttl 3s: 1.75s   6s: 3.5s   10s: 5.83s   30s: 17.5s   60s: 35s
+A longer one ends in exit 76 at the deadline, never in a second holder. A
+failover takes cluster-node-timeout (Cluster, default 15s) or Sentinel's
+down-after-milliseconds (default 30s) plus about a second; run warns at
+start when --ttl is too short for the deployment's setting. With
+--wait-replicas N, a renewal fewer than N replicas acknowledged does not
+count: a holder cut off with an old master loses its lease at the deadline.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
 group, up to 0.2s late, and not when the group got the same signal by itself
 at that moment (systemd's default KillMode; units set KillMode=mixed).
@@ -74,7 +88,7 @@ row goes to $GITHUB_STEP_SUMMARY (--no-ci-output: neither).`,
 	o.register(c)
 	addQuietFlags(c, &f.G)
 	fs := c.Flags()
-	fs.Var(newDuration(&o.renewEvery, 0, false, false), "renew-every", "renewal period (default: ttl/3)")
+	fs.Var(newDuration(&o.renewEvery, 0, false, false), "renew-every", "renewal period (default: ttl/6)")
 	fs.Var(newEnum(&o.onLost, "term", "term", "kill", "ignore"), "on-lost", "when the lock is lost: term (SIGTERM, then SIGKILL), kill, ignore")
 	fs.Var(newDuration(&o.killAfter, runner.DefaultKillAfter, false, false), "kill-after", "grace between SIGTERM and SIGKILL (capped to fit the lease's margin after a loss)")
 	fs.Var(newDuration(&o.maxRuntime, 0, true, false), "max-runtime", "kill the command after D (exit 124); 0 = no limit (default: no limit)")
@@ -133,11 +147,11 @@ func (o *runOptions) validate(c *cobra.Command) error {
 	margin := lock.DefaultMargin(o.ttl)
 	every := o.renewEvery
 	if every == 0 {
-		every = o.ttl / 3
+		every = lock.DefaultRenewEvery(o.ttl)
 	}
 	if every >= o.ttl-margin {
 		return &UsageError{Err: fmt.Errorf("--renew-every %v leaves no time to renew a %v lease before it counts as lost (at ttl-%v)", every, o.ttl, margin),
-			Hints: []string{"use a --renew-every below ttl*3/4, or leave the default ttl/3"}}
+			Hints: []string{"use a --renew-every below ttl*3/4, or leave the default ttl/6"}}
 	}
 	return nil
 }
@@ -174,6 +188,11 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		f.stepSummary(rep)
 	}()
 
+	// Beside the acquire, not before it; waited for at the end, so that
+	// even a short run says it.
+	warned := make(chan struct{})
+	go func() { defer close(warned); warnFailoverTTL(ctx, f, o.ttl, o.renewEvery) }()
+	defer func() { <-warned }()
 	status := newWaitStatus(f, name)
 	opts, err := o.acquireOptions(c, f, owner, status)
 	if err != nil {
@@ -383,6 +402,57 @@ func writeReport(path string, rep *runReport) error {
 		_ = os.Remove(tmp.Name()) // best effort; err is what to report
 	}
 	return err
+}
+
+// warnFailoverTTL warns, once, when a lease of ttl renewed every `every`
+// (0: the default) cannot ride through a failover of the --cluster or
+// --sentinel deployment, as long as its settings say one takes
+// (cluster-node-timeout, or the Sentinels' down-after-milliseconds, plus
+// the election). One call, beside the acquire rather than before it; a
+// server or Sentinel that refuses to tell (ACL) gets no warning.
+func warnFailoverTTL(ctx context.Context, f *Factory, ttl, every time.Duration) {
+	g := &f.G
+	var (
+		took time.Duration
+		ok   bool
+		what string
+	)
+	switch {
+	case len(g.Redlock) > 0:
+		return
+	case len(g.Cluster) > 0:
+		c, err := f.Client()
+		if err != nil {
+			return
+		}
+		took, ok = lockinternal.ClusterFailoverTime(ctx, c)
+		what = "cluster-node-timeout"
+	case len(g.Sentinel) > 0 && g.SentinelMaster != "":
+		tlsCfg, err := f.tlsConfig(false, "")
+		if err != nil {
+			return
+		}
+		took, ok = lockinternal.SentinelFailoverTime(ctx, g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout)
+		what = "the Sentinels' down-after-milliseconds"
+	}
+	if !ok || ctx.Err() != nil {
+		return
+	}
+	if w := lock.RideThrough(ttl, every, 0); w < took {
+		f.IO.Errorf("warning: a --ttl %v lease rides through at most %v of failover (ttl - ttl/4 - the renewal period), but %s makes one take about %v: a failover will lose the lock (exit 76); a --ttl of %v or more rides through it",
+			ttl, w.Round(time.Millisecond), what, took.Round(time.Millisecond), ttlFor(took, every))
+	}
+}
+
+// ttlFor is the shortest whole-second TTL whose lease rides through an
+// unwritable stretch of d (lock.RideThrough), renewed every `every` (0:
+// the default).
+func ttlFor(d, every time.Duration) time.Duration {
+	for ttl := time.Second; ; ttl += time.Second {
+		if lock.RideThrough(ttl, every, 0) >= d {
+			return ttl
+		}
+	}
 }
 
 // switchRenewAgain is how long after a Sentinel's +switch-master run renews

@@ -235,7 +235,8 @@ func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, 
 		case cfgErr != nil:
 			add("replication", StatusWarn, cfgHint, "%d replica(s); cannot read min-replicas-to-write: %v", n, cfgErr)
 		case minw == "" || minw == "0":
-			add("replication", StatusWarn, "CONFIG SET min-replicas-to-write 1, or use --wait-replicas 1",
+			add("replication", StatusWarn, "CONFIG SET min-replicas-to-write 1 (with min-replicas-max-lag): only that stops a master cut off from its replicas from taking writes, anyone's; "+
+				"--wait-replicas 1 makes a holder give up its lease when its own writes are not replicated (a grant is given back, an unacknowledged renewal does not count), but does not stop another client's stale write on that master",
 				"%d replica(s), min-replicas-to-write 0: a failover can lose locks and fence check records the master acknowledged (replication is asynchronous); fences stay ordered while the servers' clocks agree", n)
 		default:
 			add("replication", StatusOK, "", "%d replica(s), min-replicas-to-write %s", n, minw)

@@ -162,7 +162,29 @@ func (s *single) reenter(ctx context.Context, key, token string) (reply, error) 
 }
 
 func (s *single) renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error) {
-	return s.writeRaw(ctx, renewScript(), lockwire.WithAux(key, lockwire.KindSem), ttl, lockwire.DecodeRenew, token, ms(ttl))
+	r, err := s.writeRaw(ctx, renewScript(), lockwire.WithAux(key, lockwire.KindSem), ttl, lockwire.DecodeRenew, token, ms(ttl))
+	if err != nil {
+		s.reloadSlots(err)
+	}
+	return r, err
+}
+
+// reloadSlots asks a Cluster client to reload its slot map after a renewal
+// failed on the way to the server (a timeout, a reset connection) or met a
+// slot in motion: after a failover the slot's master is another node, and
+// the watchdog's next attempt, sent at once, should go there. The client
+// reloads in the background; on other clients it does nothing.
+func (s *single) reloadSlots(err error) {
+	cc, ok := s.c.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !transientReply(rerr.Error()) &&
+		!redis.HasErrorPrefix(err, "MOVED") && !redis.HasErrorPrefix(err, "ASK") {
+		return
+	}
+	cc.ReloadState(context.Background())
 }
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
@@ -187,10 +209,10 @@ func (s *single) inspect(ctx context.Context, key string) (reply, error) {
 // waitTimeout bounds WAIT: the configured timeout, and for a renewal at
 // most ttl/6. While no replica is in sync (a failover, a resync) every
 // WAIT runs to its timeout, and a lease's deadline leaves ttl*3/4 for
-// renewals: a sixth leaves room for several attempts, so that the lease
-// rides through on the master (a renewal's *ReplicationError keeps it)
-// instead of being lost waiting. An acquire, whose shortfall gives the
-// lock back, waits the whole timeout.
+// renewals: a sixth leaves room for several attempts, so that a renewal
+// the replicas acknowledge once they catch up still comes before the
+// deadline (a renewal's *ReplicationError does not move it). An acquire,
+// whose shortfall gives the lock back, waits the whole timeout.
 func (s *single) waitTimeout(renewTTL time.Duration) time.Duration {
 	if renewTTL <= 0 {
 		return s.replicasTimeout

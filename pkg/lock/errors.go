@@ -183,8 +183,10 @@ var ErrNotReplicated = errors.New("lock: not replicated")
 
 // ReplicationError reports that WAIT after a lock write counted fewer
 // replicas than Want.
-// After Acquire the lock has been released again (best effort); after Renew
-// the master holds the renewed lease but a failover could lose it.
+// After Acquire the lock has been released again (best effort) and is not
+// held; after Renew the master holds the renewed lease, but the renewal
+// does not count (a Watchdog's or Lease's deadline stays where the last
+// acknowledged write put it): the master may be one a failover replaced.
 type ReplicationError struct {
 	Key   string
 	Want  int

@@ -75,7 +75,7 @@ func ExampleLocker_Watch() {
 	}
 	fmt.Println("acquired")
 
-	wd, err := locker.Watch(ctx, lease, nil) // renews every ttl/3
+	wd, err := locker.Watch(ctx, lease, nil) // renews every ttl/6
 	if err != nil {
 		fmt.Println("watch:", err)
 		return
@@ -118,7 +118,7 @@ func ExampleLease_Watch() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	wd, err := lease.Watch(ctx, nil) // renews every ttl/3
+	wd, err := lease.Watch(ctx, nil) // renews every ttl/6
 	if err != nil {
 		fmt.Println("watch:", err)
 		return

@@ -75,8 +75,9 @@ func (l *Lease) release(ctx context.Context, by *Locker) (int, error) {
 // Errors: ErrNotHeld when the lock is gone; *HeldError (errors.Is
 // ErrNotOwner) when another token holds it; *LateError (errors.Is
 // ErrNotHeld); *WrongTypeError; ErrInvalid; *ReplicationError (renewed on
-// the master: the deadline moves); Redis errors (nothing is known: the
-// deadline stays). Done is closed on the errors that mean the lease is
+// the master, but too few replicas acknowledged it: the deadline stays, as
+// the master may be one a failover replaced); Redis errors (nothing is
+// known: the deadline stays). Done is closed on the errors that mean the lease is
 // lost (ErrNotHeld, ErrNotOwner, ErrWrongType).
 //
 // Refresh writes the lease's TTL and Sent: read them from the goroutine
@@ -95,9 +96,9 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	} else {
 		got, err = l.l.renewKey(ctx, l.Key, l.Token, ttl)
 	}
-	if err == nil || errors.Is(err, ErrNotReplicated) {
+	if err == nil {
 		l.Sent, l.TTL = sent, got
-		return err
+		return nil
 	}
 	if gone(err) {
 		l.end()

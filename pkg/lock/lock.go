@@ -27,9 +27,13 @@ type Options struct {
 	// monotonic clock.
 	Clock Clock
 	// WaitReplicas > 0 makes every lock write (acquire, renew) wait until
-	// that many replicas acknowledged it, or fail with *ReplicationError.
-	// This narrows, but does not close, the window in which a failover
-	// loses a lock. Supported on single-server and Sentinel clients;
+	// that many replicas acknowledged it, or fail with *ReplicationError:
+	// an acquire is then given back, and a renewal does not move the
+	// lease's deadline, so a holder cut off with a master that a failover
+	// replaced loses its lease at the deadline. This narrows, but does not
+	// close, the window in which a failover loses a lock, and it does not
+	// stop such a master from taking other clients' writes (the server's
+	// min-replicas-to-write does). Supported on single-server and Sentinel clients;
 	// NewRedlock refuses it (Redlock assumes masters without replicas).
 	WaitReplicas int
 	// WaitReplicasTimeout bounds that wait; 0 means 1s. A renewal waits

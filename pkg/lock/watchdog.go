@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -52,8 +51,9 @@ func (e *LostError) Unwrap() error { return e.Err }
 
 // WatchdogOptions tune a Watchdog. A nil *WatchdogOptions takes every default.
 type WatchdogOptions struct {
-	// RenewEvery is the renewal period; 0 means ttl/3. It must leave room
-	// for at least one renewal before the deadline: RenewEvery < ttl-Margin.
+	// RenewEvery is the renewal period; 0 means DefaultRenewEvery(ttl). It
+	// must leave room for at least one renewal before the deadline:
+	// RenewEvery < ttl-Margin.
 	RenewEvery time.Duration
 	// Margin is how long before the lease would expire on the server the
 	// lock already counts as lost; 0 means DefaultMargin(ttl).
@@ -85,7 +85,7 @@ type WatchdogOptions struct {
 // differences between this host and the server (well under 1%) and the time
 // the holder needs to stop its work after the loss: a quarter of the TTL
 // fits the default 5s SIGTERM-to-SIGKILL grace of a 30s lease, and leaves
-// two renewals (at ttl/3 and 2ttl/3) plus fast retries before the deadline
+// four renewals (DefaultRenewEvery) plus fast retries before the deadline
 // at 3ttl/4.
 func DefaultMargin(ttl time.Duration) time.Duration {
 	m := ttl / 4
@@ -96,6 +96,32 @@ func DefaultMargin(ttl time.Duration) time.Duration {
 		m = ttl / 2
 	}
 	return m
+}
+
+// DefaultRenewEvery is ttl/6, the renewal period when none is set.
+//
+// A lease rides through a stretch in which its key cannot be written (a
+// failover, a stalled master) if a renewal gets through before the local
+// deadline. At the worst phase the stretch starts just before a renewal is
+// due, a period after the last successful one, so the longest stretch
+// survived is ttl - margin - period: with the default margin (ttl/4) and
+// ttl/6 that is 7ttl/12, about 58% of the TTL (ttl/3 would leave 5ttl/12,
+// 42%). Renewing twice as often costs one small script call per period.
+func DefaultRenewEvery(ttl time.Duration) time.Duration { return ttl / 6 }
+
+// RideThrough is the longest time the lease's key may stay unwritable (a
+// failover, a stalled master) that a Watchdog with this ttl, period and
+// margin survives at the worst phase of its renewal cycle: ttl - margin -
+// every, less the round trip of the renewal that gets through. 0 for
+// every or margin means the default.
+func RideThrough(ttl, every, margin time.Duration) time.Duration {
+	if margin <= 0 {
+		margin = DefaultMargin(ttl)
+	}
+	if every <= 0 {
+		every = DefaultRenewEvery(ttl)
+	}
+	return max(LeaseDeadline(time.Time{}, ttl, margin).Sub(time.Time{})-every, 0)
 }
 
 // Watchdog keeps a lease alive by renewing it in the background and decides
@@ -117,13 +143,20 @@ func DefaultMargin(ttl time.Duration) time.Duration {
 // once. Other errors (Redis unreachable, timeouts, a failover under way)
 // are retried with a short back-off until the deadline.
 //
+// Each attempt's context ends at the deadline (or, if sooner, two periods
+// and at least ttl/3 after it was sent): no renewal call outlives the lease. After a failed
+// attempt the next goes out at once (a failover, a redirect or a closed
+// connection is usually over by the next call, which dials afresh), then
+// with the back-off.
+//
 // A *ReplicationError (Options.WaitReplicas) means the master applied the
-// renewal but fewer replicas than asked acknowledged it. The lease is then
-// held on the master exactly as without WaitReplicas, so the renewal counts
-// and moves the deadline; it is retried with the short back-off until the
-// replicas acknowledge, and reported through OnRenewError. Only a failover
-// to a replica that missed every such renewal can lose it, which is the
-// window WaitReplicas narrows but never closes.
+// renewal but fewer replicas than asked acknowledged it. Such a renewal
+// does not count: the master that took it may be one that a failover has
+// already replaced (cut off from its replicas and Sentinels, it still takes
+// writes), where a second client holds the lock on the promoted replica.
+// It is retried with the short back-off and reported through OnRenewError,
+// and the deadline stays where the last acknowledged renewal put it: if
+// no renewal is acknowledged before it, the lease is lost.
 type Watchdog struct {
 	r                  renewer
 	name, token        string
@@ -192,7 +225,7 @@ func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Ti
 		w.margin = DefaultMargin(ttl)
 	}
 	if w.every == 0 {
-		w.every = ttl / 3
+		w.every = DefaultRenewEvery(ttl)
 	}
 	if w.margin < 0 || w.margin >= ttl {
 		return nil, time.Time{}, fmt.Errorf("%w: margin %v must be in [0, ttl %v)", ErrInvalid, w.margin, ttl)
@@ -375,8 +408,14 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 			return
 		}
 		if cancel == nil && !now.Before(next) {
+			// No renewal outlives the deadline; one that hangs (a
+			// stalled node, a dead connection) gives way to a fresh
+			// attempt after two periods, and never sooner than ttl/3,
+			// which leaves a renewal's WAIT (at most ttl/6) its time.
+			// (A timeout rather than a deadline: w.clk may not be the
+			// wall clock.)
 			var rctx context.Context
-			rctx, cancel = context.WithCancel(ctx)
+			rctx, cancel = context.WithTimeout(ctx, earliest(deadline, now.Add(max(2*w.every, w.ttl/3))).Sub(now))
 			go func(sent time.Time) {
 				defer func() {
 					if r := recover(); r != nil {
@@ -421,7 +460,7 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				continue
 			}
 			switch {
-			case res.err == nil, errors.Is(res.err, ErrNotReplicated):
+			case res.err == nil:
 				ttl := w.ttl
 				if res.ttl > 0 && res.ttl < ttl {
 					ttl = res.ttl
@@ -435,14 +474,16 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				w.mu.Unlock()
 				next = res.sent.Add(w.every)
 				failures, lastErr = 0, nil
-				if res.err != nil {
-					// Held on the master; ask again soon for the
-					// replicas' acknowledgement.
-					failures, lastErr = 1, res.err
-					next = w.clk.Now().Add(w.backoff(1))
-					w.report(res.err)
-					w.record(ctx, events.RenewFailed)
-				}
+			case errors.Is(res.err, ErrNotReplicated):
+				// Applied on a master whose replicas did not confirm
+				// it: no proof that the lock is still this lease's
+				// anywhere a failover would look. The deadline stays;
+				// ask again soon.
+				failures++
+				lastErr = res.err
+				next = w.clk.Now().Add(w.backoff(failures))
+				w.report(res.err)
+				w.record(ctx, events.RenewFailed)
 			case fatal(res.err):
 				w.record(ctx, events.RenewFailed)
 				w.lose(ctx, &LostError{Name: w.name, Err: res.err})
@@ -453,12 +494,15 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				failures++
 				lastErr = res.err
 				next = w.clk.Now().Add(w.backoff(failures))
-				if failures == 1 && errors.Is(res.err, net.ErrClosed) {
-					// The client closed the connection under the
-					// call: a Sentinel client does that to its
-					// connections to a demoted master, and the next
-					// call dials the new one, so a retry at once
-					// costs one round trip and can save the lease.
+				if failures == 1 {
+					// The first failure of a run is retried at once:
+					// a closed or reset connection (a Sentinel client
+					// closes those to a demoted master), a MOVED or
+					// ASK the client could not follow, a timeout on
+					// a node that a failover replaced: the next call
+					// dials afresh and follows the new slot map or
+					// master, so it costs one round trip and can save
+					// the lease. Failures after it back off.
 					next = w.clk.Now()
 				}
 				w.report(res.err)
@@ -470,6 +514,13 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 			}
 		}
 	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (w *Watchdog) backoff(failures int) time.Duration {

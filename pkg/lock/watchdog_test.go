@@ -44,7 +44,7 @@ func lostNow(t *testing.T, w *lock.Watchdog) error {
 	}
 }
 
-const ttl = 3 * time.Second // every 1s, margin 750ms, first deadline at 2.25s
+const ttl = 3 * time.Second // default every 500ms (ttl/6), margin 750ms, first deadline at 2.25s
 
 // startWatchdog watches "deploy" held with token "tok" for ttl, renewing
 // through r; the watchdog stops when the test ends.
@@ -72,14 +72,15 @@ func TestWatchdogRenewsAndCounts(t *testing.T) {
 		if err := lostNow(t, w); err != nil {
 			t.Fatalf("lost while renewals succeed: %v", err)
 		}
-		if n := w.Renewals(); n != 10 {
-			t.Errorf("Renewals() = %d after 10.5s at 1s intervals, want 10", n)
+		// The default period is ttl/6.
+		if n := w.Renewals(); n != 21 {
+			t.Errorf("Renewals() = %d after 10.5s at 500ms intervals, want 21", n)
 		}
-		if got, want := w.LastRenewal(), start.Add(10*time.Second); !got.Equal(want) {
-			t.Errorf("LastRenewal = +%v, want +10s", got.Sub(start))
+		if got, want := w.LastRenewal(), start.Add(10500*time.Millisecond); !got.Equal(want) {
+			t.Errorf("LastRenewal = +%v, want +10.5s", got.Sub(start))
 		}
-		if got, want := w.Deadline(), start.Add(10*time.Second+ttl-750*time.Millisecond); !got.Equal(want) {
-			t.Errorf("Deadline = +%v, want +12.25s", got.Sub(start))
+		if got, want := w.Deadline(), start.Add(10500*time.Millisecond+ttl-750*time.Millisecond); !got.Equal(want) {
+			t.Errorf("Deadline = +%v, want +12.75s", got.Sub(start))
 		}
 		if names[0] != "deploy/tok/3s" {
 			t.Errorf("Renew called with %q", names[0])
@@ -194,7 +195,7 @@ func TestWatchdogCountsFromSendTime(t *testing.T) {
 			}
 			return hang(ctx, "", "", 0)
 		})
-		w := startWatchdog(t, r, nil)
+		w := startWatchdog(t, r, &lock.WatchdogOptions{RenewEvery: time.Second})
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		if got, want := w.Deadline(), start.Add(time.Second+ttl-750*time.Millisecond); !got.Equal(want) {
@@ -391,10 +392,13 @@ func TestDefaultMargin(t *testing.T) {
 	}
 }
 
-// A renewal the master applied but replicas did not acknowledge keeps the
-// lease (it is held on the master): no loss, the deadline moves, the
-// shortfall is reported and renewed again soon.
-func TestWatchdogKeepsLeaseOnReplicationShortfall(t *testing.T) {
+// A renewal the master applied but replicas did not acknowledge does not
+// count: the master may be one a failover already replaced, cut off from
+// its replicas and Sentinels, while another client holds the lock on the
+// promoted replica. The shortfall is reported and retried soon, the
+// deadline stays where the acquire put it, and at the deadline the lease
+// is lost. A renewal acknowledged again before the deadline keeps it.
+func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		short := &lock.ReplicationError{Key: "lock:deploy", Want: 1, Acked: 0}
@@ -414,20 +418,54 @@ func TestWatchdogKeepsLeaseOnReplicationShortfall(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		time.Sleep(10 * time.Second)
+		want := lock.LeaseDeadline(start, ttl, 0)
+		time.Sleep(want.Sub(start) - time.Millisecond)
 		synctest.Wait()
 		if err := lostNow(t, w); err != nil || !w.Held() {
-			t.Fatalf("lost on a replication shortfall: %v", err)
+			t.Fatalf("lost before the deadline: %v", err)
 		}
-		if d := w.Deadline().Sub(start); d < 10*time.Second {
-			t.Errorf("deadline +%v after 10s of renewals the master applied", d)
+		if d := w.Deadline(); !d.Equal(want) {
+			t.Errorf("deadline %v after unacknowledged renewals; want it unmoved at %v", d.Sub(start), want.Sub(start))
 		}
-		// Renewed again after 100ms rather than after the 1s period.
-		if n := calls.Load(); n < 20 {
-			t.Errorf("%d renewals in 10s of shortfalls: not retried soon", n)
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		err = lostNow(t, w)
+		var le *lock.LostError
+		if !errors.As(err, &le) || !le.Expired || !errors.Is(err, lock.ErrNotReplicated) || w.Held() {
+			t.Fatalf("past the deadline with only unacknowledged renewals: %v, held %v; want an expiry whose last error is the shortfall", err, w.Held())
+		}
+		// Retried with the short back-off, not once a period.
+		if n := calls.Load(); n < 5 {
+			t.Errorf("%d renewals before the deadline: shortfalls not retried soon", n)
 		}
 		if reported.Load() == 0 {
 			t.Error("shortfalls not reported through OnRenewError")
+		}
+		if w.Renewals() != 0 {
+			t.Errorf("%d renewals counted; an unacknowledged one does not count", w.Renewals())
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var calls atomic.Int64
+		r := renewFunc(func(_ context.Context, _, _ string, d time.Duration) (time.Duration, error) {
+			if calls.Add(1)%3 != 0 {
+				return d, &lock.ReplicationError{Key: "lock:deploy", Want: 1, Acked: 0}
+			}
+			return d, nil
+		})
+		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		time.Sleep(3 * ttl)
+		synctest.Wait()
+		if err := lostNow(t, w); err != nil || !w.Held() {
+			t.Fatalf("lost although every third renewal was acknowledged: %v", err)
+		}
+		if d := w.Deadline().Sub(start); d < 3*ttl {
+			t.Errorf("deadline +%v after 3 ttls with acknowledged renewals", d)
 		}
 	})
 }
@@ -565,6 +603,46 @@ func TestWatchdogLoopPanicIsALoss(t *testing.T) {
 		pe := panicLoss(t, r, &lock.WatchdogOptions{OnRenewError: func(error) { panic("callback bug") }})
 		if pe.Where != "watchdog" || pe.Value != "callback bug" {
 			t.Fatalf("panic %+v, want the loop's", pe)
+		}
+	})
+}
+
+// No renewal call outlives the lease: each attempt's context ends at the
+// deadline, or sooner (two periods, at least ttl/3) when the deadline is
+// further off, and the attempt that timed out is followed by another at
+// once, which may reach a server the first could not.
+func TestWatchdogBoundsEachAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var sent, ended []time.Duration
+		r := renewFunc(func(ctx context.Context, _, _ string, _ time.Duration) (time.Duration, error) {
+			mu.Lock()
+			sent = append(sent, time.Since(start))
+			mu.Unlock()
+			<-ctx.Done()
+			mu.Lock()
+			ended = append(ended, time.Since(start))
+			mu.Unlock()
+			return 0, ctx.Err()
+		})
+		w := startWatchdog(t, r, nil)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if err := lostNow(t, w); !errors.Is(err, lock.ErrLost) {
+			t.Fatalf("hanging renewals: %v, want the lease lost at its deadline", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// ttl 3s: period 500ms, first renewal at 0.5s, bounded at
+		// 0.5s + max(2 periods, ttl/3) = 1.5s; the retry at once,
+		// bounded by the deadline at 2.25s.
+		want := []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond}
+		if len(sent) != 2 || sent[0] != want[0] || sent[1] != want[1] {
+			t.Errorf("attempts sent at %v, want %v", sent, want)
+		}
+		if len(ended) != 2 || ended[0] != 1500*time.Millisecond || ended[1] != 2250*time.Millisecond {
+			t.Errorf("attempts ended at %v, want [1.5s 2.25s] (no call outlives the deadline)", ended)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,10 +133,11 @@ func TestFailover(t *testing.T) {
 // the replica stopped replicating (Sentinel confirms the promotion by
 // polling). Renewals sent meanwhile are lost, and the promoted replica's
 // copy of the lease runs out a TTL after the last one it replicated. run
-// renews at once on +switch-master, and with --wait-replicas 1 a renewal
-// after the switch costs one WAIT timeout, not two (the promoted replica's
-// empty script cache): the holder must keep the lease (exit 0). Without
-// --wait-replicas a slow switch can still lose it, safely (76); either way
+// renews at once on +switch-master. Without --wait-replicas a slow switch
+// can still lose the lease, safely (76). With --wait-replicas 1 a renewal
+// counts only once a replica acknowledged it, and the promoted master has
+// none in sync until Sentinel demotes the old one and it resyncs, seconds
+// later: a 2s lease is then lost at its deadline (76), safely. Either way
 // nobody else may get in while it works, and the waiter gets the lock
 // after with a newer fence.
 func TestSentinelFailover(t *testing.T) {
@@ -191,7 +193,7 @@ func sentinelFailover(t *testing.T, label string, extra []string, wait bool) {
 	verdict := f.Check(e)
 	fs := f.Fenced
 	f.Note("replica promoted %v after SENTINEL FAILOVER; a exit %d, b exit %d", promoted, a.Exit, b.Exit)
-	kept := a.Exit == 0 || (!wait && a.Exit == 76)
+	kept := a.Exit == 0 || a.Exit == 76
 	// A waiter whose attempt meets the switch (the client closes its
 	// connections to the old master) tries again within --timeout and
 	// reaches the new master. With --wait-replicas the new master has no
@@ -204,7 +206,7 @@ func sentinelFailover(t *testing.T, label string, extra []string, wait bool) {
 	}
 	ok := kept && bOK && f.Unfenced.Overlaps == 0 && fs.AcceptedStale == 0 && fs.Duplicates == 0 && fs.Regressions == 0 && verdict == "ok"
 	if wait {
-		f.Verdict = verdictOf(ok, "the lease rides through the failover; the waiter gets a newer fence after; linearizable")
+		f.Verdict = verdictOf(ok, "the lease rides through or, with no replica of the new master acknowledging a renewal, is lost safely (76); the waiter gets a newer fence after; linearizable")
 	} else {
 		f.Verdict = verdictOf(ok, "the lease rides through or is lost safely (76); the waiter gets a newer fence after; linearizable")
 	}
@@ -214,9 +216,114 @@ func sentinelFailover(t *testing.T, label string, extra []string, wait bool) {
 		t.Fatal("the replica was never promoted")
 	}
 	if !kept || !bOK {
-		t.Errorf("a exit %d, b exit %d; want a 0 (renewals follow the new master; without --wait-replicas 76 is safe too), b 0 (with --wait-replicas 69 too)", a.Exit, b.Exit)
+		t.Errorf("a exit %d, b exit %d; want a 0 (renewals follow the new master) or 76 (lost safely), b 0 (with --wait-replicas 69 too)", a.Exit, b.Exit)
 	}
 	if f.Unfenced.Overlaps != 0 || fs.AcceptedStale != 0 || fs.Duplicates != 0 || fs.Regressions != 0 || verdict != "ok" {
 		t.Errorf("overlaps %d, fenced %+v, porcupine %s", f.Unfenced.Overlaps, fs, verdict)
 	}
+}
+
+// TestSentinelSplitBrain: master, replica and three sentinels, with a fault
+// proxy between the master and everything that watches or replicates it.
+// Holder a runs on the master (--url: it keeps reaching it); the proxy
+// then blackholes, the sentinels promote the replica, and the old master,
+// cut off, goes on taking a's renewals. Waiter b then locks on the new
+// master, where a's lease runs out a TTL after the last renewal it
+// replicated.
+//
+// Without --wait-replicas, a renews on the old master to the end (exit 0)
+// while b holds the lock: an overlap no client of that master can see.
+// With --wait-replicas 1 a renewal no replica acknowledged does not move
+// a's deadline, so a loses the lease (76) and stops its command before b
+// gets the lock: no overlap.
+func TestSentinelSplitBrain(t *testing.T) {
+	full(t)
+	for _, wait := range []bool{false, true} {
+		label := "lockctl --url old master"
+		var extra []string
+		if wait {
+			label += " --wait-replicas 1"
+			extra = []string{"--wait-replicas", "1"}
+		}
+		t.Run(label, func(t *testing.T) { splitBrain(t, label, extra, wait) })
+	}
+}
+
+func splitBrain(t *testing.T, label string, extra []string, wait bool) {
+	m := startRedis(t)
+	r, link := replicaVia(t, m)
+	_, port, _ := strings.Cut(link.Addr(), ":")
+	sentinels, err := redistest.StartSentinels("split", atoiOrFail(t, port), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range sentinels {
+			s.Stop()
+		}
+	})
+	ttl := 3 * time.Second
+	e := chaos.NewEnv(t, "5.failover-split-brain", lockctlBin)
+	a := e.Spawn(0, chaos.ProcSpec{Global: append([]string{"--url", m.URL}, extra...), Name: "sb", TTL: ttl,
+		Flags: []string{"-n", "--ttl", ttl.String()}, Work: 3 * ttl, Writes: 12})
+	if !e.WaitEntered(a.Holder, 10*time.Second) {
+		t.Fatalf("holder a never started: %s", a)
+	}
+	time.Sleep(ttl / 6)
+	cut := e.Rec.Now()
+	link.Blackhole(true)
+	promoted := time.Duration(-1)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if info, _ := r.Do("INFO", "replication"); strings.Contains(info, "role:master") {
+			promoted = e.Rec.Now() - cut
+			break
+		}
+	}
+	if promoted < 0 {
+		t.Fatal("the sentinels never promoted the replica")
+	}
+	b := e.Spawn(1, chaos.ProcSpec{Global: []string{"--url", r.URL}, Name: "sb", TTL: ttl,
+		Flags: []string{"-w", "30s", "--ttl", ttl.String()}, Work: ttl / 3, Writes: 2})
+	a.Wait()
+	b.Wait()
+	f := e.Collect(label, ttl, 2)
+	left, got := e.Res.LeftAt(a.Holder), e.Res.Entered(b.Holder)
+	f.Detect = []time.Duration{a.End - cut}
+	if a.Exit == 76 {
+		f.ChildrenKilled = 1
+	}
+	f.Recover = got - cut
+	warned := strings.Count(a.Stderr.String(), "replicas acknowledged")
+	f.Note("link cut; replica promoted %v after; a exit %d, its command left %v after the cut; b exit %d, entered %v after the cut; a warned of unacknowledged renewals %d time(s)",
+		msOf(promoted), a.Exit, msOf(left-cut), b.Exit, msOf(got-cut), warned)
+	u := f.Unfenced
+	var ok bool
+	if wait {
+		ok = a.Exit == 76 && b.Exit == 0 && got >= left && u.Overlaps == 0
+		f.Verdict = verdictOf(ok, "unacknowledged renewals do not keep the lease: a loses it (76) before b gets it; no overlap")
+	} else {
+		ok = a.Exit == 0 && b.Exit == 0 && u.Overlaps > 0
+		f.Verdict = verdictOf(ok, "the unprotected variant: a renews on the cut-off master to the end (0) while b holds the lock; overlap")
+	}
+	chaos.Publish(f)
+	t.Logf("a: %s\nb: %s\nunfenced %+v", a, b, u)
+	if wait {
+		if a.Exit != 76 || b.Exit != 0 || got < left || u.Overlaps != 0 {
+			t.Errorf("a exit %d (want 76), b exit %d (want 0); a's command left at %v, b entered at %v; overlaps %d (want 0)",
+				a.Exit, b.Exit, left, got, u.Overlaps)
+		}
+		return
+	}
+	if a.Exit != 0 || u.Overlaps == 0 {
+		t.Errorf("without --wait-replicas: a exit %d, overlaps %d; want 0 and an overlap (the scenario must be able to fail)", a.Exit, u.Overlaps)
+	}
+}
+
+func atoiOrFail(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

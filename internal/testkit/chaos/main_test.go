@@ -39,7 +39,10 @@ func TestMain(m *testing.M) {
 	build := exec.Command("go", "build", "-o", lockctlBin, ".")
 	build.Dir = filepath.Join("..", "..", "..")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
+	if bin := os.Getenv("LOCKCTL_CHAOS_BIN"); bin != "" {
+		// Another build of lockctl (an older commit's, to compare).
+		lockctlBin = bin
+	} else if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build lockctl: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -205,10 +205,10 @@ type Replicated struct {
 // n/2+1) monitoring the master as name, and waits until every sentinel
 // knows the replica, so that a failover can pick it at once.
 func StartReplicated(name string, n int) (*Replicated, error) {
-	bin, err := Binary()
-	if err != nil {
+	if _, err := Binary(); err != nil {
 		return nil, err
 	}
+	var err error
 	r := &Replicated{Name: name}
 	if r.Master, err = Start(nil); err != nil {
 		return nil, err
@@ -226,17 +226,39 @@ func StartReplicated(name string, n int) (*Replicated, error) {
 			return nil, errors.New("the replica never synced with its master")
 		}
 	}
+	if r.Sentinels, err = StartSentinels(name, r.Master.Port, n); err != nil {
+		r.Stop()
+		return nil, err
+	}
+	r.SentinelAddrs = addrs(r.Sentinels)
+	return r, nil
+}
+
+// StartSentinels starts n sentinels (quorum n/2+1) monitoring the master at
+// 127.0.0.1:masterPort as name (a fault proxy's port puts the proxy between
+// the sentinels and the master) and waits until every one knows one replica
+// and its peers. The caller stops them.
+func StartSentinels(name string, masterPort, n int) ([]*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	var ss []*Server
+	stop := func() {
+		for _, s := range ss {
+			s.Stop()
+		}
+	}
 	for i := 0; i < n; i++ {
-		s, err := startSentinel(bin, name, r.Master.Port, n/2+1)
+		s, err := startSentinel(bin, name, masterPort, n/2+1)
 		if err != nil {
-			r.Stop()
+			stop()
 			return nil, err
 		}
-		r.Sentinels = append(r.Sentinels, s)
-		r.SentinelAddrs = append(r.SentinelAddrs, s.Addr)
+		ss = append(ss, s)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for _, s := range r.Sentinels {
+	for _, s := range ss {
 		for {
 			reply, err := s.Do("SENTINEL", "MASTER", name)
 			if err == nil && reply != "" {
@@ -245,13 +267,21 @@ func StartReplicated(name string, n int) (*Replicated, error) {
 				}
 			}
 			if time.Now().After(deadline) {
-				r.Stop()
+				stop()
 				return nil, fmt.Errorf("sentinel on %s never saw the replica and its peers", s.Addr)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return r, nil
+	return ss, nil
+}
+
+func addrs(ss []*Server) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Addr)
+	}
+	return out
 }
 
 func startSentinel(bin, name string, masterPort, quorum int) (*Server, error) {
