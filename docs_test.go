@@ -32,7 +32,7 @@ func docPages(t *testing.T) []docpages.Page {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pages) < 1 {
+	if len(pages) < 2 {
 		t.Fatalf("found %d documentation pages, want README.md and docs/*.md", len(pages))
 	}
 	return pages
@@ -142,11 +142,11 @@ func TestDocsUncoveredBlockFails(t *testing.T) {
 	}{
 		{"```sh\nlockctl ls\n```\n", true},
 		{"<!-- readme-test: sample (the waiting line) -->\n```text\nlockctl: waiting for deploy\n```\n", true},
-		{"```\nlockctl: waiting for deploy\n```\n", false},                   // no language
-		{"```text\nlockctl: waiting for deploy\n```\n", false},               // output, not marked as a sample
-		{"```python\nprint(1)\n```\n", false},                                // no test runs Python
-		{"```yaml\nretries: 3\n```\n", false},                                // a YAML block of nothing known
-		{"```ini\n[Service]\nType=oneshot\n```\n", false},                    // a unit without its path
+		{"```\nlockctl: waiting for deploy\n```\n", false},                    // no language
+		{"```text\nlockctl: waiting for deploy\n```\n", false},                // output, not marked as a sample
+		{"```python\nprint(1)\n```\n", false},                                 // no test runs Python
+		{"```yaml\nretries: 3\n```\n", false},                                 // a YAML block of nothing known
+		{"```ini\n[Service]\nType=oneshot\n```\n", false},                     // a unit without its path
 		{"<!-- readme-test: sample (a session) -->\n```sh\nls\n```\n", false}, // sample is for text
 	} {
 		var errs []error
