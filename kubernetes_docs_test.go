@@ -178,6 +178,55 @@ func (s *dockerStage) copied(dst string) bool {
 // TestDocsKubernetes checks the Kubernetes objects and the Dockerfile of
 // the documentation (see docs/kubernetes.md, "What the tests check").
 func TestDocsKubernetes(t *testing.T) {
+	objects, stages, dockerBlock := kubernetesDocs(t)
+	checkDockerfile(t, dockerBlock, stages)
+	secrets := map[string]*k8sObject{}
+	kinds := map[string]int{}
+	for _, o := range objects {
+		kinds[o.Kind]++
+		if o.Kind == "Secret" {
+			secrets[o.Metadata.Name] = o
+		}
+	}
+	for _, k := range []string{"CronJob", "Job", "Secret"} {
+		if kinds[k] == 0 {
+			t.Errorf("the Kubernetes guide has no %s", k)
+		}
+	}
+	for _, o := range objects {
+		checkObject(t.Errorf, o, secrets, stagesByName(stages))
+	}
+}
+
+func stagesByName(stages []*dockerStage) map[string]*dockerStage {
+	m := map[string]*dockerStage{}
+	for _, s := range stages {
+		m[s.name] = s
+	}
+	return m
+}
+
+// decodeObjects decodes the Kubernetes objects of a YAML block.
+func decodeObjects(b readmeBlock) ([]*k8sObject, error) {
+	var objects []*k8sObject
+	dec := yaml.NewDecoder(strings.NewReader(b.text))
+	for {
+		o := &k8sObject{line: b.fence, file: b.file}
+		err := dec.Decode(o)
+		if errors.Is(err, io.EOF) {
+			return objects, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.where(), err)
+		}
+		objects = append(objects, o)
+	}
+}
+
+// kubernetesDocs returns the Kubernetes objects of every page, and the
+// one Dockerfile with its block.
+func kubernetesDocs(t *testing.T) ([]*k8sObject, []*dockerStage, readmeBlock) {
+	t.Helper()
 	var objects []*k8sObject
 	var stages []*dockerStage
 	var dockerBlock readmeBlock
@@ -193,94 +242,69 @@ func TestDocsKubernetes(t *testing.T) {
 			}
 			dockerBlock = b
 		case isKubernetesManifest(b):
-			dec := yaml.NewDecoder(strings.NewReader(b.text))
-			dec.KnownFields(false)
-			for {
-				o := &k8sObject{line: b.fence, file: b.file}
-				err := dec.Decode(o)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					t.Fatalf("%s: %v", b.where(), err)
-				}
-				objects = append(objects, o)
+			o, err := decodeObjects(b)
+			if err != nil {
+				t.Fatal(err)
 			}
+			objects = append(objects, o...)
 		}
 	}
 	if stages == nil {
 		t.Fatal("no page has a ```dockerfile block: the Kubernetes guide's image is untested")
 	}
-	checkDockerfile(t, dockerBlock, stages)
+	return objects, stages, dockerBlock
+}
 
-	secrets := map[string]*k8sObject{}
-	kinds := map[string]int{}
-	for _, o := range objects {
-		kinds[o.Kind]++
-		if o.Kind == "Secret" {
-			secrets[o.Metadata.Name] = o
-		}
+// checkObject checks one Kubernetes object of the guide.
+func checkObject(report func(string, ...any), o *k8sObject, secrets map[string]*k8sObject, byStage map[string]*dockerStage) {
+	where := fmt.Sprintf("%s:%d: %s %s", o.file, o.line, o.Kind, o.Metadata.Name)
+	if o.Metadata.Name == "" {
+		report("%s: no metadata.name", where)
 	}
-	for _, k := range []string{"CronJob", "Job", "Secret"} {
-		if kinds[k] == 0 {
-			t.Errorf("the Kubernetes guide has no %s", k)
+	var pod *k8sPodSpec
+	switch {
+	case o.APIVersion == "v1" && o.Kind == "Secret":
+		if len(o.StringData)+len(o.Data) == 0 {
+			report("%s: no data", where)
 		}
-	}
-	byStage := map[string]*dockerStage{}
-	for _, s := range stages {
-		byStage[s.name] = s
-	}
-	for _, o := range objects {
-		where := fmt.Sprintf("%s:%d: %s %s", o.file, o.line, o.Kind, o.Metadata.Name)
-		if o.Metadata.Name == "" {
-			t.Errorf("%s: no metadata.name", where)
+		return
+	case o.APIVersion == "batch/v1" && o.Kind == "CronJob":
+		if len(strings.Fields(o.Spec.Schedule)) != 5 {
+			report("%s: schedule %q is not five cron fields", where, o.Spec.Schedule)
 		}
-		var pod *k8sPodSpec
-		switch {
-		case o.APIVersion == "v1" && o.Kind == "Secret":
-			if len(o.StringData)+len(o.Data) == 0 {
-				t.Errorf("%s: no data", where)
-			}
-			continue
-		case o.APIVersion == "batch/v1" && o.Kind == "CronJob":
-			if len(strings.Fields(o.Spec.Schedule)) != 5 {
-				t.Errorf("%s: schedule %q is not five cron fields", where, o.Spec.Schedule)
-			}
-			if !slices.Contains([]string{"Forbid", "Allow", "Replace"}, o.Spec.ConcurrencyPolicy) {
-				t.Errorf("%s: concurrencyPolicy %q: set it (Forbid, Allow or Replace), the guide explains each", where, o.Spec.ConcurrencyPolicy)
-			}
-			if o.Spec.JobTemplate.Spec.Template == nil {
-				t.Errorf("%s: no jobTemplate.spec.template", where)
-				continue
-			}
-			pod = &o.Spec.JobTemplate.Spec.Template.Spec
-		case o.APIVersion == "batch/v1" && o.Kind == "Job":
-			if o.Spec.Template == nil {
-				t.Errorf("%s: no spec.template", where)
-				continue
-			}
-			pod = &o.Spec.Template.Spec
-		default:
-			t.Errorf("%s: apiVersion %q kind %q: the guide shows batch/v1 CronJob and Job, v1 Secret", where, o.APIVersion, o.Kind)
-			continue
+		if !slices.Contains([]string{"Forbid", "Allow", "Replace"}, o.Spec.ConcurrencyPolicy) {
+			report("%s: concurrencyPolicy %q: set it (Forbid, Allow or Replace), the guide explains each", where, o.Spec.ConcurrencyPolicy)
 		}
-		checkPod(t, where, pod, secrets, byStage)
+		if o.Spec.JobTemplate.Spec.Template == nil {
+			report("%s: no jobTemplate.spec.template", where)
+			return
+		}
+		pod = &o.Spec.JobTemplate.Spec.Template.Spec
+	case o.APIVersion == "batch/v1" && o.Kind == "Job":
+		if o.Spec.Template == nil {
+			report("%s: no spec.template", where)
+			return
+		}
+		pod = &o.Spec.Template.Spec
+	default:
+		report("%s: apiVersion %q kind %q: the guide shows batch/v1 CronJob and Job, v1 Secret", where, o.APIVersion, o.Kind)
+		return
 	}
+	checkPod(report, where, pod, secrets, byStage)
 }
 
 // checkPod checks a Job's pod: restart policy, the lockctl command, the
 // grace period and the Secret files it names.
-func checkPod(t *testing.T, where string, pod *k8sPodSpec, secrets map[string]*k8sObject, byStage map[string]*dockerStage) {
-	t.Helper()
+func checkPod(report func(string, ...any), where string, pod *k8sPodSpec, secrets map[string]*k8sObject, byStage map[string]*dockerStage) {
 	if pod.RestartPolicy != "Never" && pod.RestartPolicy != "OnFailure" {
-		t.Errorf("%s: restartPolicy %q: a Job's pod takes Never or OnFailure", where, pod.RestartPolicy)
+		report("%s: restartPolicy %q: a Job's pod takes Never or OnFailure", where, pod.RestartPolicy)
 	}
 	if pod.TerminationGracePeriodSeconds == nil {
-		t.Errorf("%s: set terminationGracePeriodSeconds (against --kill-after, see the guide)", where)
+		report("%s: set terminationGracePeriodSeconds (against --kill-after, see the guide)", where)
 		return
 	}
 	if len(pod.Containers) == 0 {
-		t.Errorf("%s: no containers", where)
+		report("%s: no containers", where)
 		return
 	}
 	for _, c := range pod.Containers {
@@ -289,21 +313,21 @@ func checkPod(t *testing.T, where string, pod *k8sPodSpec, secrets map[string]*k
 		_, tag, _ := strings.Cut(c.Image, ":")
 		stage := byStage[tag]
 		if stage == nil {
-			t.Errorf("%s: image %q: its tag names no stage of the Dockerfile (build it with docker build --target TAG)", where, c.Image)
+			report("%s: image %q: its tag names no stage of the Dockerfile (build it with docker build --target TAG)", where, c.Image)
 			continue
 		}
 		if len(c.Command) == 0 {
 			argv = append(slices.Clone(stage.entrypoint), c.Args...)
 		} else if !slices.Equal(c.Command[:1], stage.entrypoint) {
-			t.Errorf("%s: runs %q, but the image's entrypoint is %q", where, c.Command[0], stage.entrypoint)
+			report("%s: runs %q, but the image's entrypoint is %q", where, c.Command[0], stage.entrypoint)
 		}
 		if path.Base(argv[0]) != "lockctl" || !stage.copied(argv[0]) {
-			t.Errorf("%s: runs %q, which is not lockctl as the stage %s copies it", where, argv[0], stage.name)
+			report("%s: runs %q, which is not lockctl as the stage %s copies it", where, argv[0], stage.name)
 			continue
 		}
 		args := argv[1:]
 		if err := checkLockctlArgs(args); err != nil {
-			t.Errorf("%s: lockctl %s: %v", where, strings.Join(args, " "), err)
+			report("%s: lockctl %s: %v", where, strings.Join(args, " "), err)
 			continue
 		}
 		flags, rest := lockctlFlags(args)
@@ -313,31 +337,31 @@ func checkPod(t *testing.T, where string, pod *k8sPodSpec, secrets map[string]*k
 		case flags["command"] != "" || flags["c"] != "":
 			script := flags["command"] + flags["c"]
 			if !stage.hasShell() {
-				t.Errorf("%s: run -c needs a shell, and stage %s (%s) has none", where, stage.name, stage.from)
+				report("%s: run -c needs a shell, and stage %s (%s) has none", where, stage.name, stage.from)
 			}
 			w := shellwords.Split(script)
 			if len(w) > 0 && w[0] == "exec" {
 				w = w[1:]
 			}
 			if len(w) == 0 || !stage.copied(w[0]) {
-				t.Errorf("%s: -c %q runs a program stage %s does not copy", where, script, stage.name)
+				report("%s: -c %q runs a program stage %s does not copy", where, script, stage.name)
 			}
 		case len(rest) > 0:
 			if !stage.copied(rest[0]) {
-				t.Errorf("%s: runs %q, which stage %s does not copy", where, rest[0], stage.name)
+				report("%s: runs %q, which stage %s does not copy", where, rest[0], stage.name)
 			}
 		default:
-			t.Errorf("%s: lockctl runs no command", where)
+			report("%s: lockctl runs no command", where)
 		}
 
 		// The grace period outlasts lockctl's own TERM-to-KILL grace and
 		// the release that follows.
-		killAfter := durationFlag(t, where, flags, "kill-after", 5*time.Second)
-		timeout := durationFlag(t, where, flags, "timeout", 5*time.Second)
+		killAfter := durationFlag(report, where, flags, "kill-after", 5*time.Second)
+		timeout := durationFlag(report, where, flags, "timeout", 5*time.Second)
 		const margin = 5 * time.Second
 		grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
 		if grace <= killAfter+timeout+margin {
-			t.Errorf("%s: terminationGracePeriodSeconds %v is not more than --kill-after %v + --timeout %v + %v: the kubelet's SIGKILL would cut lockctl's own grace or its release short", where, grace, killAfter, timeout, margin)
+			report("%s: terminationGracePeriodSeconds %v is not more than --kill-after %v + --timeout %v + %v: the kubelet's SIGKILL would cut lockctl's own grace or its release short", where, grace, killAfter, timeout, margin)
 		}
 
 		// The server and the password.
@@ -347,20 +371,20 @@ func checkPod(t *testing.T, where string, pod *k8sPodSpec, secrets map[string]*k
 			case "LOCKCTL_URL", "REDIS_URL":
 				url += e.Value
 			case "LOCKCTL_PASSWORD":
-				t.Errorf("%s: LOCKCTL_PASSWORD in the environment: mount the Secret and use --password-file", where)
+				report("%s: LOCKCTL_PASSWORD in the environment: mount the Secret and use --password-file", where)
 			}
 		}
 		if url == "" {
-			t.Errorf("%s: neither --url nor LOCKCTL_URL: lockctl would dial 127.0.0.1:6379 in the pod", where)
+			report("%s: neither --url nor LOCKCTL_URL: lockctl would dial 127.0.0.1:6379 in the pod", where)
 		} else if strings.Contains(url, "@") && regexp.MustCompile(`://[^@/]*:[^@/]*@`).MatchString(url) {
-			t.Errorf("%s: a password in the URL %q", where, url)
+			report("%s: a password in the URL %q", where, url)
 		}
 		if flags["password-file"] == "" {
-			t.Errorf("%s: no --password-file", where)
+			report("%s: no --password-file", where)
 		}
 		for _, name := range []string{"password-file", "tls-ca", "tls-cert", "tls-key", "config"} {
 			if p := flags[name]; p != "" {
-				checkSecretFile(t, fmt.Sprintf("%s: --%s %s", where, name, p), pod, c.VolumeMounts, secrets, p)
+				checkSecretFile(report, fmt.Sprintf("%s: --%s %s", where, name, p), pod, c.VolumeMounts, secrets, p)
 			}
 		}
 	}
@@ -368,11 +392,10 @@ func checkPod(t *testing.T, where string, pod *k8sPodSpec, secrets map[string]*k
 
 // checkSecretFile: file p is a key of a Secret of the guide, mounted by a
 // secret volume, readable by the pod's user and by no other.
-func checkSecretFile(t *testing.T, where string, pod *k8sPodSpec, mounts []struct {
+func checkSecretFile(report func(string, ...any), where string, pod *k8sPodSpec, mounts []struct {
 	Name      string `yaml:"name"`
 	MountPath string `yaml:"mountPath"`
 }, secrets map[string]*k8sObject, p string) {
-	t.Helper()
 	for _, m := range mounts {
 		if path.Dir(p) != path.Clean(m.MountPath) {
 			continue
@@ -382,12 +405,12 @@ func checkSecretFile(t *testing.T, where string, pod *k8sPodSpec, mounts []struc
 				continue
 			}
 			if v.Secret == nil {
-				t.Errorf("%s: volume %s is not a Secret", where, v.Name)
+				report("%s: volume %s is not a Secret", where, v.Name)
 				return
 			}
 			s := secrets[v.Secret.SecretName]
 			if s == nil {
-				t.Errorf("%s: Secret %q is not among the guide's objects", where, v.Secret.SecretName)
+				report("%s: Secret %q is not among the guide's objects", where, v.Secret.SecretName)
 				return
 			}
 			key, mode := path.Base(p), v.Secret.DefaultMode
@@ -405,25 +428,25 @@ func checkSecretFile(t *testing.T, where string, pod *k8sPodSpec, mounts []struc
 			_, inString := s.StringData[key]
 			_, inData := s.Data[key]
 			if key == "" || (!inString && !inData) {
-				t.Errorf("%s: Secret %s has no key for %s", where, s.Metadata.Name, path.Base(p))
+				report("%s: Secret %s has no key for %s", where, s.Metadata.Name, path.Base(p))
 			}
 			m := 0o644 // Kubernetes' default mode for Secret files
 			if mode != nil {
 				m = *mode
 			}
 			if m&0o007 != 0 {
-				t.Errorf("%s: mode %#o lets every user read it (lockctl warns): set defaultMode 0440", where, m)
+				report("%s: mode %#o lets every user read it (lockctl warns): set defaultMode 0440", where, m)
 			}
 			root := pod.SecurityContext.RunAsUser != nil && *pod.SecurityContext.RunAsUser == 0
 			if !root && (pod.SecurityContext.FSGroup == nil || m&0o040 == 0) {
-				t.Errorf("%s: mode %#o, fsGroup %v: the pod's non-root user cannot read it; set fsGroup and a group-readable mode", where, m, pod.SecurityContext.FSGroup)
+				report("%s: mode %#o, fsGroup %v: the pod's non-root user cannot read it; set fsGroup and a group-readable mode", where, m, pod.SecurityContext.FSGroup)
 			}
 			return
 		}
-		t.Errorf("%s: mount %s names no volume of the pod", where, m.Name)
+		report("%s: mount %s names no volume of the pod", where, m.Name)
 		return
 	}
-	t.Errorf("%s: no volume is mounted at %s", where, path.Dir(p))
+	report("%s: no volume is mounted at %s", where, path.Dir(p))
 }
 
 // lockctlFlags returns the flags of a lockctl command line by their long
@@ -450,15 +473,14 @@ func lockctlFlags(args []string) (map[string]string, []string) {
 	return flags, nil
 }
 
-func durationFlag(t *testing.T, where string, flags map[string]string, name string, def time.Duration) time.Duration {
-	t.Helper()
+func durationFlag(report func(string, ...any), where string, flags map[string]string, name string, def time.Duration) time.Duration {
 	v, ok := flags[name]
 	if !ok {
 		return def
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		t.Errorf("%s: --%s %q: %v", where, name, v, err)
+		report("%s: --%s %q: %v", where, name, v, err)
 	}
 	return d
 }
@@ -543,7 +565,7 @@ func checkDockerfile(t *testing.T, b readmeBlock, stages []*dockerStage) {
 					t.Errorf("%s: stage %s copies %s from the build, which the build did not make: %v", b.where(), s.name, c.src, err)
 					continue
 				}
-				checkStaticELF(t, fmt.Sprintf("%s: stage %s: %s", b.where(), s.name, c.src), f)
+				checkStaticELF(t.Errorf, fmt.Sprintf("%s: stage %s: %s", b.where(), s.name, c.src), f)
 			case "":
 				// The user's job, from the build context.
 			default:
@@ -559,24 +581,98 @@ func checkDockerfile(t *testing.T, b readmeBlock, stages []*dockerStage) {
 // checkStaticELF: f is an ELF executable that needs no program interpreter
 // (no PT_INTERP: no dynamic loader) and no shared library, so it runs in
 // an image without libc (distroless static, scratch).
-func checkStaticELF(t *testing.T, where, f string) {
-	t.Helper()
+func checkStaticELF(report func(string, ...any), where, f string) {
 	e, err := elf.Open(f)
 	if err != nil {
-		t.Errorf("%s: not an ELF file: %v", where, err)
+		report("%s: not an ELF file: %v", where, err)
 		return
 	}
 	defer e.Close()
 	if e.Type != elf.ET_EXEC && e.Type != elf.ET_DYN {
-		t.Errorf("%s: ELF type %v, not an executable", where, e.Type)
+		report("%s: ELF type %v, not an executable", where, e.Type)
 	}
 	for _, p := range e.Progs {
 		if p.Type == elf.PT_INTERP {
 			interp, _ := io.ReadAll(p.Open())
-			t.Errorf("%s: dynamically linked: needs the program interpreter %s", where, bytes.TrimRight(interp, "\x00"))
+			report("%s: dynamically linked: needs the program interpreter %s", where, bytes.TrimRight(interp, "\x00"))
 		}
 	}
 	if libs, err := e.ImportedLibraries(); err == nil && len(libs) > 0 {
-		t.Errorf("%s: needs shared libraries %v", where, libs)
+		report("%s: needs shared libraries %v", where, libs)
+	}
+}
+
+// TestDocsKubernetesRefusesBadManifests: the checks of TestDocsKubernetes
+// fail on a CronJob of the guide broken in each of the ways they look for.
+func TestDocsKubernetesRefusesBadManifests(t *testing.T) {
+	objects, stages, _ := kubernetesDocs(t)
+	secrets := map[string]*k8sObject{}
+	for _, o := range objects {
+		if o.Kind == "Secret" {
+			secrets[o.Metadata.Name] = o
+		}
+	}
+	var cron readmeBlock
+	for _, b := range allBlocks(t, docPages(t)) {
+		if isKubernetesManifest(b) && strings.Contains(b.text, "kind: CronJob") {
+			cron = b
+		}
+	}
+	if cron.text == "" {
+		t.Fatal("the guide has no CronJob")
+	}
+	check := func(text string) []string {
+		objs, err := decodeObjects(readmeBlock{file: cron.file, fence: cron.fence, text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs []string
+		for _, o := range objs {
+			checkObject(func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }, o, secrets, stagesByName(stages))
+		}
+		return errs
+	}
+	if errs := check(cron.text); len(errs) != 0 {
+		t.Fatalf("the guide's CronJob fails the checks: %q", errs)
+	}
+	for _, tc := range []struct{ old, new, want string }{
+		{"concurrencyPolicy: Forbid", "concurrencyPolicy: \"\"", "concurrencyPolicy"},
+		{"kind: CronJob", "kind: Deployment", "kind \"Deployment\""},
+		{"restartPolicy: Never", "restartPolicy: Always", "restartPolicy"},
+		{"terminationGracePeriodSeconds: 60", "terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds 30s"},
+		{"--kill-after=20s", "--kil-after=20s", "unknown flag"},
+		{"--ttl=1m", "--ttl=forever", "invalid argument"},
+		{"- /usr/local/bin/report\n", "- /usr/local/bin/other\n", "does not copy"},
+		{"- --\n                - /usr/local/bin/report\n", "- -c\n                - exec /usr/local/bin/report\n", "needs a shell"},
+		{"image: registry.example.com/nightly-report:static", "image: registry.example.com/nightly-report:latest", "names no stage"},
+		{"defaultMode: 0440", "defaultMode: 0444", "lets every user read"},
+		{"defaultMode: 0440", "defaultMode: 0400", "cannot read it"},
+		{"mountPath: /run/secrets/lockctl", "mountPath: /etc/lockctl", "no volume is mounted"},
+		{"secretName: lockctl-redis", "secretName: redis", "not among the guide's objects"},
+		{"--password-file=/run/secrets/lockctl/password", "--password-file=/run/secrets/lockctl/pass", "has no key"},
+		{"- name: LOCKCTL_URL\n", "- name: LOCKCTL_PASSWORD\n", "LOCKCTL_PASSWORD in the environment"},
+	} {
+		if !strings.Contains(cron.text, tc.old) {
+			t.Fatalf("the CronJob has no %q to break", tc.old)
+		}
+		errs := check(strings.Replace(cron.text, tc.old, tc.new, 1))
+		if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, tc.want) }) {
+			t.Errorf("%q -> %q: errors %q, want one about %q", tc.old, tc.new, errs, tc.want)
+		}
+	}
+}
+
+// TestCheckStaticELF: a dynamically linked program and a file that is no
+// ELF file are refused.
+func TestCheckStaticELF(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"/bin/sh", "dynamically linked"},
+		{"README.md", "not an ELF file"},
+	} {
+		var errs []string
+		checkStaticELF(func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }, tc.file, tc.file)
+		if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, tc.want) }) {
+			t.Errorf("%s: errors %q, want one about %q", tc.file, errs, tc.want)
+		}
 	}
 }
