@@ -676,3 +676,21 @@ func TestCheckStaticELF(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDockerfileRefuses: an instruction the check does not read, and
+// a shell-form ENTRYPOINT, are errors rather than skipped.
+func TestParseDockerfileRefuses(t *testing.T) {
+	for _, text := range []string{
+		"FROM busybox AS shell\nADD https://example.com/x /x\n",
+		"FROM busybox AS shell\nENTRYPOINT /usr/local/bin/lockctl\n",
+		"COPY . .\n",
+	} {
+		if _, err := parseDockerfile(text); err == nil {
+			t.Errorf("parseDockerfile accepted %q", text)
+		}
+	}
+	stages, err := parseDockerfile("FROM golang:1.26 AS build\nWORKDIR /src\nCOPY . .\nRUN CGO_ENABLED=0 make build\nFROM scratch AS static\nCOPY --from=build /src/bin/lockctl /lockctl\nENTRYPOINT [\"/lockctl\"]\n")
+	if err != nil || len(stages) != 2 || stages[1].hasShell() || !stages[1].copied("/lockctl") || stages[0].workdir != "/src" {
+		t.Errorf("parseDockerfile: %v, %+v", err, stages)
+	}
+}
