@@ -12,15 +12,11 @@ import (
 	"testing"
 )
 
-// TestReadmeShowsLibraryExample: the README's library section shows pkg/lock's
+// TestReadmeShowsLibraryExample: the documentation's library section shows pkg/lock's
 // first example (Example in pkg/lock/example_test.go, which go test runs
 // against a real redis-server) whole: the same function, word for word, and
 // exactly the imports it uses.
 func TestReadmeShowsLibraryExample(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const exampleFile = "pkg/lock/example_test.go"
 	src, err := os.ReadFile(exampleFile)
 	if err != nil {
@@ -31,23 +27,24 @@ func TestReadmeShowsLibraryExample(t *testing.T) {
 		t.Fatalf("%s has no func Example", exampleFile)
 	}
 
-	var block string
-	var line int
-	for _, b := range readmeBlocks(t, string(readme)) {
-		if b.lang == "go" && strings.Contains(b.text, "func Example()") {
-			block, line = b.text, b.fence
+	var shown []readmeBlock
+	for _, b := range allBlocks(t, docPages(t)) {
+		if isLibraryExample(b) {
+			shown = append(shown, b)
 		}
 	}
-	if block == "" {
-		t.Fatal("README.md has no ```go block with func Example(): the library section does not show the example")
+	if len(shown) == 0 {
+		t.Fatal("no page has a ```go block with func Example(): the library section does not show the example")
 	}
-	const pkgLine = "package example\n"
-	got, gotImports := exampleFunc(t, "README.md", []byte(pkgLine+block), len(pkgLine))
-	if got != want {
-		t.Errorf("README.md:%d: the Example shown is not %s's:\n--- README\n%s\n--- %s\n%s", line, exampleFile, got, exampleFile, want)
-	}
-	if !slices.Equal(gotImports, wantImports) {
-		t.Errorf("README.md:%d: the example's imports are %q, want the ones it uses: %q", line, gotImports, wantImports)
+	for _, b := range shown {
+		const pkgLine = "package example\n"
+		got, gotImports := exampleFunc(t, b.file, []byte(pkgLine+b.text), len(pkgLine))
+		if got != want {
+			t.Errorf("%s: the Example shown is not %s's:\n--- %s\n%s\n--- %s\n%s", b.where(), exampleFile, b.file, got, exampleFile, want)
+		}
+		if !slices.Equal(gotImports, wantImports) {
+			t.Errorf("%s: the example's imports are %q, want the ones it uses: %q", b.where(), gotImports, wantImports)
+		}
 	}
 }
 

@@ -22,7 +22,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The README's examples are run as a reader would run them, so that a
+// The examples of the documentation (every page of docpages.Pages:
+// README.md and docs/*.md) are run as a reader would run them, so that a
 // change that breaks one fails the tests:
 //
 //   - a ```sh block runs in bash (errexit, nounset, pipefail) against a real
@@ -41,6 +42,9 @@ import (
 //   - ```ini (systemd units) and ```yaml (CI jobs) blocks cannot run here:
 //     every lockctl command line in them must parse.
 //
+// Every other kind of block is checked by a test of its own, and a block
+// that no test covers is an error: see blockCoverage in docs_test.go.
+//
 // Every lockctl command line of every block, run or not, must name a real
 // command, real flags and acceptable arguments (cobra's own parser).
 //
@@ -55,45 +59,60 @@ import (
 //	<!-- readme-test: go-module (why) -->    runs in a new Go module beside
 //	                                         a checkout at ../lockctl, then
 //	                                         builds and runs its program
+//	<!-- readme-test: sample (why) -->       a ```text block: output shown as
+//	                                         an illustration (see
+//	                                         TestDocsSamples)
+//	<!-- readme-test: lockctl-config -->     a ```yaml config file of lockctl's
+//	<!-- readme-test: prometheus-alerts -->  ```yaml alerts of the rules file
+//	<!-- readme-test: prometheus-config -->  a ```yaml Prometheus configuration
 //
-// A failure names the README line of the block and of the command that
+// A failure names the page and line of the block and of the command that
 // failed.
 
-// readmeBlock is one fenced code block of README.md.
+// readmeBlock is one fenced code block of a documentation page.
 type readmeBlock struct {
+	file  string // the page, such as README.md or docs/kubernetes.md
 	lang  string
-	fence int // README line of the opening fence
+	fence int // the page's line of the opening fence
 	text  string
 	mode  string // "", parse-only, exit, in-checkout, read-only, go-module
 	exit  int
 }
 
-// line is the README line of line i (0-based) of the block's text.
+// line is the page's line of line i (0-based) of the block's text.
 func (b readmeBlock) line(i int) int { return b.fence + 1 + i }
+
+// at names the page and line of line i of the block's text.
+func (b readmeBlock) at(i int) string { return fmt.Sprintf("%s:%d", b.file, b.line(i)) }
+
+// where names the page and line of the block's opening fence.
+func (b readmeBlock) where() string { return fmt.Sprintf("%s:%d", b.file, b.fence) }
 
 var annotation = regexp.MustCompile(`^<!-- readme-test: ([a-z-]+)(?: ([0-9]+))?(?: \((.+)\))? -->$`)
 
-func readmeBlocks(t *testing.T, readme string) []readmeBlock {
+// readmeBlocks returns the fenced code blocks of the page file, whose text
+// is text.
+func readmeBlocks(t *testing.T, file, text string) []readmeBlock {
 	t.Helper()
-	lines := strings.Split(readme, "\n")
+	lines := strings.Split(text, "\n")
 	var blocks []readmeBlock
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		if !strings.HasPrefix(l, "```") {
 			if strings.HasPrefix(l, "<!-- readme-test") && (i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```")) {
-				t.Errorf("README.md:%d: a readme-test comment must be on the line right before a code block", i+1)
+				t.Errorf("%s:%d: a readme-test comment must be on the line right before a code block", file, i+1)
 			}
 			continue
 		}
-		b := readmeBlock{lang: strings.TrimSpace(strings.TrimPrefix(l, "```")), fence: i + 1}
+		b := readmeBlock{file: file, lang: strings.TrimSpace(strings.TrimPrefix(l, "```")), fence: i + 1}
 		if i > 0 && strings.HasPrefix(lines[i-1], "<!-- readme-test") {
 			m := annotation.FindStringSubmatch(lines[i-1])
 			switch {
 			case m == nil:
-				t.Errorf("README.md:%d: unreadable readme-test comment %q", i, lines[i-1])
-			case m[1] == "parse-only" || m[1] == "go-module":
+				t.Errorf("%s:%d: unreadable readme-test comment %q", file, i, lines[i-1])
+			case m[1] == "parse-only" || m[1] == "go-module" || m[1] == "sample":
 				if m[3] == "" {
-					t.Errorf("README.md:%d: readme-test %s needs a reason in parentheses", i, m[1])
+					t.Errorf("%s:%d: readme-test %s needs a reason in parentheses", file, i, m[1])
 				}
 				b.mode = m[1]
 			case m[1] == "exit" && m[2] != "":
@@ -101,10 +120,10 @@ func readmeBlocks(t *testing.T, readme string) []readmeBlock {
 				b.exit, _ = strconv.Atoi(m[2])
 			case m[1] == "in-checkout":
 				b.mode = m[1]
-			case m[1] == "read-only":
+			case m[1] == "read-only", m[1] == "lockctl-config", m[1] == "prometheus-alerts", m[1] == "prometheus-config":
 				b.mode = m[1]
 			default:
-				t.Errorf("README.md:%d: unknown readme-test mode %q", i, m[1])
+				t.Errorf("%s:%d: unknown readme-test mode %q", file, i, m[1])
 			}
 		}
 		var body []string
@@ -117,12 +136,10 @@ func readmeBlocks(t *testing.T, readme string) []readmeBlock {
 	return blocks
 }
 
-// TestReadmeExamples runs README.md's examples (see above).
+// TestReadmeExamples runs the examples of every documentation page (see
+// above).
 func TestReadmeExamples(t *testing.T) {
-	src, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pages := docPages(t)
 	lockctl, err := exec.LookPath("lockctl")
 	if err != nil {
 		t.Fatalf("lockctl (this test binary) is not on PATH: %v", err)
@@ -141,9 +158,8 @@ func TestReadmeExamples(t *testing.T) {
 	}
 	h := &readmeHarness{lockctl: lockctl, checkout: checkout, srv: srv, client: client}
 
-	blocks := readmeBlocks(t, string(src))
 	ran, sawGoModule := 0, false
-	for _, b := range blocks {
+	for _, b := range allBlocks(t, pages) {
 		switch b.lang {
 		case "sh", "bash", "shell":
 			if !h.checkCalls(t, b, false) || !h.bashParses(t, b) {
@@ -171,11 +187,11 @@ func TestReadmeExamples(t *testing.T) {
 		}
 	}
 	if !sawGoModule {
-		t.Error("README.md has no go-module block: the library's install recipe is untested")
+		t.Error("no page has a go-module block: the library's install recipe is untested")
 	}
-	t.Logf("%d README blocks ran", ran)
+	t.Logf("%d blocks of %d pages ran", ran, len(pages))
 	if ran < 10 {
-		t.Errorf("only %d README blocks ran; the README has more examples than that", ran)
+		t.Errorf("only %d blocks ran; the pages have more examples than that", ran)
 	}
 }
 
@@ -201,12 +217,12 @@ func (h *readmeHarness) checkCalls(t *testing.T, b readmeBlock, withPath bool) b
 	ok := true
 	for _, c := range findLockctlCalls(b.text, b.lang == "sh" || b.lang == "bash" || b.lang == "shell") {
 		if withPath && !strings.HasPrefix(c.bin, "/") {
-			t.Errorf("README.md:%d (```%s block at line %d): %q calls lockctl without its path; cron's PATH is /usr/bin:/bin (exit 127 there): write /usr/local/bin/lockctl",
-				b.line(c.line), b.lang, b.fence, strings.TrimSpace(c.shell))
+			t.Errorf("%s (```%s block at line %d): %q calls lockctl without its path; cron's PATH is /usr/bin:/bin (exit 127 there): write /usr/local/bin/lockctl",
+				b.at(c.line), b.lang, b.fence, strings.TrimSpace(c.shell))
 			ok = false
 		}
 		if err := checkLockctlArgs(c.args); err != nil {
-			t.Errorf("README.md:%d (```%s block at line %d): lockctl %s: %v", b.line(c.line), b.lang, b.fence, strings.Join(c.args, " "), err)
+			t.Errorf("%s (```%s block at line %d): lockctl %s: %v", b.at(c.line), b.lang, b.fence, strings.Join(c.args, " "), err)
 			ok = false
 		}
 	}
@@ -240,7 +256,7 @@ func (h *readmeHarness) bashParses(t *testing.T, b readmeBlock) bool {
 	c := exec.Command("bash", "-n")
 	c.Stdin = strings.NewReader(b.text)
 	if out, err := c.CombinedOutput(); err != nil {
-		t.Errorf("README.md:%d: ```sh block does not parse (bash -n): %v\n%s", b.fence, err, out)
+		t.Errorf("%s: ```sh block does not parse (bash -n): %v\n%s", b.where(), err, out)
 		return false
 	}
 	return true
@@ -443,7 +459,7 @@ func (h *readmeHarness) runShell(t *testing.T, b readmeBlock) {
 		}
 		if len(changed) > 0 {
 			sort.Strings(changed)
-			t.Errorf("README.md:%d: ```sh block wrote to Redis (lock held: %v), but it only asks who holds the lock: %s", b.fence, held, strings.Join(changed, ", "))
+			t.Errorf("%s: ```sh block wrote to Redis (lock held: %v), but it only asks who holds the lock: %s", b.where(), held, strings.Join(changed, ", "))
 		}
 	}
 }
@@ -480,7 +496,7 @@ func (h *readmeHarness) runShellOnce(t *testing.T, b readmeBlock) {
 		return
 	}
 	line, what := failedAt(b, out)
-	t.Errorf("README.md:%d (```sh block at line %d): the block exited %d, want %d%s\n--- output ---\n%s", line, b.fence, code, b.exit, what, out)
+	t.Errorf("%s:%d (```sh block at line %d): the block exited %d, want %d%s\n--- output ---\n%s", b.file, line, b.fence, code, b.exit, what, out)
 }
 
 // runCrontab runs each job line of a crontab block as cron runs it, twice:
@@ -522,7 +538,7 @@ func (h *readmeHarness) runCrontab(t *testing.T, b readmeBlock) {
 			n = 1
 		}
 		if len(f) <= n {
-			t.Errorf("README.md:%d: crontab line has no command: %q", b.line(i), l)
+			t.Errorf("%s: crontab line has no command: %q", b.at(i), l)
 			continue
 		}
 		// The command is the rest of the line after the schedule.
@@ -548,7 +564,7 @@ func (h *readmeHarness) runCrontab(t *testing.T, b readmeBlock) {
 			}
 			return runWithTimeout(t, time.Minute, s.home, nil, in, "env", args...)
 		}
-		where := fmt.Sprintf("README.md:%d (```%s block at line %d): under cron (env -i PATH=/usr/bin:/bin SHELL=/bin/sh, stdin /dev/null) %q", b.line(i), b.lang, b.fence, command)
+		where := fmt.Sprintf("%s (```%s block at line %d): under cron (env -i PATH=/usr/bin:/bin SHELL=/bin/sh, stdin /dev/null) %q", b.at(i), b.lang, b.fence, command)
 
 		out, code := run(vars)
 		if code != 0 {
@@ -628,16 +644,16 @@ func (h *readmeHarness) runGoModule(t *testing.T, b readmeBlock) {
 	out, code := runWithTimeout(t, buildLimit, app, env, nil, "bash", "--noprofile", "--norc", script)
 	if code != 0 {
 		line, what := failedAt(b, out)
-		t.Errorf("README.md:%d (```sh block at line %d, in a new module): exited %d%s\n%s", line, b.fence, code, what, out)
+		t.Errorf("%s:%d (```sh block at line %d, in a new module): exited %d%s\n%s", b.file, line, b.fence, code, what, out)
 		return
 	}
 	if out, code := runWithTimeout(t, buildLimit, app, env, nil, "go", "build", "-o", "app", "."); code != 0 {
-		t.Errorf("README.md:%d: after the recipe, go build of a program importing pkg/lock fails:\n%s", b.fence, out)
+		t.Errorf("%s: after the recipe, go build of a program importing pkg/lock fails:\n%s", b.where(), out)
 		return
 	}
 	out, code = runWithTimeout(t, time.Minute, app, env, nil, "./app")
 	if code != 0 || !strings.Contains(out, "acquired readme-go with fence ") || !strings.Contains(out, "released") {
-		t.Errorf("README.md:%d: the program built with the recipe exited %d:\n%s", b.fence, code, out)
+		t.Errorf("%s: the program built with the recipe exited %d:\n%s", b.where(), code, out)
 		return
 	}
 }

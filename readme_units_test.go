@@ -13,12 +13,11 @@ import (
 )
 
 var (
-	iniBlockRE = regexp.MustCompile("(?s)```ini\n(.*?)```")
 	unitNameRE = regexp.MustCompile(`^# /etc/systemd/system/(\S+\.(service|timer))$`)
 	absPathRE  = regexp.MustCompile(`(^|[\s=])(/[^\s]+)`)
 )
 
-// TestReadmeSystemdUnits checks every systemd unit in the README with
+// TestReadmeSystemdUnits checks every systemd unit of the pages with
 // systemd-analyze verify (after pointing its executables at stand-ins in a
 // temporary directory, as verify checks that they exist), and that every
 // service running `lockctl run` sets KillMode=mixed: the default
@@ -29,16 +28,15 @@ func TestReadmeSystemdUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	units := map[string]string{}
 	var order []string
-	for _, m := range iniBlockRE.FindAllStringSubmatch(string(readme), -1) {
+	for _, b := range allBlocks(t, docPages(t)) {
+		if b.lang != "ini" {
+			continue
+		}
 		name := ""
-		for _, line := range strings.Split(m[1], "\n") {
+		for _, line := range strings.Split(b.text, "\n") {
 			if u := unitNameRE.FindStringSubmatch(line); u != nil {
 				name = u[1]
 				order = append(order, name)
@@ -50,7 +48,7 @@ func TestReadmeSystemdUnits(t *testing.T) {
 		}
 	}
 	if len(units) < 4 {
-		t.Fatalf("found %d units in the README's ini blocks, want the service and timer examples: %v", len(units), order)
+		t.Fatalf("found %d units in the pages' ini blocks, want the service and timer examples: %v", len(units), order)
 	}
 	var paths []string
 	for _, name := range order {
@@ -101,21 +99,17 @@ func TestReadmeSystemdUnits(t *testing.T) {
 	}
 }
 
-// TestReadmeConditionalWrite: the README's conditional-write example is the
+// TestReadmeConditionalWrite: the documentation's conditional-write example is the
 // script testdata/script/fence_conditional_write.txtar runs, word for word.
 func TestReadmeConditionalWrite(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var example string
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
-		if strings.Contains(m[1], "# write-order.sh ") {
-			example = m[1]
+	for _, b := range allBlocks(t, docPages(t)) {
+		if b.lang == "sh" && strings.Contains(b.text, "# write-order.sh ") {
+			example = b.text
 		}
 	}
 	if example == "" {
-		t.Fatal("the README has no write-order.sh example")
+		t.Fatal("no page has the write-order.sh example")
 	}
 	ar, err := txtar.ParseFile("testdata/script/fence_conditional_write.txtar")
 	if err != nil {
@@ -124,7 +118,7 @@ func TestReadmeConditionalWrite(t *testing.T) {
 	for _, f := range ar.Files {
 		if f.Name == "write-order.sh" {
 			if string(f.Data) != example {
-				t.Errorf("README's write-order.sh:\n%s\ndiffers from the one the test runs:\n%s", example, f.Data)
+				t.Errorf("the pages' write-order.sh:\n%s\ndiffers from the one the test runs:\n%s", example, f.Data)
 			}
 			return
 		}

@@ -21,7 +21,7 @@ var manDate = time.Date(2026, time.December, 1, 0, 0, 0, 0, time.UTC)
 // WriteManPages writes one man page per command of root's tree into dir
 // (lockctl.1, lockctl-run.1, lockctl-inspect-locks.1, ...). Every page gets
 // EXIT STATUS, ENVIRONMENT and FILES sections, as flock(1) has, from the
-// same tables as the README (reference.go): a reader of `man lockctl-run`
+// same tables as docs/reference.md (reference.go): a reader of `man lockctl-run`
 // finds the exit codes where man pages keep them.
 func WriteManPages(root *cobra.Command, dir string) error {
 	h := &doc.GenManHeader{Title: "LOCKCTL", Section: "1", Source: "lockctl", Manual: "lockctl manual"}

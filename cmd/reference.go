@@ -2,9 +2,9 @@ package cmd
 
 // The reference tables below are the one source of three things: the man
 // pages' EXIT STATUS, ENVIRONMENT and FILES sections (WriteManPages), and
-// the README's tables under "## Exit codes", "### Environment" and
+// the tables under "## Exit codes", "### Environment" and
 // "### Files", which TestReadmeReferenceTables holds to these rows. Cells
-// are Markdown as the README shows them (`code`, no links).
+// are Markdown as the reference page (docs/reference.md) shows them (`code`, no links).
 
 // RefRow is one row of a reference table: what (a code, a variable, a
 // path) and its meaning.

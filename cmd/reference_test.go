@@ -8,17 +8,18 @@ import (
 	"testing"
 
 	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/internal/testkit/docpages"
 )
 
-// TestReadmeReferenceTables holds the README's exit code, environment and
-// files tables to the Go tables the man pages are generated from, and the
+// TestReadmeReferenceTables holds the documentation's exit code,
+// environment and files tables (on whichever page of docpages.Pages holds
+// each heading) to the Go tables the man pages are generated from, and the
 // environment table to the variables the commands read.
 func TestReadmeReferenceTables(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	pages, err := docpages.Pages("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
 	for _, tc := range []struct {
 		heading string
 		rows    []cmd.RefRow
@@ -27,16 +28,20 @@ func TestReadmeReferenceTables(t *testing.T) {
 		{"### Environment", cmd.EnvironmentTable},
 		{"### Files", cmd.FilesTable},
 	} {
-		got, line := readmeTable(t, readme, tc.heading)
+		page, err := docpages.WithHeading(pages, tc.heading)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, line := readmeTable(t, page, tc.heading)
 		for i := 0; i < max(len(got), len(tc.rows)); i++ {
 			switch {
 			case i >= len(got):
-				t.Errorf("README.md %q: row %q missing (cmd/reference.go has it)", tc.heading, tc.rows[i].Key)
+				t.Errorf("%s %q: row %q missing (cmd/reference.go has it)", page.Path, tc.heading, tc.rows[i].Key)
 			case i >= len(tc.rows):
-				t.Errorf("README.md:%d %q: row %q is not in cmd/reference.go", line+i, tc.heading, got[i].Key)
+				t.Errorf("%s:%d %q: row %q is not in cmd/reference.go", page.Path, line+i, tc.heading, got[i].Key)
 			case got[i] != tc.rows[i]:
-				t.Errorf("README.md:%d %q row %d differs from cmd/reference.go:\n README: | %s | %s |\n     Go: | %s | %s |",
-					line+i, tc.heading, i+1, got[i].Key, got[i].Meaning, tc.rows[i].Key, tc.rows[i].Meaning)
+				t.Errorf("%s:%d %q row %d differs from cmd/reference.go:\n   page: | %s | %s |\n     Go: | %s | %s |",
+					page.Path, line+i, tc.heading, i+1, got[i].Key, got[i].Meaning, tc.rows[i].Key, tc.rows[i].Meaning)
 			}
 		}
 	}
@@ -61,17 +66,17 @@ func TestReadmeReferenceTables(t *testing.T) {
 		}
 		for _, m := range name.FindAllStringSubmatch(string(src), -1) {
 			if !strings.Contains(envText.String(), "`"+m[1]+"`") {
-				t.Errorf("cmd/%s reads %s, which cmd/reference.go's EnvironmentTable (and so the README and the man pages) does not list", f, m[1])
+				t.Errorf("cmd/%s reads %s, which cmd/reference.go's EnvironmentTable (and so the reference page and the man pages) does not list", f, m[1])
 			}
 		}
 	}
 }
 
-// readmeTable returns the rows of the first Markdown table after heading,
-// and the README line of its first row.
-func readmeTable(t *testing.T, readme, heading string) ([]cmd.RefRow, int) {
+// readmeTable returns the rows of the first Markdown table after heading
+// on page, and the page's line of its first row.
+func readmeTable(t *testing.T, page docpages.Page, heading string) ([]cmd.RefRow, int) {
 	t.Helper()
-	lines := strings.Split(readme, "\n")
+	lines := strings.Split(page.Text, "\n")
 	start := -1
 	for i, l := range lines {
 		if l == heading {
@@ -80,7 +85,7 @@ func readmeTable(t *testing.T, readme, heading string) ([]cmd.RefRow, int) {
 		}
 	}
 	if start < 0 {
-		t.Fatalf("README.md has no %q section", heading)
+		t.Fatalf("%s has no %q section", page.Path, heading)
 	}
 	var rows []cmd.RefRow
 	first := 0
@@ -104,12 +109,12 @@ func readmeTable(t *testing.T, readme, heading string) ([]cmd.RefRow, int) {
 		}
 		cells := splitRow(l)
 		if len(cells) != 2 {
-			t.Fatalf("README.md:%d: %q row has %d cells, want 2", i+1, heading, len(cells))
+			t.Fatalf("%s:%d: %q row has %d cells, want 2", page.Path, i+1, heading, len(cells))
 		}
 		rows = append(rows, cmd.RefRow{Key: cells[0], Meaning: cells[1]})
 	}
 	if len(rows) == 0 {
-		t.Fatalf("README.md %q: no table", heading)
+		t.Fatalf("%s %q: no table", page.Path, heading)
 	}
 	return rows, first
 }

@@ -31,7 +31,7 @@ import (
 //
 // What the guard does not cover: a lockctl that is stopped rather than
 // dead (SIGSTOP, a frozen VM) keeps the pipe open; the fence covers that
-// case, as the README says. A guard killed along with lockctl (the whole
+// case, as docs/safety.md says. A guard killed along with lockctl (the whole
 // session or cgroup killed at once) protects nothing, but then the group
 // was killed too.
 

@@ -222,7 +222,7 @@ const reportTail = `## Limits no client can close
   what an unfenced store would have taken in each of those scenarios.
 - Under ` + "`allkeys-lru`" + ` the fence counter is a key like any other and can be evicted with
   the lock; whether it is depends on the server's sampling, not on the seed. Fences still
-  never go backwards: a recreated counter starts from the server's clock (see the README).
+  never go backwards: a recreated counter starts from the server's clock (see docs/safety.md).
 - A SIGKILL of lockctl alone cannot reach its child: the child has its own process group
   and keeps working without a lease (scenario 3); only the fence stops its writes.
 - A FAIL verdict is an assertion of the suite that failed in this run; ` + "`go test`" + ` names
