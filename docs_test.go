@@ -206,6 +206,22 @@ func githubAnchors(text string) []string {
 	return anchors
 }
 
+// htmlAnchorRE finds an HTML anchor a page sets by hand (`<a id="x"></a>`),
+// for a link into a paragraph rather than a heading.
+var htmlAnchorRE = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)
+
+// linkTargets returns every #anchor a link into a page may name: its
+// headings' and its HTML anchors'.
+func linkTargets(text string) []string {
+	targets := githubAnchors(text)
+	proseLines(text, func(_ int, l string) {
+		for _, m := range htmlAnchorRE.FindAllStringSubmatch(l, -1) {
+			targets = append(targets, m[1])
+		}
+	})
+	return targets
+}
+
 func githubAnchor(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
@@ -226,7 +242,7 @@ func linkErrors(root string, pages []docpages.Page) []string {
 	var errs []string
 	anchorsOf := map[string][]string{}
 	for _, p := range pages {
-		anchorsOf[p.Path] = githubAnchors(p.Text)
+		anchorsOf[p.Path] = linkTargets(p.Text)
 	}
 	anchors := func(file string) ([]string, error) {
 		if a, ok := anchorsOf[file]; ok {
@@ -236,7 +252,7 @@ func linkErrors(root string, pages []docpages.Page) []string {
 		if err != nil {
 			return nil, err
 		}
-		anchorsOf[file] = githubAnchors(string(b))
+		anchorsOf[file] = linkTargets(string(b))
 		return anchorsOf[file], nil
 	}
 	for _, p := range pages {
