@@ -221,7 +221,7 @@ func DecodeSemRelease(v any) (Reply, error) {
 
 // wakeRefused reads a {code, error, channel[, command]} reply (a release
 // whose wake-up the server refused): the server's words in r.Type, the
-// channel refused in r.Value ('' when the message went out), the command
+// channel refused in r.Value (empty when the message went out), the command
 // refused, when not the PUBLISH, in r.Command. Other replies go to decode.
 func wakeRefused(v any, code int64) (Reply, error) {
 	if a, ok := v.([]any); ok && (len(a) == 3 || len(a) == 4) {
