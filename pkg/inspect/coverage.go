@@ -17,8 +17,8 @@ import (
 // clusterSlots is the number of hash slots of a Redis Cluster.
 const clusterSlots = 16384
 
-// ErrIncomplete matches a listing that could not read every node: what it
-// printed lacks the keys of the nodes or slots its *IncompleteError names.
+// ErrIncomplete is the error of a listing that could not read every node:
+// what it printed lacks the keys of the nodes or slots its *IncompleteError names.
 // "Nothing found" is never said of keys that could not be seen.
 var ErrIncomplete = errors.New("inspect: listing incomplete")
 

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrClusterDown matches a Cluster whose nodes say it is down
+// ErrClusterDown is the error of a Cluster whose nodes say it is down
 // (cluster_state:fail): every node refuses keyed commands (CLUSTERDOWN),
 // so no lock can be taken, renewed or read.
 var ErrClusterDown = errors.New("inspect: the cluster is down")
