@@ -173,7 +173,11 @@ func (p *TextPrinter) Event(r *Result, v *VariantResult, e Event) error {
 		p.lines(strings.Repeat(" ", head), func(s string) string { return s }, action[1:])
 	}
 	if e.Command != "" {
-		p.exchange(indent, ">", st.Command, p.fences(e.Command))
+		cmd := e.Command
+		if e.Node != "" {
+			cmd = e.Node + ": " + cmd
+		}
+		p.exchange(indent, ">", st.Command, p.fences(cmd))
 		style := st.Reply
 		if strings.HasPrefix(e.Reply, "(error)") {
 			style = st.Error

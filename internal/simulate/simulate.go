@@ -21,22 +21,30 @@ import (
 // ErrUnknownScenario is returned when Run is given a name List does not have.
 var ErrUnknownScenario = errors.New("simulate: unknown scenario")
 
+// ErrEmbeddedOnly is returned when a scenario that needs servers of its own
+// (Info.EmbeddedOnly) is asked to run on a real server.
+var ErrEmbeddedOnly = errors.New("simulate: runs only on the embedded servers")
+
 // Info names and describes a scenario.
 type Info struct {
 	Name    string `json:"name"`
 	Title   string `json:"title"`
 	Summary string `json:"summary"`
+	// EmbeddedOnly scenarios need servers of their own (five Redlock
+	// masters, each with its own clock) and do not run with --url.
+	EmbeddedOnly bool `json:"embedded_only,omitempty"`
 }
 
 // Event is one step of a timeline: one Redis command and its reply, or a
 // narrated happening (a pause, an expiry, a crash) with no command.
 type Event struct {
-	TMS     int64    `json:"t_ms"`    // simulated time since the start of the variant
-	Actor   string   `json:"actor"`   // "A", "B", "C", "ops", or the server ("redis", "master", ...)
-	Action  string   `json:"action"`  // what the actor does, in plain words
-	Command string   `json:"command"` // the command as sent, tokens shortened; "" for narration
-	Reply   string   `json:"reply"`   // the reply, or "(error) ..."
-	Holders []string `json:"holders"` // actors holding an unexpired lease after this step
+	TMS     int64    `json:"t_ms"`           // simulated time since the start of the variant
+	Actor   string   `json:"actor"`          // "A", "B", "C", "ops", or the server ("redis", "master", ...)
+	Action  string   `json:"action"`         // what the actor does, in plain words
+	Node    string   `json:"node,omitempty"` // the server the command went to, when a step sends to several (Redlock's masters)
+	Command string   `json:"command"`        // the command as sent, tokens shortened; "" for narration
+	Reply   string   `json:"reply"`          // the reply, or "(error) ..."
+	Holders []string `json:"holders"`        // actors holding an unexpired lease after this step
 	Note    string   `json:"note,omitempty"`
 
 	lanes []string // extra lanes touched (the store)
@@ -116,7 +124,7 @@ var registry = map[string]*scenario{}
 func register(s *scenario) { registry[s.info.Name] = s }
 
 // order is the order List returns and the README teaches.
-var order = []string{"stale-del", "setnx-expire", "no-renew", "failover", "torn-read", "rate-boundary"}
+var order = []string{"stale-del", "setnx-expire", "no-renew", "failover", "redlock-pause", "redlock-clock", "torn-read", "rate-boundary"}
 
 // List returns every scenario, the most important first.
 func List() []Info {
@@ -150,6 +158,9 @@ func Run(ctx context.Context, name string, opts *Options) (*Result, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownScenario, name)
 	}
 	var base *redis.Options
+	if opts.real() && s.info.EmbeddedOnly {
+		return nil, fmt.Errorf("%w: %s", ErrEmbeddedOnly, name)
+	}
 	if opts.real() {
 		base = opts.Redis
 		if base == nil {
