@@ -89,7 +89,8 @@ type env struct {
 	waiters []*waiter
 	mute    bool // stopping waiters: what they send is not part of the story
 
-	cut map[string]bool // "actor/node": actor cannot reach that node
+	cut  map[string]bool // "actor/node": actor cannot reach that node
+	opts *Options        // the knobs; nil for the defaults
 
 	// Redlock sends to every master at once: while par is set, the
 	// recorder collects each master's commands, and endParallel records
@@ -585,4 +586,33 @@ func (e *env) parallel(fn func()) {
 			*e.stepCount++
 		}
 	}
+}
+
+// knob returns the knob's value, or def when it was not given.
+func knob(v, def time.Duration) time.Duration {
+	if v != 0 {
+		return v
+	}
+	return def
+}
+
+func (e *env) ttlOr(def time.Duration) time.Duration {
+	if e.opts == nil {
+		return def
+	}
+	return knob(e.opts.TTL, def)
+}
+
+func (e *env) pauseOr(def time.Duration) time.Duration {
+	if e.opts == nil {
+		return def
+	}
+	return knob(e.opts.Pause, def)
+}
+
+func (e *env) jobOr(def time.Duration) time.Duration {
+	if e.opts == nil {
+		return def
+	}
+	return knob(e.opts.Job, def)
 }

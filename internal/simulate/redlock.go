@@ -32,6 +32,7 @@ func init() {
 			{name: "Redlock, unfenced writes", technique: "broken", run: redlockPauseBroken},
 			{name: "Redlock plus fenced writes", technique: "correct", run: redlockPauseFenced},
 		},
+		knobs: []string{KnobTTL, KnobPause},
 	})
 	register(&scenario{
 		info: Info{
@@ -117,43 +118,65 @@ func (e *env) jump(m string, d time.Duration) {
 	}
 }
 
-func redlockPauseStart(ctx context.Context, e *env) (fenceA, fenceB int64) {
+func redlockPauseStart(ctx context.Context, e *env, t staleTimes) (fenceA, fenceB int64) {
 	e.redlocker()
-	e.do(ctx, "A", "takes the lock on the 5 masters (Redlock), ttl 10 s", func(ctx context.Context) {
-		fenceA = e.redlockAcquire(ctx, "A", redlockTTL)
+	e.do(ctx, "A", "takes the lock on the 5 masters (Redlock), ttl "+secs(t.ttl), func(ctx context.Context) {
+		fenceA = e.redlockAcquire(ctx, "A", t.ttl)
 	})
 	e.note("5 of 5 granted; a majority is 3: A holds the lock. The fence is the greatest any master issued.")
-	e.say("A", "stalls for 12 s (stop-the-world GC, a paused VM)")
-	e.at(ctx, sec(1))
+	e.say("A", "stalls for "+secs(t.pause)+" (stop-the-world GC, a paused VM)")
+	e.at(ctx, min(time.Second, t.ttl/2, t.pause/2))
 	e.say("m5", "master 5 crashes")
 	e.node("m5").down = true
 	e.note("A's key is still on 4 of 5 masters, a majority: surviving one master's crash is what Redlock buys.")
-	e.at(ctx, sec(10))
+	if !t.expires {
+		return fenceA, 0
+	}
+	e.at(ctx, t.ttl)
 	e.say("redis", "A's lease runs out: masters 1 to 4 each delete "+e.strip(e.lockKeyOn("m1"))+" on their own")
 	e.note("Every master does its job. A is still stalled and has no idea.")
-	e.at(ctx, sec(11))
-	e.do(ctx, "B", "takes the lock on the 5 masters (Redlock), ttl 10 s", func(ctx context.Context) {
-		fenceB = e.redlockAcquire(ctx, "B", redlockTTL)
+	e.at(ctx, t.bAt)
+	e.do(ctx, "B", "takes the lock on the 5 masters (Redlock), ttl "+secs(t.ttl), func(ctx context.Context) {
+		fenceB = e.redlockAcquire(ctx, "B", t.ttl)
 	})
 	e.note("4 of 5 granted: a real majority, and the lock is B's.")
 	return fenceA, fenceB
 }
 
+// redlockInTime: A wakes before its lease ran out and writes.
+func redlockInTime(ctx context.Context, e *env, t staleTimes, write func(ctx context.Context)) Verdict {
+	e.at(ctx, t.pause)
+	e.do(ctx, "A", "wakes up and writes the order", write)
+	e.note(fmt.Sprintf("A's lease runs until %s: the write is A's to make.", secs(t.ttl)))
+	v := redlockVerdict(e, "A's pause")
+	v.Summary = fmt.Sprintf("never two writers: the %s pause ended inside the %s lease (a --pause of %s or more shows the failure)",
+		secs(t.pause), secs(t.ttl), secs(t.ttl))
+	return v
+}
+
 func redlockPauseBroken(ctx context.Context, e *env) Verdict {
-	redlockPauseStart(ctx, e)
-	e.at(ctx, sec(11.5))
+	t := staleDelTimes(e)
+	redlockPauseStart(ctx, e, t)
+	if !t.expires {
+		return redlockInTime(ctx, e, t, func(ctx context.Context) { e.write(ctx, "A") })
+	}
+	e.at(ctx, t.bWrite)
 	e.do(ctx, "B", "writes the order", func(ctx context.Context) { e.write(ctx, "B") })
-	e.at(ctx, sec(12))
+	e.at(ctx, t.pause)
 	e.do(ctx, "A", "wakes up and writes the order, as if it still held the lock", func(ctx context.Context) { e.write(ctx, "A") })
-	e.note("A's lease ended at 10 s: this write overwrites B's. No number of masters can stop a client that does not ask them before writing.")
+	e.note(fmt.Sprintf("A's lease ended at %s: this write overwrites B's. No number of masters can stop a client that does not ask them before writing.", secs(t.ttl)))
 	return redlockVerdict(e, "A's pause")
 }
 
 func redlockPauseFenced(ctx context.Context, e *env) Verdict {
-	fenceA, fenceB := redlockPauseStart(ctx, e)
-	e.at(ctx, sec(11.5))
+	t := staleDelTimes(e)
+	fenceA, fenceB := redlockPauseStart(ctx, e, t)
+	if !t.expires {
+		return redlockInTime(ctx, e, t, func(ctx context.Context) { e.fencedWrite(ctx, "A", fenceA) })
+	}
+	e.at(ctx, t.bWrite)
 	e.do(ctx, "B", fmt.Sprintf("writes the order with fence %d", fenceB), func(ctx context.Context) { e.fencedWrite(ctx, "B", fenceB) })
-	e.at(ctx, sec(12))
+	e.at(ctx, t.pause)
 	e.do(ctx, "A", fmt.Sprintf("wakes up and writes the order with fence %d", fenceA), func(ctx context.Context) { e.fencedWrite(ctx, "A", fenceA) })
 	e.note(fmt.Sprintf("Rejected: the store has seen fence %d, so fence %d comes from an expired lease. Nothing is written.", fenceB, fenceA))
 	return redlockVerdict(e, "A's pause")

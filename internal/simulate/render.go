@@ -140,8 +140,11 @@ func (p *TextPrinter) BeginVariant(r *Result, v *VariantResult) {
 		}
 	}
 	label := v.Technique + " technique"
-	if v.Technique == "partial" {
+	switch v.Technique {
+	case "partial":
 		label = "a partial fix, not enough on its own"
+	case "yours":
+		label = "your script"
 	}
 	p.printf("\n")
 	heading := []string{fmt.Sprintf("%d. %s  (%s)", n, v.Name, label)}
