@@ -370,6 +370,15 @@ func (e *env) grant(actor string, ttl time.Duration) {
 // extend records a successful renewal of ttl sent now.
 func (e *env) extend(actor string, ttl time.Duration) {
 	if l := e.leases[actor]; l != nil && l.believes {
+		if e.now >= l.until {
+			// The lease had run out: what the renewal set (on a key
+			// that may be someone else's) is a new holding, not the
+			// old one going on.
+			if l.until > l.since {
+				e.intervals = append(e.intervals, interval{actor, l.since, l.until})
+			}
+			l.since = e.now
+		}
 		l.until = e.now + ttl
 	}
 }
