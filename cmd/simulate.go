@@ -40,7 +40,7 @@ the end.
 Knobs change a timing scenario's story, so that a learner sees where the
 failure starts: --ttl (the lock's TTL) and --pause (how long A stalls) for
 stale-del and redlock-pause, --ttl and --job (how long A's job runs) for
-no-renew, --ttl for redlock-clock. A scenario refuses a knob it does not use.
+no-renew. A scenario refuses a knob it does not use (usage error, exit 64).
 
 --release-script FILE (stale-del) replays the story with your own Lua in place
 of the release, called as lockctl calls its own: KEYS[1] is the lock key, ARGV[1]
@@ -79,9 +79,9 @@ Run "lockctl simulate list" for the scenarios.`,
 	}
 	c.Flags().BoolVar(&step, "step", false, "pause after each step until Enter (q quits); needs a terminal")
 	c.Flags().Var(newDuration(&second, 50*time.Millisecond, false, false), "second", "with --url: wall time of one simulated second")
-	c.Flags().Var(newDuration(&knobs.ttl, 0, false, false), "ttl", "the lock's TTL (stale-del, no-renew, redlock-pause, redlock-clock; 1s to 1h)")
-	c.Flags().Var(newDuration(&knobs.pause, 0, false, false), "pause", "how long A stalls (stale-del, redlock-pause; 100ms to 1h)")
-	c.Flags().Var(newDuration(&knobs.job, 0, false, false), "job", "how long A's job runs (no-renew; 1s to 1h)")
+	c.Flags().Var(newDuration(&knobs.ttl, 0, false, false), "ttl", "the lock's TTL, 1s to 1h: stale-del and redlock-pause tell 10s, no-renew 9s, unless given")
+	c.Flags().Var(newDuration(&knobs.pause, 0, false, false), "pause", "how long A stalls, 100ms to 1h: stale-del and redlock-pause tell 12s unless given")
+	c.Flags().Var(newDuration(&knobs.job, 0, false, false), "job", "how long A's job runs, 1s to 1h: no-renew tells 19s unless given")
 	c.Flags().StringVar(&knobs.release, "release-script", "", "stale-del: release with this Lua file (KEYS[1] lock key, ARGV[1] token)")
 	c.Flags().StringVar(&knobs.renew, "renew-script", "", "no-renew: renew with this Lua file (KEYS[1] lock key, ARGV[1] token, ARGV[2] ttl ms)")
 	_ = c.MarkFlagFilename("release-script", "lua")
