@@ -70,41 +70,41 @@ func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []st
 	sctx, cancel := context.WithTimeout(ctx, ScriptTimeout)
 	defer cancel()
 
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer L.Close()
+	ls := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer ls.Close()
 	for _, lib := range []struct {
 		name string
 		fn   lua.LGFunction
 	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
-		L.Push(L.NewFunction(lib.fn))
-		L.Push(lua.LString(lib.name))
-		L.Call(1, 0)
+		ls.Push(ls.NewFunction(lib.fn))
+		ls.Push(lua.LString(lib.name))
+		ls.Call(1, 0)
 	}
-	L.SetContext(sctx)
+	ls.SetContext(sctx)
 	list := func(xs []string) *lua.LTable {
-		t := L.NewTable()
+		t := ls.NewTable()
 		for _, x := range xs {
 			t.Append(lua.LString(x))
 		}
 		return t
 	}
-	L.SetGlobal("KEYS", list(keys))
-	L.SetGlobal("ARGV", list(argv))
+	ls.SetGlobal("KEYS", list(keys))
+	ls.SetGlobal("ARGV", list(argv))
 	call := func(protected bool) lua.LGFunction {
-		return func(L *lua.LState) int {
+		return func(ls *lua.LState) int {
 			var args []interface{}
-			for i := 1; i <= L.GetTop(); i++ {
-				switch v := L.Get(i).(type) {
+			for i := 1; i <= ls.GetTop(); i++ {
+				switch v := ls.Get(i).(type) {
 				case lua.LString:
 					args = append(args, string(v))
 				case lua.LNumber:
 					args = append(args, v.String())
 				default:
-					L.RaiseError("Lua redis lib command arguments must be strings or integers")
+					ls.RaiseError("Lua redis lib command arguments must be strings or integers")
 				}
 			}
 			if len(args) == 0 {
-				L.RaiseError("Please specify at least one argument for this redis lib call")
+				ls.RaiseError("Please specify at least one argument for this redis lib call")
 			}
 			cmd := redis.NewCmd(inner, args...)
 			_ = n.rdb.Process(inner, cmd) // the reply and its error are read below
@@ -113,41 +113,41 @@ func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []st
 			v, err := cmd.Result()
 			switch {
 			case err == redis.Nil:
-				L.Push(lua.LFalse)
+				ls.Push(lua.LFalse)
 			case err != nil && protected:
-				t := L.NewTable()
+				t := ls.NewTable()
 				t.RawSetString("err", lua.LString(err.Error()))
-				L.Push(t)
+				ls.Push(t)
 			case err != nil:
-				L.RaiseError("%s", err.Error())
+				ls.RaiseError("%s", err.Error())
 			default:
-				L.Push(toLua(L, v))
+				ls.Push(toLua(ls, v))
 			}
 			return 1
 		}
 	}
-	rlib := L.NewTable()
-	L.SetFuncs(rlib, map[string]lua.LGFunction{
+	rlib := ls.NewTable()
+	ls.SetFuncs(rlib, map[string]lua.LGFunction{
 		"call":  call(false),
 		"pcall": call(true),
-		"error_reply": func(L *lua.LState) int {
-			t := L.NewTable()
-			t.RawSetString("err", lua.LString(L.CheckString(1)))
-			L.Push(t)
+		"error_reply": func(ls *lua.LState) int {
+			t := ls.NewTable()
+			t.RawSetString("err", lua.LString(ls.CheckString(1)))
+			ls.Push(t)
 			return 1
 		},
-		"status_reply": func(L *lua.LState) int {
-			t := L.NewTable()
-			t.RawSetString("ok", lua.LString(L.CheckString(1)))
-			L.Push(t)
+		"status_reply": func(ls *lua.LState) int {
+			t := ls.NewTable()
+			t.RawSetString("ok", lua.LString(ls.CheckString(1)))
+			ls.Push(t)
 			return 1
 		},
 		"log": func(*lua.LState) int { return 0 },
 	})
-	L.SetGlobal("redis", rlib)
+	ls.SetGlobal("redis", rlib)
 
-	L.Push(L.NewFunctionFromProto(s.proto))
-	err := L.PCall(0, 1, nil)
+	ls.Push(ls.NewFunctionFromProto(s.proto))
+	err := ls.PCall(0, 1, nil)
 	switch {
 	case sctx.Err() != nil && ctx.Err() == nil:
 		out.timeout = true
@@ -163,7 +163,7 @@ func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []st
 		out.reply = "(error) " + out.failed
 		return out
 	}
-	out.reply = fromLua(e, n, L.Get(-1))
+	out.reply = fromLua(e, n, ls.Get(-1))
 	if strings.HasPrefix(out.reply, "(error) ") {
 		out.failed = strings.TrimPrefix(out.reply, "(error) ")
 	}
@@ -171,7 +171,7 @@ func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []st
 }
 
 // toLua converts a Redis reply to Lua the way Redis does.
-func toLua(L *lua.LState, v interface{}) lua.LValue {
+func toLua(ls *lua.LState, v interface{}) lua.LValue {
 	switch x := v.(type) {
 	case nil:
 		return lua.LFalse
@@ -180,9 +180,9 @@ func toLua(L *lua.LState, v interface{}) lua.LValue {
 	case string:
 		return lua.LString(x)
 	case []interface{}:
-		t := L.NewTable()
+		t := ls.NewTable()
 		for _, y := range x {
-			t.Append(toLua(L, y))
+			t.Append(toLua(ls, y))
 		}
 		return t
 	}
