@@ -127,6 +127,8 @@ func redlockPauseStart(ctx context.Context, e *env, t staleTimes) (fenceA, fence
 	})
 	e.note("5 of 5 granted; a majority is 3: A holds the lock. The fence is the greatest any master issued.")
 	e.say("A", "stalls for "+secs(t.pause)+" (stop-the-world GC, a paused VM)")
+	e.note("Redlock's own check (the lease counts only for its TTL minus the time the acquire took) catches a delay " +
+		"before the grant, not a pause after it.")
 	e.at(ctx, min(time.Second, t.ttl/2, t.pause/2))
 	e.say("m5", "master 5 crashes")
 	e.node("m5").down = true
