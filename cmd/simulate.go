@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ func newSimulateCmd(f *Factory) *cobra.Command {
 	var (
 		step   bool
 		second time.Duration
+		knobs  simulateKnobs
 	)
 	c := &cobra.Command{
 		Use:   "simulate SCENARIO",
@@ -35,11 +37,31 @@ in real time (one simulated second takes --second of wall time, TTLs scaled the
 same). Every key a real run creates carries a random prefix and is deleted at
 the end.
 
+Knobs change a timing scenario's story, so that a learner sees where the
+failure starts: --ttl (the lock's TTL) and --pause (how long A stalls) for
+stale-del and redlock-pause, --ttl and --job (how long A's job runs) for
+no-renew. A scenario refuses a knob it does not use (usage error, exit 64).
+
+--release-script FILE (stale-del) replays the story with your own Lua in place
+of the release, called as lockctl calls its own: KEYS[1] is the lock key, ARGV[1]
+the caller's token, and the key's value is the token itself (the lock is taken
+with SET key token NX PX ttl). --renew-script FILE (no-renew) renews with your
+Lua: KEYS[1] the lock key, ARGV[1] the token, ARGV[2] the TTL in milliseconds.
+redis.call, redis.pcall, redis.error_reply and redis.status_reply work as in
+Redis. The verdict says what the script did: deleted another holder's lock,
+left it alone, or failed. A script that raises an error, or runs longer than 1 s
+(where Redis would answer BUSY to every client), is stopped and shown as an
+error reply in the timeline; the scenario still ends with its verdict, exit 0.
+A script that does not compile is a usage error (exit 64) before anything runs.
+
 Run "lockctl simulate list" for the scenarios.`,
 		Example: `  lockctl simulate stale-del
   lockctl simulate stale-del --step        # pause after each step: Enter goes on, q quits
   lockctl simulate failover -o json
-  lockctl simulate no-renew --url redis://127.0.0.1:6379/0`,
+  lockctl simulate no-renew --url redis://127.0.0.1:6379/0
+  lockctl simulate stale-del --ttl 10s --pause 5s   # the pause ends in time: no overlap
+  lockctl simulate stale-del --release-script my-release.lua
+  lockctl simulate redlock-clock`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
@@ -52,11 +74,18 @@ Run "lockctl simulate list" for the scenarios.`,
 			return out, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runSimulate(c, f, args[0], step, second)
+			return runSimulate(c, f, args[0], step, second, &knobs)
 		},
 	}
 	c.Flags().BoolVar(&step, "step", false, "pause after each step until Enter (q quits); needs a terminal")
 	c.Flags().Var(newDuration(&second, 50*time.Millisecond, false, false), "second", "with --url: wall time of one simulated second")
+	c.Flags().Var(newDuration(&knobs.ttl, 0, false, false), "ttl", "the lock's TTL, 1s to 1h: stale-del and redlock-pause tell 10s, no-renew 9s, unless given")
+	c.Flags().Var(newDuration(&knobs.pause, 0, false, false), "pause", "how long A stalls, 100ms to 1h: stale-del and redlock-pause tell 12s unless given")
+	c.Flags().Var(newDuration(&knobs.job, 0, false, false), "job", "how long A's job runs, 1s to 1h: no-renew tells 19s unless given")
+	c.Flags().StringVar(&knobs.release, "release-script", "", "stale-del: release with this Lua file (KEYS[1] lock key, ARGV[1] token)")
+	c.Flags().StringVar(&knobs.renew, "renew-script", "", "no-renew: renew with this Lua file (KEYS[1] lock key, ARGV[1] token, ARGV[2] ttl ms)")
+	_ = c.MarkFlagFilename("release-script", "lua")
+	_ = c.MarkFlagFilename("renew-script", "lua")
 	c.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the scenarios",
@@ -85,7 +114,38 @@ func simulateOutput(f *Factory) error {
 	return nil
 }
 
-func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second time.Duration) error {
+// simulateKnobs are the flags that change a scenario's story.
+type simulateKnobs struct {
+	ttl, pause, job time.Duration
+	release, renew  string
+}
+
+// options turns the knobs into simulate.Options, reading and compiling the
+// scripts; every mistake is a usage error.
+func (k *simulateKnobs) options(name string) (*simulate.Options, error) {
+	o := &simulate.Options{TTL: k.ttl, Pause: k.pause, Job: k.job}
+	for _, sc := range []struct {
+		flag, file string
+		dst        **simulate.Script
+	}{{"release-script", k.release, &o.ReleaseScript}, {"renew-script", k.renew, &o.RenewScript}} {
+		if sc.file == "" {
+			continue
+		}
+		src, err := os.ReadFile(sc.file)
+		if err != nil {
+			return nil, &UsageError{Err: fmt.Errorf("--%s: %w", sc.flag, err)}
+		}
+		if *sc.dst, err = simulate.CompileScript(sc.file, string(src)); err != nil {
+			return nil, &UsageError{Err: fmt.Errorf("--%s: %w", sc.flag, err), Hints: []string{"the script does not compile as Lua"}}
+		}
+	}
+	if err := simulate.CheckKnobs(name, o); err != nil {
+		return nil, &UsageError{Err: err, Hints: []string{"`lockctl simulate --help` lists the knobs each scenario takes"}}
+	}
+	return o, nil
+}
+
+func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second time.Duration, knobs *simulateKnobs) error {
 	if err := simulateOutput(f); err != nil {
 		return err
 	}
@@ -113,8 +173,18 @@ func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second ti
 		return &UsageError{Err: errors.New("--second applies only with --url"),
 			Hints: []string{"the embedded server runs on virtual time; use --step to go slowly"}}
 	}
-	opts := &simulate.Options{Second: second}
+	opts, err := knobs.options(name)
+	if err != nil {
+		return err
+	}
+	opts.Second = second
 	if onServer {
+		for _, s := range simulate.List() {
+			if s.Name == name && s.EmbeddedOnly {
+				return &UsageError{Err: fmt.Errorf("%s runs only on the embedded servers: --url is not supported", name),
+					Hints: []string{"it needs five independent masters, each with its own clock; run it without --url"}}
+			}
+		}
 		ro, err := f.NodeOptions()
 		if err != nil {
 			return err

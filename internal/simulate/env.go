@@ -9,6 +9,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -38,6 +39,7 @@ type node struct {
 	rdb    *redis.Client
 	mr     *miniredis.Miniredis
 	down   bool
+	skew   time.Duration // how far this server's clock runs ahead (embedded only)
 }
 
 // key is the real key for a logical key name on this node.
@@ -86,6 +88,25 @@ type env struct {
 
 	waiters []*waiter
 	mute    bool // stopping waiters: what they send is not part of the story
+
+	cut  map[string]bool // "actor/node": actor cannot reach that node
+	opts *Options        // the knobs; nil for the defaults
+
+	// Redlock sends to every master at once: while par is set, the
+	// recorder collects each master's commands, and endParallel records
+	// them in a fixed order (first command of each master in master order,
+	// then the second ...), so the timeline is the same on every run.
+	parMu  sync.Mutex
+	par    []parEvent
+	inPar  bool
+	parSeq map[string]int
+	rl     *lock.Locker // the Redlock over the masters, once started
+}
+
+type parEvent struct {
+	seq  int
+	node string
+	ev   Event
 }
 
 func newEnv(ctx context.Context, base *redis.Options, second time.Duration, emit func(Event) error) (*env, error) {
@@ -97,6 +118,7 @@ func newEnv(ctx context.Context, base *redis.Options, second time.Duration, emit
 		emit:        emit,
 		partitioned: map[string]bool{},
 		leases:      map[string]*lease{},
+		cut:         map[string]bool{},
 	}
 	if e.real {
 		b := make([]byte, 4)
@@ -217,7 +239,7 @@ func (e *env) at(ctx context.Context, t time.Duration) {
 	e.now = t
 	if !e.real {
 		for _, n := range e.nodes {
-			n.mr.SetTime(epoch.Add(t))
+			n.mr.SetTime(epoch.Add(t + n.skew))
 		}
 		return
 	}
@@ -348,6 +370,15 @@ func (e *env) grant(actor string, ttl time.Duration) {
 // extend records a successful renewal of ttl sent now.
 func (e *env) extend(actor string, ttl time.Duration) {
 	if l := e.leases[actor]; l != nil && l.believes {
+		if e.now >= l.until {
+			// The lease had run out: what the renewal set (on a key
+			// that may be someone else's) is a new holding, not the
+			// old one going on.
+			if l.until > l.since {
+				e.intervals = append(e.intervals, interval{actor, l.since, l.until})
+			}
+			l.since = e.now
+		}
 		l.until = e.now + ttl
 	}
 }
@@ -467,11 +498,15 @@ func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return next(ctx, cmd) // setup, cleanup, connection handshakes: not part of the story
 		}
 		var err error
+		if r.e.inPar {
+			r.e.parMu.Lock()
+			defer r.e.parMu.Unlock()
+		}
 		switch {
 		case r.n.down:
 			err = errDown
 			cmd.SetErr(err)
-		case r.e.partitioned[actor] && r.n.name != "store":
+		case (r.e.partitioned[actor] || r.e.cut[actor+"/"+r.n.name]) && r.n.name != "store":
 			err = errPartition
 			cmd.SetErr(err)
 		default:
@@ -479,6 +514,12 @@ func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			if err != nil && err != redis.Nil && !isServerError(err) {
 				r.e.fail(fmt.Errorf("simulate: %s: %w", strings.ToUpper(cmd.Name()), err))
 			}
+		}
+		if r.e.inPar {
+			ev := Event{Actor: actor, Action: r.e.action, Node: r.n.name, Command: r.e.showCommand(r.n, cmd.Args()), Reply: r.e.showReply(r.n, cmd)}
+			r.e.par = append(r.e.par, parEvent{seq: r.e.parSeq[r.n.name], node: r.n.name, ev: ev})
+			r.e.parSeq[r.n.name]++
+			return err
 		}
 		r.e.record(Event{Actor: actor, Action: r.e.action, Command: r.e.showCommand(r.n, cmd.Args()), Reply: r.e.showReply(r.n, cmd)})
 		if r.n.name == "store" {
@@ -529,4 +570,58 @@ var handshake = map[string]bool{"hello": true, "auth": true, "select": true, "cl
 func isServerError(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re)
+}
+
+// parallel runs fn, whose commands go to several servers at once (a
+// Redlock call), and records them in a fixed order: by their rank among
+// their server's commands, then by server name.
+func (e *env) parallel(fn func()) {
+	e.flush()
+	e.par, e.parSeq, e.inPar = nil, map[string]int{}, true
+	fn()
+	e.parMu.Lock()
+	evs := e.par
+	e.par, e.inPar = nil, false
+	e.parMu.Unlock()
+	sort.SliceStable(evs, func(i, j int) bool {
+		if evs[i].seq != evs[j].seq {
+			return evs[i].seq < evs[j].seq
+		}
+		return evs[i].node < evs[j].node
+	})
+	for _, p := range evs {
+		e.record(p.ev)
+		if e.stepCount != nil {
+			*e.stepCount++
+		}
+	}
+}
+
+// knob returns the knob's value, or def when it was not given.
+func knob(v, def time.Duration) time.Duration {
+	if v != 0 {
+		return v
+	}
+	return def
+}
+
+func (e *env) ttlOr(def time.Duration) time.Duration {
+	if e.opts == nil {
+		return def
+	}
+	return knob(e.opts.TTL, def)
+}
+
+func (e *env) pauseOr(def time.Duration) time.Duration {
+	if e.opts == nil {
+		return def
+	}
+	return knob(e.opts.Pause, def)
+}
+
+func (e *env) jobOr(def time.Duration) time.Duration {
+	if e.opts == nil {
+		return def
+	}
+	return knob(e.opts.Job, def)
 }

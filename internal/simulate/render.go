@@ -140,8 +140,11 @@ func (p *TextPrinter) BeginVariant(r *Result, v *VariantResult) {
 		}
 	}
 	label := v.Technique + " technique"
-	if v.Technique == "partial" {
+	switch v.Technique {
+	case "partial":
 		label = "a partial fix, not enough on its own"
+	case "yours":
+		label = "your script"
 	}
 	p.printf("\n")
 	heading := []string{fmt.Sprintf("%d. %s  (%s)", n, v.Name, label)}
@@ -173,7 +176,11 @@ func (p *TextPrinter) Event(r *Result, v *VariantResult, e Event) error {
 		p.lines(strings.Repeat(" ", head), func(s string) string { return s }, action[1:])
 	}
 	if e.Command != "" {
-		p.exchange(indent, ">", st.Command, p.fences(e.Command))
+		cmd := e.Command
+		if e.Node != "" {
+			cmd = e.Node + ": " + cmd
+		}
+		p.exchange(indent, ">", st.Command, p.fences(cmd))
 		style := st.Reply
 		if strings.HasPrefix(e.Reply, "(error)") {
 			style = st.Error

@@ -65,7 +65,7 @@ func golden(t *testing.T, file string, got []byte) {
 }
 
 func TestList(t *testing.T) {
-	want := "stale-del setnx-expire no-renew failover torn-read rate-boundary"
+	want := "stale-del setnx-expire no-renew failover redlock-pause redlock-clock torn-read rate-boundary"
 	if got := strings.Join(names(), " "); got != want {
 		t.Fatalf("List() = %s, want %s", got, want)
 	}
@@ -254,8 +254,16 @@ func TestEmbeddedNeedsNoServer(t *testing.T) {
 // TestRealServer runs every scenario on redis-server in real time: the same
 // verdicts as embedded, and no key left behind.
 func TestRealServer(t *testing.T) {
-	for _, name := range names() {
+	for _, s := range simulate.List() {
+		name := s.Name
 		t.Run(name, func(t *testing.T) {
+			if s.EmbeddedOnly {
+				_, err := simulate.Run(context.Background(), name, &simulate.Options{URL: srv.URL})
+				if !errors.Is(err, simulate.ErrEmbeddedOnly) {
+					t.Fatalf("%s on a real server: err = %v, want ErrEmbeddedOnly", name, err)
+				}
+				return
+			}
 			_, _, want := render(t, name, nil)
 			_, _, got := render(t, name, &simulate.Options{URL: srv.URL, Second: 40 * time.Millisecond})
 			if got.Mode != "real" {
@@ -341,5 +349,67 @@ func TestStreamedTextMatches(t *testing.T) {
 	}
 	if live.String() != after.String() {
 		t.Fatalf("streamed text differs:\n%s\n---\n%s", live.String(), after.String())
+	}
+}
+
+// TestRedlockStories checks the facts the Redlock scenarios teach: A's
+// lock is granted by a majority of pkg/lock's Redlock masters, B then gets a
+// majority of its own, A's unfenced write lands, and its fenced write is
+// refused because B's fence is greater.
+func TestRedlockStories(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		grantsA      int
+		grantsB      int
+		overlapMS    int64
+		masterOfBoth string // a master that granted both A and B
+	}{
+		{name: "redlock-pause", grantsA: 5, grantsB: 4, overlapMS: 0},
+		{name: "redlock-clock", grantsA: 3, grantsB: 3, overlapMS: 7000, masterOfBoth: "m3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, res := render(t, tc.name, nil)
+			for i, v := range res.Variants {
+				grants := map[string][]string{}
+				var order []string
+				for _, e := range v.Events {
+					if e.Node != "" && strings.HasPrefix(e.Action, "takes the lock") {
+						order = append(order, e.Actor+e.Node)
+						if strings.HasPrefix(e.Reply, "[1, ") {
+							grants[e.Actor] = append(grants[e.Actor], e.Node)
+						}
+					}
+				}
+				if len(grants["A"]) != tc.grantsA || len(grants["B"]) != tc.grantsB {
+					t.Errorf("variant %d: masters granting A %v, B %v; want %d and %d", i+1, grants["A"], grants["B"], tc.grantsA, tc.grantsB)
+				}
+				if got := strings.Join(order[:5], " "); got != "Am1 Am2 Am3 Am4 Am5" {
+					t.Errorf("variant %d: A's commands in the order %s, want master order", i+1, got)
+				}
+				if tc.masterOfBoth != "" && (!contains(grants["A"], tc.masterOfBoth) || !contains(grants["B"], tc.masterOfBoth)) {
+					t.Errorf("variant %d: %s did not grant both A and B", i+1, tc.masterOfBoth)
+				}
+				if v.Verdict.OverlapMS != tc.overlapMS {
+					t.Errorf("variant %d: overlap %d ms, want %d", i+1, v.Verdict.OverlapMS, tc.overlapMS)
+				}
+			}
+			var landed, refused bool
+			for _, e := range res.Variants[0].Events {
+				landed = landed || (e.Actor == "A" && e.Command == "SET resource:order:42 'written by A'" && e.Reply == "OK")
+			}
+			for _, e := range res.Variants[1].Events {
+				refused = refused || (e.Actor == "A" && strings.HasPrefix(e.Command, "EVALSHA ") && e.Node == "" && strings.HasPrefix(e.Reply, "[0, "))
+				if e.Actor == "A" && strings.HasPrefix(e.Command, "SET resource") {
+					t.Errorf("fenced: A wrote the resource: %+v", e)
+				}
+			}
+			if !landed || !refused {
+				t.Errorf("unfenced write by A landed: %v; fenced write refused: %v", landed, refused)
+			}
+			if !strings.Contains(res.Variants[0].Verdict.Summary, "survives one master's crash") ||
+				!strings.Contains(res.Variants[1].Verdict.Summary, "the fence kept the data safe") {
+				t.Errorf("verdicts do not say what a majority buys: %q / %q", res.Variants[0].Verdict.Summary, res.Variants[1].Verdict.Summary)
+			}
+		})
 	}
 }

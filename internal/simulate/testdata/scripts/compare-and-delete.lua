@@ -1,0 +1,5 @@
+-- Delete the key only if it still holds the caller's token.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0

@@ -1,0 +1,5 @@
+-- Renews only the caller's own lock.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
