@@ -13,7 +13,7 @@ func init() {
 			Name:  "no-renew",
 			Title: "a job that outlives its lock's TTL",
 			Summary: "A's job takes 19 s, its lock's TTL is 9 s. Without renewal the lock expires mid-job and B starts the same job. " +
-				"A watchdog renews every ttl/3 while the job runs, and stops the job when renewal is lost.",
+				"A watchdog renews every ttl/3 here (lockctl run: ttl/6) while the job runs, and stops the job when renewal is lost.",
 		},
 		lanes:    []string{"A", "B", "store"},
 		variants: noRenewVariants,
@@ -37,7 +37,7 @@ func init() {
 
 var noRenewVariants = []variant{
 	{name: "fixed TTL, no renewal", technique: "broken", run: noRenewBroken},
-	{name: "watchdog renews every ttl/3 (lockctl run)", technique: "correct", run: noRenewWatchdog},
+	{name: "watchdog renews the lease (lockctl run)", technique: "correct", run: noRenewWatchdog},
 	{name: "watchdog loses renewal and stops the job", technique: "correct", run: noRenewLost},
 }
 
