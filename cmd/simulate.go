@@ -55,13 +55,10 @@ error reply in the timeline; the scenario still ends with its verdict, exit 0.
 A script that does not compile is a usage error (exit 64) before anything runs.
 
 Run "lockctl simulate list" for the scenarios.`,
-		Example: `  lockctl simulate stale-del
-  lockctl simulate stale-del --step        # pause after each step: Enter goes on, q quits
-  lockctl simulate failover -o json
-  lockctl simulate no-renew --url redis://127.0.0.1:6379/0
+		Example: `  lockctl simulate stale-del --step        # pause after each step: Enter goes on, q quits
   lockctl simulate stale-del --ttl 10s --pause 5s   # the pause ends in time: no overlap
   lockctl simulate stale-del --release-script my-release.lua
-  lockctl simulate redlock-clock`,
+  lockctl simulate redlock-clock -o json`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
