@@ -32,6 +32,7 @@ var Scenarios = []Scenario{
 	{ID: "12", Title: "Shared locks across processes"},
 	{ID: "13", Title: "Pile-up: many processes on one lock, waiters and holders killed and paused mid-queue"},
 	{ID: "14", Title: "Foreign locks: Redisson read-write and fair locks beside lockctl"},
+	{ID: "15", Title: "lockctl's own pipes and output, and once that never runs twice"},
 }
 
 func ms(d time.Duration) string {
