@@ -94,7 +94,8 @@ func naiveMain() int {
 			env = append(env, kv)
 		}
 	}
-	child.Env = append(env, "LOCKCTL_FENCE="+strconv.FormatInt(fence, 10), "LOCKCTL_TOKEN="+token)
+	env = append(env, "LOCKCTL_FENCE="+strconv.FormatInt(fence, 10), "LOCKCTL_TOKEN="+token)
+	child.Env = env
 	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := child.Start(); err != nil {
 		return 70
@@ -124,8 +125,9 @@ func naiveMain() int {
 				// stderr is a pipe whose reader has gone.
 				fmt.Fprintf(os.Stderr, "naive: warning: renewal failed: %v\n", err)
 			case v != token:
-				_ = syscall.Kill(-child.Process.Pid, syscall.SIGTERM) // it may be gone already
-				<-done
+				// The command may be gone already.
+				_ = syscall.Kill(-child.Process.Pid, syscall.SIGTERM)
+				<-done //nolint:errcheck // its status is not the holder's
 				return 76
 			}
 		}

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,16 +70,21 @@ func TestBrokenStderrOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ttl, stall := time.Second, 3*time.Second
-	for _, v := range []struct {
-		label string
-		naive bool
-	}{
-		{"lockctl run, stderr a broken pipe", false},
-		{"unprotected: a SET NX PX holder (GET + PEXPIRE renewal) with default SIGPIPE, stderr a broken pipe", true},
-	} {
-		t.Run(map[bool]string{false: "lockctl", true: "unprotected"}[v.naive], func(t *testing.T) {
+	type variant struct {
+		sub, label, bin string
+		naive, old      bool
+	}
+	vs := []variant{
+		{"lockctl", "lockctl run, stderr a broken pipe", lockctlBin, false, false},
+		{"unprotected", "unprotected: a SET NX PX holder (GET + PEXPIRE renewal) with default SIGPIPE, stderr a broken pipe", lockctlBin, true, false},
+	}
+	if old := os.Getenv("LOCKCTL_CHAOS_BIN_OLD"); old != "" {
+		vs = append(vs, variant{"earlier-build", "earlier build (LOCKCTL_CHAOS_BIN_OLD) run, stderr a broken pipe", old, false, true})
+	}
+	for _, v := range vs {
+		t.Run(v.sub, func(t *testing.T) {
 			srv := startRedis(t)
-			e := chaos.NewEnv(t, "15.broken-stderr-outage", lockctlBin)
+			e := chaos.NewEnv(t, "15.broken-stderr-outage", v.bin)
 			name := "brokenerr"
 			spec := func(flags []string, work time.Duration, writes int) chaos.ProcSpec {
 				s := chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: name, TTL: ttl, Flags: flags, Work: work, Writes: writes}
@@ -130,8 +136,8 @@ func TestBrokenStderrOutage(t *testing.T) {
 			if rep.ChildSignal != nil {
 				sig = *rep.ChildSignal
 			}
-			if alive == 0 && a.Exit == 76 {
-				f.ChildrenKilled = len(kids)
+			if alive == 0 && rep.ChildSignal != nil {
+				f.ChildrenKilled = 1 // the command, as the report says
 			}
 			aLast := e.Res.LastAct(a.Holder)
 			f.Note("redis-server stopped for %v from %v; a exit %d, %v after the stall began; report: %v (lost %v, exit %d, child signal %s); a's command last wrote at %v, b entered at %v (exit %d); %d of a's commands alive after b finished",
@@ -149,32 +155,53 @@ func TestBrokenStderrOutage(t *testing.T) {
 			}
 			ok := a.Exit == 76 && rerr == nil && rep.Lost && rep.Exit == 76 && rep.ChildSignal != nil && alive == 0 &&
 				b.Exit == 0 && aLeft >= 0 && bIn >= aLeft && aLast < bIn && f.Unfenced.Overlaps == 0 && f.Fenced.AcceptedStale == 0 && f.Fenced.StaleAttempts == 0
-			f.Verdict = verdictOf(ok, "lockctl lives through the broken stderr: command signalled, report written (lost), exit 76; b's writes only after a's command stopped, no stale write")
+			fail := earlierBuild(t, v.old, f, ok, "lockctl lives through the broken stderr: command signalled, report written (lost), exit 76; b's writes only after a's command stopped, no stale write",
+				a.Exit == 128+int(syscall.SIGPIPE) && rerr != nil, "killed by SIGPIPE (141) at its renewal warning, no report")
 			chaos.Publish(f)
 			t.Logf("a: %s\nb: %s\nreport: %s\nfigures: %+v", a, b, rb, f)
 			if a.Exit != 76 {
-				t.Errorf("a exit %d, want 76 (141 is death by SIGPIPE at the warning): %s", a.Exit, a)
+				fail("a exit %d, want 76 (141 is death by SIGPIPE at the warning): %s", a.Exit, a)
 			}
 			if rerr != nil || !rep.Lost || rep.Exit != 76 {
-				t.Errorf("report %s: %v, lost %v, exit %d; want lost, 76", report, rerr, rep.Lost, rep.Exit)
+				fail("report %s: %v, lost %v, exit %d; want lost, 76", report, rerr, rep.Lost, rep.Exit)
 			}
 			if rep.ChildSignal == nil {
-				t.Errorf("the report says a's command was not signalled: %s", rb)
+				fail("the report says a's command was not signalled: %s", rb)
 			}
 			if alive != 0 {
-				t.Errorf("%d of a's commands outlived it", alive)
+				fail("%d of a's commands outlived it", alive)
 			}
 			if b.Exit != 0 {
-				t.Errorf("b exit %d: %s", b.Exit, b)
+				fail("b exit %d: %s", b.Exit, b)
 			}
 			if aLeft < 0 || bIn < aLeft || aLast >= bIn {
-				t.Errorf("b entered at %v, a's command stopped at %v and last wrote at %v: b came in first", bIn, aLeft, aLast)
+				fail("b entered at %v, a's command stopped at %v and last wrote at %v: b came in first", bIn, aLeft, aLast)
 			}
 			if f.Unfenced.Overlaps != 0 || f.Fenced.AcceptedStale != 0 || f.Fenced.StaleAttempts != 0 {
-				t.Errorf("overlaps %d, writes after b came %d (accepted %d); want none", f.Unfenced.Overlaps, f.Fenced.StaleAttempts, f.Fenced.AcceptedStale)
+				fail("overlaps %d, writes after b came %d (accepted %d); want none", f.Unfenced.Overlaps, f.Fenced.StaleAttempts, f.Fenced.AcceptedStale)
 			}
 		})
 	}
+}
+
+// earlierBuild sets f's verdict: for this tree's build, whether ok (what
+// must hold); it returns t.Errorf, for the assertions that name what
+// failed. For an earlier build (LOCKCTL_CHAOS_BIN_OLD, one from before the
+// fix, to compare), whether it fails as the fix says the code did
+// (oldFails, oldWhat); one that does not is an error, since it shows
+// nothing; the assertions are then only logged.
+func earlierBuild(t *testing.T, old bool, f *chaos.Figures, ok bool, what string, oldFails bool, oldWhat string) func(string, ...any) {
+	t.Helper()
+	if !old {
+		f.Verdict = verdictOf(ok, what)
+		return t.Errorf
+	}
+	f.Note("the earlier build is %s", filepath.Base(os.Getenv("LOCKCTL_CHAOS_BIN_OLD")))
+	f.Verdict = verdictOf(!ok && oldFails, "fails as it must, as before the fix: "+oldWhat)
+	if ok || !oldFails {
+		t.Errorf("the earlier build does not fail as before the fix (%s): the comparison shows nothing", oldWhat)
+	}
+	return func(format string, args ...any) { t.Logf("earlier build: "+format, args...) }
 }
 
 // lockQueue is how many FIFO waiters inspect lock shows for name.
@@ -204,133 +231,17 @@ func lockQueue(t *testing.T, url, name string) (queue int, owner string) {
 // its whole TTL, and a waiter whose -w is shorter times out.
 func TestLockStdoutLost(t *testing.T) {
 	full(t)
-	t.Run("lockctl", func(t *testing.T) {
-		srv := startRedis(t)
-		e := chaos.NewEnv(t, "15.lock-stdout-lost", lockctlBin)
-		name := "lost-out"
-		h, err := exec.Command(lockctlBin, "--url", srv.URL, "lock", name, "--ttl", "60s").Output()
-		if err != nil {
-			t.Fatalf("lock %s: %v", name, err)
-		}
-		token := strings.TrimSpace(string(h))
-		type lost struct {
-			mode     string
-			cmd      *exec.Cmd
-			exit     int
-			end      time.Duration
-			ownerNow string
-			stderr   bytes.Buffer
-			done     chan struct{}
-		}
-		full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatalf("/dev/full: %v", err)
-		}
-		defer full.Close()
-		var ls []*lost
-		started, exited := 0, 0
-		var mu sync.Mutex
-		queued := func(n int) {
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				q, _ := lockQueue(t, srv.URL, name)
-				mu.Lock()
-				x := exited
-				mu.Unlock()
-				if q+x >= n {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d of %d waiters queued (%d exited)", q, n, x)
-				}
-			}
-		}
-		for _, mode := range []string{"closed", "full", "pipe"} {
-			l := &lost{mode: mode, done: make(chan struct{})}
-			args := []string{"--url", srv.URL, "lock", name, "-w", "20s", "--fifo", "--ttl", "60s", "--owner", "lost-" + mode}
-			switch mode {
-			case "closed":
-				l.cmd = exec.Command("sh", append([]string{"-c", `exec "$0" "$@" >&-`, lockctlBin}, args...)...)
-			case "full":
-				l.cmd = exec.Command(lockctlBin, args...)
-				l.cmd.Stdout = full
-			case "pipe":
-				l.cmd = exec.Command(lockctlBin, args...)
-				l.cmd.Stdout = brokenPipe(t)
-			}
-			l.cmd.Stderr = &l.stderr
-			if err := l.cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			go func() {
-				err := l.cmd.Wait()
-				l.end = e.Rec.Now()
-				// At once: whatever holds the lock now, it must not be
-				// the process that just said it lost its token.
-				_, l.ownerNow = lockQueue(t, srv.URL, name)
-				l.exit = exitStatus(err)
-				mu.Lock()
-				exited++
-				mu.Unlock()
-				close(l.done)
-			}()
-			ls = append(ls, l)
-			started++
-			queued(started)
-		}
-		var ws []*chaos.Proc
-		for i := 0; i < 3; i++ {
-			ws = append(ws, e.Spawn(i, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: name, TTL: 5 * time.Second,
-				Flags: []string{"-w", "20s", "--fifo", "--ttl", "5s"}, Work: 200 * time.Millisecond, Writes: 2}))
-			started++
-			queued(started)
-		}
-		released := e.Rec.Now()
-		if out, err := exec.Command(lockctlBin, "--url", srv.URL, "release", name, "--token", token).CombinedOutput(); err != nil {
-			t.Fatalf("release: %v %s", err, out)
-		}
-		for _, l := range ls {
-			<-l.done
-		}
-		for _, w := range ws {
-			w.Wait()
-		}
-		f := e.Collect("lockctl lock -w --fifo --ttl 60s, stdout lost (closed, /dev/full, reader gone)", 60*time.Second, len(ls)+len(ws)+1)
-		lastLost := time.Duration(0)
-		ok := true
-		for _, l := range ls {
-			f.Note("stdout %s: exit %d, %v after h released; then the lock's owner was %q; its first line: %s", l.mode, l.exit, l.end-released, l.ownerNow, strings.SplitN(strings.TrimSpace(l.stderr.String()), "\n", 2)[0])
-			if l.exit != 74 || l.ownerNow == "lost-"+l.mode {
-				ok = false
-				t.Errorf("stdout %s: exit %d, owner right after %q; want 74 and the lock given back: %s", l.mode, l.exit, l.ownerNow, l.stderr.String())
-			}
-			if l.end > lastLost {
-				lastLost = l.end
-			}
-		}
-		after := 0
-		for _, w := range ws {
-			in := e.Res.Entered(w.Holder)
-			if in > lastLost {
-				after++
-			}
-			if w.Exit != 0 {
-				ok = false
-				t.Errorf("run holder behind the lost tokens: exit %d (want 0: a lock given back is free before -w 20s ends, a stranded one for 60s is not): %s", w.Exit, w)
-			}
-		}
-		if len(ws) > 0 {
-			f.Recover = e.Res.Entered(ws[0].Holder) - released
-		}
-		f.Note("%d of %d run holders got the lock after the last lost token's exit 74", after, len(ws))
-		if after == 0 {
-			ok = false
-			t.Errorf("no run holder waited behind a lost token: the scenario did not bite")
-		}
-		ok = ok && f.Fenced.AcceptedStale == 0 && f.Unfenced.Overlaps == 0
-		f.Verdict = verdictOf(ok, "each lost token given back at once (exit 74, never its owner after); every waiter behind it got the lock within -w 20s < TTL 60s")
-		chaos.Publish(f)
-		t.Logf("waiters:\n%s\nfigures: %+v", procDetail(ws), f)
-	})
+	type variant struct {
+		sub, label, bin string
+		old             bool
+	}
+	vs := []variant{{"lockctl", "lockctl lock -w --fifo --ttl 60s, stdout lost (closed, /dev/full, reader gone)", lockctlBin, false}}
+	if old := os.Getenv("LOCKCTL_CHAOS_BIN_OLD"); old != "" {
+		vs = append(vs, variant{"earlier-build", "earlier build (LOCKCTL_CHAOS_BIN_OLD) lock -w --fifo --ttl 60s, stdout lost", old, true})
+	}
+	for _, v := range vs {
+		t.Run(v.sub, func(t *testing.T) { lockStdoutLost(t, v.label, v.bin, v.old) })
+	}
 	t.Run("unprotected", func(t *testing.T) {
 		self, err := os.Executable()
 		if err != nil {
@@ -364,6 +275,153 @@ func TestLockStdoutLost(t *testing.T) {
 			t.Errorf("the unprotected variant did not fail as it must: exit %d (want 141), PTTL after %v, short waiter %d (want 75), long waiter %d after %v (want 0, after the TTL)", nexit, held, short.Exit, long.Exit, waited)
 		}
 	})
+}
+
+// lockStdoutLost is TestLockStdoutLost's lockctl variant with bin as the
+// lost tokens' and the waiters' lockctl.
+func lockStdoutLost(t *testing.T, label, bin string, old bool) {
+	srv := startRedis(t)
+	e := chaos.NewEnv(t, "15.lock-stdout-lost", bin)
+	name := "lost-out"
+	h, err := exec.Command(lockctlBin, "--url", srv.URL, "lock", name, "--ttl", "60s").Output()
+	if err != nil {
+		t.Fatalf("lock %s: %v", name, err)
+	}
+	token := strings.TrimSpace(string(h))
+	type lost struct {
+		mode     string
+		cmd      *exec.Cmd
+		exit     int
+		end      time.Duration
+		ownerNow string
+		stderr   bytes.Buffer
+		done     chan struct{}
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatalf("/dev/full: %v", err)
+	}
+	defer full.Close()
+	var ls []*lost
+	started, exited := 0, 0
+	var mu sync.Mutex
+	queued := func(n int) {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			q, _ := lockQueue(t, srv.URL, name)
+			mu.Lock()
+			x := exited
+			mu.Unlock()
+			if q+x >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d waiters queued (%d exited)", q, n, x)
+			}
+		}
+	}
+	for _, mode := range []string{"closed", "full", "pipe"} {
+		l := &lost{mode: mode, done: make(chan struct{})}
+		args := []string{"--url", srv.URL, "lock", name, "-w", "20s", "--fifo", "--ttl", "60s", "--owner", "lost-" + mode}
+		switch mode {
+		case "closed":
+			l.cmd = exec.Command("sh", append([]string{"-c", `exec "$0" "$@" >&-`, bin}, args...)...)
+		case "full":
+			l.cmd = exec.Command(bin, args...)
+			l.cmd.Stdout = full
+		case "pipe":
+			l.cmd = exec.Command(bin, args...)
+			l.cmd.Stdout = brokenPipe(t)
+		}
+		l.cmd.Stderr = &l.stderr
+		if err := l.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			err := l.cmd.Wait()
+			l.end = e.Rec.Now()
+			// At once: whatever holds the lock now, it must not be
+			// the process that just said it lost its token.
+			_, l.ownerNow = lockQueue(t, srv.URL, name)
+			l.exit = exitStatus(err)
+			mu.Lock()
+			exited++
+			mu.Unlock()
+			close(l.done)
+		}()
+		ls = append(ls, l)
+		started++
+		queued(started)
+	}
+	var ws []*chaos.Proc
+	for i := 0; i < 3; i++ {
+		ws = append(ws, e.Spawn(i, chaos.ProcSpec{Global: []string{"--url", srv.URL}, Name: name, TTL: 5 * time.Second,
+			Flags: []string{"-w", "20s", "--fifo", "--ttl", "5s"}, Work: 200 * time.Millisecond, Writes: 2}))
+		started++
+		queued(started)
+	}
+	released := e.Rec.Now()
+	if out, err := exec.Command(lockctlBin, "--url", srv.URL, "release", name, "--token", token).CombinedOutput(); err != nil {
+		t.Fatalf("release: %v %s", err, out)
+	}
+	for _, l := range ls {
+		<-l.done
+	}
+	for _, w := range ws {
+		w.Wait()
+	}
+	f := e.Collect(label, 60*time.Second, len(ls)+len(ws)+1)
+	lastLost := time.Duration(0)
+	ok := true
+	var fails []string
+	fail := func(format string, args ...any) { fails = append(fails, fmt.Sprintf(format, args...)) }
+	for _, l := range ls {
+		f.Note("stdout %s: exit %d, %v after h released; then the lock's owner was %q; its first line: %s", l.mode, l.exit, l.end-released, l.ownerNow, strings.SplitN(strings.TrimSpace(l.stderr.String()), "\n", 2)[0])
+		if l.exit != 74 || l.ownerNow == "lost-"+l.mode {
+			ok = false
+			fail("stdout %s: exit %d, owner right after %q; want 74 and the lock given back: %s", l.mode, l.exit, l.ownerNow, l.stderr.String())
+		}
+		if l.end > lastLost {
+			lastLost = l.end
+		}
+	}
+	after := 0
+	for _, w := range ws {
+		in := e.Res.Entered(w.Holder)
+		if in > lastLost {
+			after++
+		}
+		if w.Exit != 0 {
+			ok = false
+			fail("run holder behind the lost tokens: exit %d (want 0: a lock given back is free before -w 20s ends, a stranded one for 60s is not): %s", w.Exit, w)
+		}
+	}
+	if in := e.Res.Entered(ws[0].Holder); in >= 0 {
+		f.Recover = in - released
+	}
+	f.Note("%d of %d run holders got the lock after the last lost token's exit 74", after, len(ws))
+	if after == 0 {
+		ok = false
+		fail("no run holder waited behind a lost token: the scenario did not bite")
+	}
+	ok = ok && f.Fenced.AcceptedStale == 0 && f.Unfenced.Overlaps == 0
+	stranded, timedOut := 0, 0
+	for _, l := range ls {
+		if l.exit != 74 {
+			stranded++
+		}
+	}
+	for _, w := range ws {
+		if w.Exit == 75 {
+			timedOut++
+		}
+	}
+	report := earlierBuild(t, old, f, ok, "each lost token given back at once (exit 74, never its owner after); every waiter behind it got the lock within -w 20s < TTL 60s",
+		stranded > 0 && timedOut > 0, "a lost token keeps the lock (no exit 74), the waiters behind it time out (75)")
+	for _, m := range fails {
+		report("%s", m)
+	}
+	chaos.Publish(f)
+	t.Logf("waiters:\n%s\nfigures: %+v", procDetail(ws), f)
 }
 
 // TestOnceAtMostOnce: `lockctl once KEY --ttl 1s` and its command are
