@@ -204,7 +204,8 @@ func earlierBuild(t *testing.T, old bool, f *chaos.Figures, ok bool, what string
 	return func(format string, args ...any) { t.Logf("earlier build: "+format, args...) }
 }
 
-// lockQueue is how many FIFO waiters inspect lock shows for name.
+// lockQueue is how many FIFO waiters inspect lock shows for name, and the
+// owner of its holder ("" when it is free).
 func lockQueue(t *testing.T, url, name string) (queue int, owner string) {
 	t.Helper()
 	out, err := exec.Command(lockctlBin, "--url", url, "inspect", "lock", name, "-o", "json").Output()
@@ -212,11 +213,18 @@ func lockQueue(t *testing.T, url, name string) (queue int, owner string) {
 		return 0, ""
 	}
 	var d struct {
-		Owner string            `json:"owner"`
+		Lock *struct {
+			Owner string `json:"owner"`
+		} `json:"lock"`
 		Queue []json.RawMessage `json:"queue"`
 	}
-	_ = json.Unmarshal(out, &d) // a free lock prints no holder: zero values
-	return len(d.Queue), d.Owner
+	if err := json.Unmarshal(out, &d); err != nil {
+		t.Errorf("inspect lock %s -o json: %v: %s", name, err, out)
+	}
+	if d.Lock != nil {
+		owner = d.Lock.Owner
+	}
+	return len(d.Queue), owner
 }
 
 // TestLockStdoutLost: a lock held by h has FIFO waiters: `lockctl lock -w`
