@@ -140,6 +140,14 @@ type ProcSpec struct {
 	// Gate: the child waits inside, after its first fenced access, until
 	// the scenario calls Resource.OpenGate for it.
 	Gate bool
+	// Stderr, when set, is lockctl's stderr (a broken pipe, say) in place
+	// of the buffer Proc.Stderr.
+	Stderr *os.File
+	// Bin, when set, runs in place of lockctl with the same arguments: a
+	// stand-in holder for an unprotected variant.
+	Bin string
+	// Env is added to the process's environment.
+	Env []string
 }
 
 // Spawn starts holder id as a lockctl run process; its operations are
@@ -154,8 +162,12 @@ func (e *Env) Spawn(id int, s ProcSpec) *Proc {
 		args = append(args, "--report-file", report)
 	}
 	args = append(args, "--", e.TestBin)
-	cmd := exec.Command(e.Lockctl, args...)
-	cmd.Env = append(os.Environ(), ChildEnv+"=1", "CHAOS_RESOURCE="+e.Res.URL(), "CHAOS_PRESENCE="+e.Res.PresenceAddr(), "CHAOS_HOLDER="+holder,
+	bin := e.Lockctl
+	if s.Bin != "" {
+		bin = s.Bin
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), s.Env...), ChildEnv+"=1", "CHAOS_RESOURCE="+e.Res.URL(), "CHAOS_PRESENCE="+e.Res.PresenceAddr(), "CHAOS_HOLDER="+holder,
 		"CHAOS_WORK="+s.Work.String(), "CHAOS_WRITES="+strconv.Itoa(s.Writes), "CHAOS_MODE="+s.Mode)
 	if s.Gate {
 		cmd.Env = append(cmd.Env, "CHAOS_GATE=1")
@@ -163,6 +175,9 @@ func (e *Env) Spawn(id int, s ProcSpec) *Proc {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &Proc{ID: id, Holder: holder, Cmd: cmd, done: make(chan struct{})}
 	cmd.Stderr = &p.Stderr
+	if s.Stderr != nil {
+		cmd.Stderr = s.Stderr
+	}
 	p.Start = e.Rec.Now()
 	if err := cmd.Start(); err != nil {
 		e.T.Fatalf("start lockctl: %v", err)

@@ -24,6 +24,9 @@ var lockctlBin string
 // binary), doubles as the critical section when lockctl starts it as a
 // child, and writes the report when LOCKCTL_CHAOS_REPORT names a file.
 func TestMain(m *testing.M) {
+	if os.Getenv(naiveEnv) != "" {
+		os.Exit(naiveMain())
+	}
 	if os.Getenv(chaos.ChildEnv) != "" {
 		os.Exit(chaos.RunChild())
 	}

@@ -32,6 +32,7 @@ var Scenarios = []Scenario{
 	{ID: "12", Title: "Shared locks across processes"},
 	{ID: "13", Title: "Pile-up: many processes on one lock, waiters and holders killed and paused mid-queue"},
 	{ID: "14", Title: "Foreign locks: Redisson read-write and fair locks beside lockctl"},
+	{ID: "15", Title: "lockctl's own pipes and output, and once that never runs twice"},
 }
 
 func ms(d time.Duration) string {
@@ -204,8 +205,10 @@ counted apart (shared mode must share), and a reader's fence is checked as
 ` + "`lockctl fence check --shared`" + ` would; porcupine's model is a mutex and is not applied.
 
 Each scenario runs the unprotected variant beside lockctl (plain ` + "`SET NX PX`" + ` without
-renewal and ` + "`DEL`" + ` release, ` + "`--on-lost ignore`" + `, or writers that take the lock ` + "`--shared`" + `), to
-show that the scenario can fail.
+renewal and ` + "`DEL`" + ` release, ` + "`--on-lost ignore`" + `, writers that take the lock ` + "`--shared`" + `, a
+stand-in holder that leaves SIGPIPE at its default, ` + "`once`" + `'s default at-least-once mode, or a listing
+that skips a dead master), to show that the scenario can fail. Where a variant is an earlier build
+of lockctl (` + "`LOCKCTL_CHAOS_BIN_OLD`" + `), its verdict is that it fails as the code did before the fix.
 The pass rules are assertions in ` + "`internal/testkit/chaos`" + `; this file only reports figures.
 Replay a run with ` + "`LOCKCTL_CHAOS_SEED=<seed> make chaos`" + `.
 
