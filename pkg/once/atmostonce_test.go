@@ -3,12 +3,14 @@ package once_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/once"
+	"github.com/redis/go-redis/v9"
 )
 
 const auditKey = "lockctl:audit-once-test"
@@ -278,4 +280,54 @@ func TestAtMostOnceAbandon(t *testing.T) {
 	if _, err := s.Get(ctx, key); !errors.Is(err, once.ErrNotFound) {
 		t.Fatalf("after abandon: %v", err)
 	}
+}
+
+// slowFirstScript holds back the reply of a client's first script by d:
+// the server ran it at once, its reply comes late, as over a slow link.
+type slowFirstScript struct {
+	d    time.Duration
+	once sync.Once
+}
+
+func (h *slowFirstScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *slowFirstScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n := strings.ToLower(cmd.Name()); (n == "evalsha" || n == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			h.once.Do(func() { time.Sleep(h.d) })
+		}
+		return err
+	}
+}
+
+func (h *slowFirstScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A claim whose reply comes after its lease lapsed on the server is given
+// up before the command starts (ErrLate), and its re-confirmation finds the
+// lease lapsed and marks the key unknown. The command never ran: the
+// claimant frees the key (abandon), rather than leave an outcome to resolve
+// that is known: nothing happened.
+func TestAtMostOnceLateClaimLeavesKeyFree(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	ttl := 300 * time.Millisecond
+	slow := srv.Client(t)
+	slow.AddHook(&slowFirstScript{d: ttl + 200*time.Millisecond})
+	key := redistest.UniqueKey(t)
+	_, err := once.New(slow, &once.Options{Owner: "alice@a:1", TTL: ttl}).Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
+	if !errors.Is(err, once.ErrLate) {
+		t.Fatalf("claim whose reply came after its lease: %v, want ErrLate", err)
+	}
+	if n := srv.Int(t, "EXISTS", "once:"+key); n != 0 {
+		state := srv.Client(t).HGet(ctx, "once:"+key, "state").Val()
+		t.Fatalf("after a late claim that never ran the command, once:%s is left (state %q); want it freed", key, state)
+	}
+	c, err := once.New(srv.Client(t), &once.Options{Owner: "bob@b:2"}).Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
+	if err != nil {
+		t.Fatalf("the next claim: %v; want it to run the command", err)
+	}
+	_ = c.Abandon(ctx)
 }
