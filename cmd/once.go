@@ -136,7 +136,12 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 	if runErr != nil {
 		// CMD never ran: free KEY for the next call rather than record
 		// an outcome of something that did not happen.
-		if err := claim.Abandon(rctx); err != nil {
+		if err := claim.Abandon(rctx); err != nil && o.atMostOnce {
+			// An at-most-once claim does not expire: it lapses into
+			// "unknown", though nothing ran.
+			f.IO.Errorf("could not free %s after the command failed to start: %v (it becomes unknown once its lease lapses, in %s; the command did not run, so `lockctl once resolve %s --retry` frees it)",
+				claim.Key, err, claim.TTL, key)
+		} else if err != nil {
 			f.IO.Errorf("could not free %s after the command failed to start: %v (it frees itself in %s)", claim.Key, err, claim.TTL)
 		}
 		return runErr
