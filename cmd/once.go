@@ -348,6 +348,9 @@ func listUnknownOnce(c *cobra.Command, f *Factory, args []string) error {
 		return nil
 	})
 	p.done()
+	// A Cluster listing that missed some nodes shows what it found, then
+	// names what it missed (exit 69), as inspect locks does.
+	partial, err := incomplete(err)
 	if err != nil {
 		return err
 	}
@@ -357,11 +360,16 @@ func listUnknownOnce(c *cobra.Command, f *Factory, args []string) error {
 		for _, r := range recs {
 			out = append(out, onceRecordJSON(name(r), r))
 		}
-		return f.IO.PrintJSON(out)
+		if err := f.IO.PrintJSON(out); err != nil {
+			return err
+		}
+		return partial
 	}
 	if len(recs) == 0 && f.IO.Tabular() {
-		f.IO.Errorf("no once keys with an unknown outcome")
-		return nil
+		if partial == nil {
+			f.IO.Errorf("no once keys with an unknown outcome")
+		}
+		return partial
 	}
 	rows := make([][]string, 0, len(recs))
 	for _, r := range recs {
@@ -372,8 +380,11 @@ func listUnknownOnce(c *cobra.Command, f *Factory, args []string) error {
 		rows = append(rows, []string{ui.Escape(name(r)), ui.Escape(orDash(r.Owner)), r.StartedAt.Local().Format(time.RFC3339),
 			lapsed, strconv.Itoa(r.Attempts), ui.Escape(orDash(r.Fingerprint))})
 	}
-	return f.IO.PrintTable(ui.Table{Header: []string{"KEY", "OWNER", "STARTED", "LAPSED", "ATTEMPT", "FINGERPRINT"},
-		Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide"})
+	if err := f.IO.PrintTable(ui.Table{Header: []string{"KEY", "OWNER", "STARTED", "LAPSED", "ATTEMPT", "FINGERPRINT"},
+		Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide"}); err != nil {
+		return err
+	}
+	return partial
 }
 
 func onceRecordJSON(name string, r once.Record) map[string]any {
