@@ -332,3 +332,38 @@ func TestAtMostOnceLateClaimLeavesKeyFree(t *testing.T) {
 	}
 	_ = c.Abandon(ctx)
 }
+
+// A resolution the server refuses part way (a user whose ACL allows the
+// audit stream's XADD but not the write that resolves: HSET for an
+// outcome, DEL for a retry) changes nothing: no audit record of a
+// resolution that did not happen, and the key stays unknown.
+func TestResolveRefusedWriteLeavesNoAudit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ decision, deny string }{
+		{once.ResolveSucceeded, "hset"},
+		{once.ResolveRetry, "del"},
+	} {
+		t.Run(tc.decision, func(t *testing.T) {
+			t.Parallel()
+			ctx := redistest.Context(t)
+			key := redistest.UniqueKey(t)
+			audit := auditKey + ":" + key
+			lapse(t, ctx, once.New(srv.Client(t), &once.Options{Owner: "alice@a:1", TTL: 300 * time.Millisecond}), key)
+			user := "resolver-" + tc.deny
+			if _, err := srv.Do("ACL", "SETUSER", user, "reset", "on", ">pw", "~*", "&*", "+@all", "-"+tc.deny); err != nil {
+				t.Fatal(err)
+			}
+			c := redistest.ClientFor(t, strings.Replace(srv.URL, "redis://", "redis://"+user+":pw@", 1))
+			_, err := once.New(c, nil).Resolve(ctx, key, tc.decision, &once.ResolveOptions{Who: "oncall@ops", AuditKey: audit})
+			if err == nil {
+				t.Fatalf("resolve without %s succeeded; want the server's refusal", tc.deny)
+			}
+			if n := srv.Int(t, "XLEN", audit); n != 0 {
+				t.Fatalf("a resolution the server refused left %d audit record(s)", n)
+			}
+			if got := srv.Client(t).HGet(ctx, "once:"+key, "state").Val(); got != once.StateRunning && got != once.StateUnknown {
+				t.Fatalf("state %q after a refused resolution; want it still unresolved", got)
+			}
+		})
+	}
+}
