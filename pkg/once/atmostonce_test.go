@@ -367,3 +367,23 @@ func TestResolveRefusedWriteLeavesNoAudit(t *testing.T) {
 		})
 	}
 }
+
+// A claim the server refuses part way (an ACL without PEXPIRE, which sets
+// an at-least-once claim's TTL) writes nothing: on the old script the
+// record stayed "running" without a TTL, and every later call refused
+// (75) for ever.
+func TestClaimRefusedTTLLeavesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	if _, err := srv.Do("ACL", "SETUSER", "claimer-nopexpire", "reset", "on", ">pw", "~*", "&*", "+@all", "-pexpire"); err != nil {
+		t.Fatal(err)
+	}
+	c := redistest.ClientFor(t, strings.Replace(srv.URL, "redis://", "redis://claimer-nopexpire:pw@", 1))
+	key := redistest.UniqueKey(t)
+	if _, err := once.New(c, nil).Claim(ctx, key, nil); err == nil {
+		t.Fatal("claim without PEXPIRE succeeded; want the server's refusal")
+	}
+	if n := srv.Int(t, "EXISTS", "once:"+key); n != 0 {
+		t.Fatalf("a claim the server refused left once:%s (PTTL %d)", key, srv.Int(t, "PTTL", "once:"+key))
+	}
+}
