@@ -9,13 +9,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/lockctl/lockctl/internal/testkit/docpages"
 	"github.com/lockctl/lockctl/internal/testkit/promtest"
 	"github.com/lockctl/lockctl/internal/testkit/shellwords"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -609,5 +612,39 @@ func TestReadmeShort(t *testing.T) {
 	}
 	if out, err := exec.Command("make", "-n", "test").CombinedOutput(); err != nil {
 		t.Errorf("make -n test: %v\n%s", err, out)
+	}
+}
+
+// renewClaimRE finds what a page says of the renewal period: "renews every
+// ttl/6", "renewed every 10 s" after a `--ttl`.
+var renewClaimRE = regexp.MustCompile(`(?i)\brenew(?:s|ed)? every (?:--)?ttl ?/ ?(\d+)\b|\((?:` + "`" + `(\d+)([smh])` + "`" + `|(\d+)([smh])) above, renewed every (\d+) ?s\)`)
+
+// TestDocsRenewalPeriod: every page that says how often a lease is renewed
+// says what lock.DefaultRenewEvery does (ttl/6), and a TTL shown "renewed
+// every N s" is renewed every ttl/6 of it. Only `once`'s claims renew
+// every ttl/3 (a line that names once is left alone).
+func TestDocsRenewalPeriod(t *testing.T) {
+	for _, p := range docPages(t) {
+		proseLines(p.Text, func(i int, l string) {
+			if strings.Contains(l, "once") {
+				return
+			}
+			for _, m := range renewClaimRE.FindAllStringSubmatch(l, -1) {
+				if m[1] != "" {
+					if n, _ := strconv.Atoi(m[1]); n == 0 || lock.DefaultRenewEvery(time.Hour) != time.Hour/time.Duration(n) {
+						t.Errorf("%s:%d: %q: the default renewal period is %v of an hour's lease (lock.DefaultRenewEvery)", p.Path, i+1, m[0], lock.DefaultRenewEvery(time.Hour))
+					}
+					continue
+				}
+				num, unit := m[2]+m[4], m[3]+m[5]
+				ttl, err := time.ParseDuration(num + unit)
+				if err != nil {
+					t.Fatalf("%s:%d: %q: %v", p.Path, i+1, m[0], err)
+				}
+				if every, _ := strconv.Atoi(m[6]); time.Duration(every)*time.Second != lock.DefaultRenewEvery(ttl) {
+					t.Errorf("%s:%d: %q: a %v lease is renewed every %v (lock.DefaultRenewEvery)", p.Path, i+1, m[0], ttl, lock.DefaultRenewEvery(ttl))
+				}
+			}
+		})
 	}
 }

@@ -274,6 +274,22 @@ func readerGone(err error) bool {
 	return errors.As(err, &path) && path.Path == os.Stdout.Name()
 }
 
+// stdoutFailure makes a failed write to stdout that did not go through
+// ui.IOStreams's own writers (a table, a streamed JSON array, `version`)
+// the *ui.WriteError it is: lockctl's own output (74, or SIGPIPE for a
+// reader gone), never the link to Redis, which a bare syscall error would
+// otherwise read as.
+func stdoutFailure(err error) error {
+	var (
+		write *ui.WriteError
+		path  *os.PathError
+	)
+	if err == nil || errors.As(err, &write) || !errors.As(err, &path) || path.Op != "write" || path.Path != os.Stdout.Name() {
+		return err
+	}
+	return &ui.WriteError{Err: err}
+}
+
 // internalError is a violated invariant of lockctl's own: a bug, exit 70.
 type internalError struct {
 	What  string

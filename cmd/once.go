@@ -136,7 +136,12 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 	if runErr != nil {
 		// CMD never ran: free KEY for the next call rather than record
 		// an outcome of something that did not happen.
-		if err := claim.Abandon(rctx); err != nil {
+		if err := claim.Abandon(rctx); err != nil && o.atMostOnce {
+			// An at-most-once claim does not expire: it lapses into
+			// "unknown", though nothing ran.
+			f.IO.Errorf("could not free %s after the command failed to start: %v (it becomes unknown once its lease lapses, in %s; the command did not run, so `lockctl once resolve %s --retry` frees it)",
+				claim.Key, err, claim.TTL, key)
+		} else if err != nil {
 			f.IO.Errorf("could not free %s after the command failed to start: %v (it frees itself in %s)", claim.Key, err, claim.TTL)
 		}
 		return runErr
@@ -343,6 +348,9 @@ func listUnknownOnce(c *cobra.Command, f *Factory, args []string) error {
 		return nil
 	})
 	p.done()
+	// A Cluster listing that missed some nodes shows what it found, then
+	// names what it missed (exit 69), as inspect locks does.
+	partial, err := incomplete(err)
 	if err != nil {
 		return err
 	}
@@ -352,11 +360,16 @@ func listUnknownOnce(c *cobra.Command, f *Factory, args []string) error {
 		for _, r := range recs {
 			out = append(out, onceRecordJSON(name(r), r))
 		}
-		return f.IO.PrintJSON(out)
+		if err := f.IO.PrintJSON(out); err != nil {
+			return err
+		}
+		return partial
 	}
 	if len(recs) == 0 && f.IO.Tabular() {
-		f.IO.Errorf("no once keys with an unknown outcome")
-		return nil
+		if partial == nil {
+			f.IO.Errorf("no once keys with an unknown outcome")
+		}
+		return partial
 	}
 	rows := make([][]string, 0, len(recs))
 	for _, r := range recs {
@@ -367,8 +380,11 @@ func listUnknownOnce(c *cobra.Command, f *Factory, args []string) error {
 		rows = append(rows, []string{ui.Escape(name(r)), ui.Escape(orDash(r.Owner)), r.StartedAt.Local().Format(time.RFC3339),
 			lapsed, strconv.Itoa(r.Attempts), ui.Escape(orDash(r.Fingerprint))})
 	}
-	return f.IO.PrintTable(ui.Table{Header: []string{"KEY", "OWNER", "STARTED", "LAPSED", "ATTEMPT", "FINGERPRINT"},
-		Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide"})
+	if err := f.IO.PrintTable(ui.Table{Header: []string{"KEY", "OWNER", "STARTED", "LAPSED", "ATTEMPT", "FINGERPRINT"},
+		Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide"}); err != nil {
+		return err
+	}
+	return partial
 }
 
 func onceRecordJSON(name string, r once.Record) map[string]any {

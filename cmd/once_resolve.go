@@ -31,7 +31,8 @@ took effect (ask the payment provider, read the logs), then:
   --failed     record a failure (exit 1, or --exit N): later calls replay it
                (and run it again only with --rerun-failed);
   --retry      delete the record: the next call runs the command.
-A recorded outcome is kept for --result-ttl, as one the claimant recorded.
+A recorded outcome is kept for 24h, once's default --result-ttl (the
+claimant's --result-ttl is not stored with the claim).
 Only a KEY whose outcome is unknown is resolved; one that is running (its
 claim alive: exit 75), done or absent (exit 65) is refused and left alone.
 Every resolution is recorded in the audit stream (who, when, KEY, decision,

@@ -99,7 +99,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 			err = cause
 		}
 	}
-	err = f.foreignNil(err)
+	err = stdoutFailure(f.foreignNil(err))
 	code, fault := exitClass(err)
 	sig, group = dieOf(err, code)
 	if fault != faultNone {

@@ -3,12 +3,14 @@ package once_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/once"
+	"github.com/redis/go-redis/v9"
 )
 
 const auditKey = "lockctl:audit-once-test"
@@ -76,15 +78,16 @@ func TestAtLeastOnceLapseRunsAgain(t *testing.T) {
 func TestAtMostOnceCompleteAndRenew(t *testing.T) {
 	t.Parallel()
 	ctx := redistest.Context(t)
-	s := once.New(srv.Client(t), &once.Options{TTL: time.Second, ResultTTL: time.Hour})
+	s := once.New(srv.Client(t), &once.Options{TTL: 2 * time.Second, ResultTTL: time.Hour})
 	key := redistest.UniqueKey(t)
 	c, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Renewals move the lease: the claim outlives its TTL.
-	for range 4 {
-		time.Sleep(400 * time.Millisecond)
+	// Renewals move the lease: the claim outlives its TTL. A renewal every
+	// quarter of it leaves a loaded machine 1.5s of slack per step.
+	for range 6 {
+		time.Sleep(500 * time.Millisecond)
 		if err := c.Renew(ctx); err != nil {
 			t.Fatalf("renew: %v", err)
 		}
@@ -277,5 +280,110 @@ func TestAtMostOnceAbandon(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, key); !errors.Is(err, once.ErrNotFound) {
 		t.Fatalf("after abandon: %v", err)
+	}
+}
+
+// slowFirstScript holds back the reply of a client's first script by d:
+// the server ran it at once, its reply comes late, as over a slow link.
+type slowFirstScript struct {
+	d    time.Duration
+	once sync.Once
+}
+
+func (h *slowFirstScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *slowFirstScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n := strings.ToLower(cmd.Name()); (n == "evalsha" || n == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			h.once.Do(func() { time.Sleep(h.d) })
+		}
+		return err
+	}
+}
+
+func (h *slowFirstScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A claim whose reply comes after its lease lapsed on the server is given
+// up before the command starts (ErrLate), and its re-confirmation finds the
+// lease lapsed and marks the key unknown. The command never ran: the
+// claimant frees the key (abandon), rather than leave an outcome to resolve
+// that is known: nothing happened.
+func TestAtMostOnceLateClaimLeavesKeyFree(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	ttl := 300 * time.Millisecond
+	slow := srv.Client(t)
+	slow.AddHook(&slowFirstScript{d: ttl + 200*time.Millisecond})
+	key := redistest.UniqueKey(t)
+	_, err := once.New(slow, &once.Options{Owner: "alice@a:1", TTL: ttl}).Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
+	if !errors.Is(err, once.ErrLate) {
+		t.Fatalf("claim whose reply came after its lease: %v, want ErrLate", err)
+	}
+	if n := srv.Int(t, "EXISTS", "once:"+key); n != 0 {
+		state := srv.Client(t).HGet(ctx, "once:"+key, "state").Val()
+		t.Fatalf("after a late claim that never ran the command, once:%s is left (state %q); want it freed", key, state)
+	}
+	c, err := once.New(srv.Client(t), &once.Options{Owner: "bob@b:2"}).Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
+	if err != nil {
+		t.Fatalf("the next claim: %v; want it to run the command", err)
+	}
+	_ = c.Abandon(ctx)
+}
+
+// A resolution the server refuses part way (a user whose ACL allows the
+// audit stream's XADD but not the write that resolves: HSET for an
+// outcome, DEL for a retry) changes nothing: no audit record of a
+// resolution that did not happen, and the key stays unknown.
+func TestResolveRefusedWriteLeavesNoAudit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ decision, deny string }{
+		{once.ResolveSucceeded, "hset"},
+		{once.ResolveRetry, "del"},
+	} {
+		t.Run(tc.decision, func(t *testing.T) {
+			t.Parallel()
+			ctx := redistest.Context(t)
+			key := redistest.UniqueKey(t)
+			audit := auditKey + ":" + key
+			lapse(t, ctx, once.New(srv.Client(t), &once.Options{Owner: "alice@a:1", TTL: 300 * time.Millisecond}), key)
+			user := "resolver-" + tc.deny
+			if _, err := srv.Do("ACL", "SETUSER", user, "reset", "on", ">pw", "~*", "&*", "+@all", "-"+tc.deny); err != nil {
+				t.Fatal(err)
+			}
+			c := redistest.ClientFor(t, strings.Replace(srv.URL, "redis://", "redis://"+user+":pw@", 1))
+			_, err := once.New(c, nil).Resolve(ctx, key, tc.decision, &once.ResolveOptions{Who: "oncall@ops", AuditKey: audit})
+			if err == nil {
+				t.Fatalf("resolve without %s succeeded; want the server's refusal", tc.deny)
+			}
+			if n := srv.Int(t, "XLEN", audit); n != 0 {
+				t.Fatalf("a resolution the server refused left %d audit record(s)", n)
+			}
+			if got := srv.Client(t).HGet(ctx, "once:"+key, "state").Val(); got != once.StateRunning && got != once.StateUnknown {
+				t.Fatalf("state %q after a refused resolution; want it still unresolved", got)
+			}
+		})
+	}
+}
+
+// A claim the server refuses part way (an ACL without PEXPIRE, which sets
+// an at-least-once claim's TTL) writes nothing: on the old script the
+// record stayed "running" without a TTL, and every later call refused
+// (75) for ever.
+func TestClaimRefusedTTLLeavesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	if _, err := srv.Do("ACL", "SETUSER", "claimer-nopexpire", "reset", "on", ">pw", "~*", "&*", "+@all", "-pexpire"); err != nil {
+		t.Fatal(err)
+	}
+	c := redistest.ClientFor(t, strings.Replace(srv.URL, "redis://", "redis://claimer-nopexpire:pw@", 1))
+	key := redistest.UniqueKey(t)
+	if _, err := once.New(c, nil).Claim(ctx, key, nil); err == nil {
+		t.Fatal("claim without PEXPIRE succeeded; want the server's refusal")
+	}
+	if n := srv.Int(t, "EXISTS", "once:"+key); n != 0 {
+		t.Fatalf("a claim the server refused left once:%s (PTTL %d)", key, srv.Int(t, "PTTL", "once:"+key))
 	}
 }

@@ -35,6 +35,13 @@ if #rec > 0 then
   attempts = tonumber(f.attempts) or 1
   redis.call('DEL', key)
 end
+if ARGV[6] ~= '1' then
+  -- The key is absent here, so this PEXPIRE changes nothing; a server
+  -- that refuses it (an ACL without PEXPIRE) refuses before the HSET
+  -- rather than after, which would leave a running claim without a TTL
+  -- that every later call finds running, for ever.
+  redis.call('PEXPIRE', key, ARGV[4])
+end
 redis.call('HSET', key, 'state', 'running', 'token', ARGV[1], 'owner', ARGV[2],
   'fingerprint', ARGV[3], 'started_ms', string.format('%d', now), 'attempts', attempts + 1)
 if ARGV[6] == '1' then

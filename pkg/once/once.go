@@ -231,7 +231,12 @@ func (c *Claim) confirm(ctx context.Context) error {
 		c.sent = sent
 		return nil
 	}
-	if !errors.Is(err, ErrLost) && !errors.Is(err, ErrNotOwner) {
+	// The command has not run: free the key, unless another claimant
+	// holds it. That includes ErrLost, for an at-most-once claim whose
+	// lease lapsed meanwhile: the renewal marked it unknown, yet its
+	// outcome is known (nothing ran), and abandon.lua takes it back. A
+	// claim that is gone leaves abandon nothing to do.
+	if !errors.Is(err, ErrNotOwner) {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		_ = c.Abandon(actx)
 		cancel()

@@ -10,7 +10,9 @@
 -- before), or {state, pttl, HGETALL} when it is not unknown ("running",
 -- "done"), or {"none"}.
 -- Everything is checked before anything is written, and the audit record
--- is written first: a refusal (an ACL without XADD) changes nothing.
+-- is written first: a refusal (an ACL without XADD) changes nothing. The
+-- write that resolves comes next; when the server refuses it (an ACL
+-- without HSET or DEL), the audit record is withdrawn and nothing changed.
 local key = KEYS[1]
 local rec = redis.call('HGETALL', key) -- WRONGTYPE for a key that is no hash
 if #rec == 0 then return {'none'} end
@@ -32,11 +34,20 @@ if KEYS[2] then
     'who', ARGV[4], 'name', ARGV[6], 'key', key, 'kind', 'once', 'action', 'once-resolve',
     'decision', ARGV[1], 'exit', ARGV[2], 'owner', f.owner or '', 'reason', ARGV[5])
 end
+local r
 if ARGV[1] == 'retry' then
-  redis.call('DEL', key)
+  r = redis.pcall('DEL', key)
 else
-  redis.call('HSET', key, 'state', 'done', 'exit', ARGV[2], 'finished_ms', string.format('%d', now),
+  r = redis.pcall('HSET', key, 'state', 'done', 'exit', ARGV[2], 'finished_ms', string.format('%d', now),
     'expired', '1', 'resolved', ARGV[1], 'resolved_by', ARGV[4])
+end
+if type(r) == 'table' and r.err then
+  if id then
+    redis.pcall('XDEL', KEYS[2], id)
+  end
+  error(r)
+end
+if ARGV[1] ~= 'retry' then
   redis.call('HDEL', key, 'token', 'lease_ms', 'duration_ms')
   redis.call('PEXPIRE', key, ARGV[3])
 end

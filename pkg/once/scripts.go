@@ -38,7 +38,8 @@ func ScriptCommands() []string {
 }
 
 // ResolveScriptCommands lists, sorted, the Redis commands `once resolve`'s
-// script calls on a once key and (XADD) the audit stream: those of
-// ScriptCommands and XADD, which doctor checks on the audit stream for
-// inspect force-release, so doctor needs no family of its own for it.
+// script calls on a once key and (XADD, XDEL) the audit stream: those of
+// ScriptCommands, and XADD and XDEL, which doctor checks on the audit
+// stream for inspect force-release, so doctor needs no family of its own
+// for it.
 func ResolveScriptCommands() []string { return scriptcmds.Calls(resolveLua) }
