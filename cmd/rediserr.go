@@ -80,9 +80,7 @@ func classifyRedis(err error) fault {
 		}
 		return faultIncomplete
 	}
-	if strings.Contains(err.Error(), "redis: cluster has no nodes") {
-		// go-redis's words for a slot map with no slot served: every
-		// slot unassigned, the cluster down. The error has no type.
+	if redisreply.IsNoClusterNodes(err) {
 		return faultClusterDown
 	}
 	if errors.Is(err, lock.ErrNotReplicated) {

@@ -24,6 +24,13 @@ func IsData(err error) bool {
 		strings.Contains(msg, "not a valid float") || strings.Contains(msg, "would overflow")
 }
 
+// IsNoClusterNodes reports go-redis's error (it has no type) for a Cluster
+// whose slot map names no master: every slot unassigned, the cluster down,
+// nothing can be read or written.
+func IsNoClusterNodes(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "redis: cluster has no nodes")
+}
+
 // ErrUnexpected matches a reply no Redis server sends to the command: a
 // script reply of a shape lockctl's scripts never return, or a reply
 // go-redis could not read as the command's (a "+OK" to EVALSHA). The

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -112,7 +113,7 @@ func forEachNode(ctx context.Context, c redis.UniversalClient, fn func(ctx conte
 		return fn(ctx, c)
 	}
 	slots, err := cc.ClusterSlots(ctx).Result() //nolint:staticcheck // CLUSTER SHARDS, its successor, needs Redis 7; lockctl supports 6.2
-	if err != nil && !noNodes(err) {
+	if err != nil && !redisreply.IsNoClusterNodes(err) {
 		return err
 	}
 	served := map[string][][2]int{}
@@ -195,10 +196,4 @@ func nodeDown(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, redis.ErrClosed) ||
 		errors.Is(err, redis.ErrPoolTimeout)
-}
-
-// noNodes is go-redis's error (it has no type) for a slot map that names
-// no master: every slot unassigned, so nothing can be read.
-func noNodes(err error) bool {
-	return strings.Contains(err.Error(), "redis: cluster has no nodes")
 }
