@@ -35,18 +35,20 @@ if #rec > 0 then
   attempts = tonumber(f.attempts) or 1
   redis.call('DEL', key)
 end
-if ARGV[6] ~= '1' then
-  -- The key is absent here, so this PEXPIRE changes nothing; a server
-  -- that refuses it (an ACL without PEXPIRE) refuses before the HSET
-  -- rather than after, which would leave a running claim without a TTL
-  -- that every later call finds running, for ever.
-  redis.call('PEXPIRE', key, ARGV[4])
-end
 redis.call('HSET', key, 'state', 'running', 'token', ARGV[1], 'owner', ARGV[2],
   'fingerprint', ARGV[3], 'started_ms', string.format('%d', now), 'attempts', attempts + 1)
 if ARGV[6] == '1' then
   redis.call('HSET', key, 'mode', 'at-most-once', 'lease_ms', string.format('%d', now + tonumber(ARGV[4])))
   return {'claimed', -1, redis.call('HGETALL', key)}
 end
-redis.call('PEXPIRE', key, ARGV[4])
+-- The HSET above comes first, so that a server out of memory refuses the
+-- claim before it writes anything (a script that has written is let go on
+-- under maxmemory). A server that refuses the PEXPIRE (an ACL without it)
+-- must not keep a running claim without a TTL, which every later call
+-- would find running for ever: the claim is taken back.
+local ttl = redis.pcall('PEXPIRE', key, ARGV[4])
+if type(ttl) == 'table' and ttl.err then
+  redis.call('DEL', key)
+  return redis.error_reply(ttl.err)
+end
 return {'claimed', tonumber(ARGV[4]), redis.call('HGETALL', key)}
