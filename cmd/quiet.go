@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"errors"
-	"time"
 
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -43,17 +42,6 @@ func (f *Factory) Progressf(format string, args ...any) {
 		f.IO.Errorf(format, args...)
 	}
 }
-
-// waitTimeoutError is a -w wait that ran out: it says so, and how long it
-// waited, where -n's refusal only names the holder.
-type waitTimeoutError struct {
-	msg    string
-	err    error
-	waited time.Duration
-}
-
-func (e *waitTimeoutError) Error() string { return e.msg }
-func (e *waitTimeoutError) Unwrap() error { return e.err }
 
 // ciText names the CI job a holder recorded, for refusal and wait lines.
 func ciText(url string) string {

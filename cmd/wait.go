@@ -243,3 +243,14 @@ func (s *waitStatus) busy(h lock.Holder) {
 	}
 	s.f.IO.Logf(ui.LevelInfo, fields, "waiting for %s: held by %s%s%s%s%s; waited %s", s.name, h.Owner, ciText(h.CI), since, ttlText(h.TTL), queue, waited)
 }
+
+// waitTimeoutError is a -w wait that ran out: it says so, and how long it
+// waited, where -n's refusal only names the holder.
+type waitTimeoutError struct {
+	msg    string
+	err    error
+	waited time.Duration
+}
+
+func (e *waitTimeoutError) Error() string { return e.msg }
+func (e *waitTimeoutError) Unwrap() error { return e.err }
