@@ -286,3 +286,20 @@ func (f *Factory) OnMasterSwitch(fn func()) (stop func()) {
 	}
 	return lockinternal.WatchMasterSwitch(g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout, fn)
 }
+
+// urlOrigin says where --url came from, for hints about an unreachable
+// server: the flag, LOCKCTL_URL, REDIS_URL, a config file, or "" for the
+// default.
+func (f *Factory) urlOrigin() string {
+	switch {
+	case f.G.urlOnArgv:
+		return "--url"
+	case f.Getenv("LOCKCTL_URL") != "":
+		return "LOCKCTL_URL"
+	case f.Getenv("REDIS_URL") != "":
+		return "REDIS_URL"
+	case f.Viper.InConfig("url") && f.Viper.ConfigFileUsed() != "":
+		return "the config file " + f.Viper.ConfigFileUsed()
+	}
+	return ""
+}
