@@ -42,11 +42,3 @@ func (f *Factory) Progressf(format string, args ...any) {
 		f.IO.Errorf(format, args...)
 	}
 }
-
-// ciText names the CI job a holder recorded, for refusal and wait lines.
-func ciText(url string) string {
-	if url == "" {
-		return ""
-	}
-	return " " + url
-}
