@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
@@ -302,4 +303,13 @@ func (f *Factory) urlOrigin() string {
 		return "the config file " + f.Viper.ConfigFileUsed()
 	}
 	return ""
+}
+
+var sigInterrupts = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+func toSyscall(s os.Signal) syscall.Signal {
+	if ss, ok := s.(syscall.Signal); ok {
+		return ss
+	}
+	return syscall.SIGTERM
 }
