@@ -43,7 +43,7 @@ type Globals struct {
 	Headers        bool   // --headers (listings)
 	NoHeaders      bool   // --no-headers (listings)
 	Quiet          bool   // -q (run, lock, once, limit): see quiet.go
-	NoCIOutput     bool   // --no-ci-output (run, lock, once, limit): see quiet.go
+	NoCIOutput     bool   // --no-ci-output (run, lock, once, limit): see github_actions.go
 
 	urlOnArgv     bool   // the URL came from the command line (a password there leaks to ps)
 	redlockOnArgv bool   // likewise for --redlock
