@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
@@ -42,7 +43,7 @@ type Globals struct {
 	Headers        bool   // --headers (listings)
 	NoHeaders      bool   // --no-headers (listings)
 	Quiet          bool   // -q (run, lock, once, limit): see quiet.go
-	NoCIOutput     bool   // --no-ci-output (run, lock, once, limit): see quiet.go
+	NoCIOutput     bool   // --no-ci-output (run, lock, once, limit): see github_actions.go
 
 	urlOnArgv     bool   // the URL came from the command line (a password there leaks to ps)
 	redlockOnArgv bool   // likewise for --redlock
@@ -285,4 +286,30 @@ func (f *Factory) OnMasterSwitch(fn func()) (stop func()) {
 		return func() {}
 	}
 	return lockinternal.WatchMasterSwitch(g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout, fn)
+}
+
+// urlOrigin says where --url came from, for hints about an unreachable
+// server: the flag, LOCKCTL_URL, REDIS_URL, a config file, or "" for the
+// default.
+func (f *Factory) urlOrigin() string {
+	switch {
+	case f.G.urlOnArgv:
+		return "--url"
+	case f.Getenv("LOCKCTL_URL") != "":
+		return "LOCKCTL_URL"
+	case f.Getenv("REDIS_URL") != "":
+		return "REDIS_URL"
+	case f.Viper.InConfig("url") && f.Viper.ConfigFileUsed() != "":
+		return "the config file " + f.Viper.ConfigFileUsed()
+	}
+	return ""
+}
+
+var sigInterrupts = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+func toSyscall(s os.Signal) syscall.Signal {
+	if ss, ok := s.(syscall.Signal); ok {
+		return ss
+	}
+	return syscall.SIGTERM
 }

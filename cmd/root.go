@@ -25,15 +25,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-var sigInterrupts = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
-
-func toSyscall(s os.Signal) syscall.Signal {
-	if ss, ok := s.(syscall.Signal); ok {
-		return ss
-	}
-	return syscall.SIGTERM
-}
-
 // Main runs lockctl with the process's arguments and returns its exit code;
 // when lockctl is to end by a signal instead (dieOf), Main raises it once
 // every clean-up has run, and returns only if the signal did not end it.

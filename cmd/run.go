@@ -308,47 +308,6 @@ func uncoveredEnd(f *Factory, name string, gone, err error, onLost runner.OnLost
 		"something deleted or took the lock while the command ran (the command itself, a force-release, or a client that ignores the token): another holder may have overlapped its end")
 }
 
-// explainBusy words "not acquired" for a semaphore, and for a link too
-// slow for the lease.
-func (w *waitFlags) explainBusy(name string, err error) error {
-	var (
-		held *lock.HeldError
-		le   *lock.LimitError
-		slow *lock.SlowLinkError
-	)
-	switch {
-	case errors.As(err, &slow):
-		return withHint(err, slowLinkHint(slow))
-	case errors.As(err, &le) && le.Limit == 0:
-		return &UsageError{Err: reword(err, "%s is held in shared mode (--shared); this call asks for --limit %d", name, le.Want),
-			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --shared while its holders live)", name)}}
-	case errors.As(err, &le) && le.Want == 0:
-		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; --shared does not mix with it", name, le.Limit),
-			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --limit %d while its holders live)", name, le.Limit)}}
-	case errors.As(err, &le):
-		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; this call asks for --limit %d", name, le.Limit, le.Want),
-			Hints: []string{fmt.Sprintf("every holder of %s must use the same --limit (%d while its holders live)", name, le.Limit)}}
-	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonShared:
-		return reword(err, "%s is held shared by %d holder(s); an exclusive holder waits until none is; the first lease ends within %s",
-			name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
-	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonWriters:
-		return reword(err, "%s: %d exclusive waiter(s) go first; shared holders wait for them (%d shared holder(s) now)",
-			name, held.Holder.Queue, held.Holder.Holders)
-	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore && w.limit == 0:
-		return reword(err, "%s is held as a semaphore (%d slot(s) taken); a plain lock waits until none is; the next frees within %s",
-			name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
-	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore:
-		return reword(err, "%s: all %d slots are taken; the next frees within %s", name, held.Holder.Holders, held.Holder.TTL.Round(time.Millisecond))
-	case errors.As(err, &held) && w.limit > 0:
-		return reword(err, "%s is held as a plain lock by %s%s; semaphore slots wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
-	case errors.As(err, &held) && w.shared:
-		return reword(err, "%s is held exclusively by %s%s; shared holders wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
-	case errors.As(err, &held) && held.Holder.CI != "":
-		return reword(err, "%s%s", err.Error(), ciText(held.Holder.CI))
-	}
-	return err
-}
-
 // childEnv is what the child learns about the lock it runs under.
 func childEnv(lease *lock.Lease) []string {
 	env := []string{
@@ -365,20 +324,6 @@ func childEnv(lease *lock.Lease) []string {
 	// Always set, so that a nested run's child never inherits its
 	// parent's mode: `lockctl fence check` reads it.
 	return append(env, "LOCKCTL_MODE="+leaseMode(lease.Shared))
-}
-
-// ciJobURL is the URL of the CI job lockctl runs in, from the variables the
-// usual CI systems set; "" outside CI.
-func ciJobURL(getenv func(string) string) string {
-	if s, r, id := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"); s != "" && r != "" && id != "" {
-		return s + "/" + r + "/actions/runs/" + id
-	}
-	for _, v := range []string{"CI_JOB_URL", "BUILDKITE_BUILD_URL", "BUILD_URL"} {
-		if u := getenv(v); u != "" {
-			return u
-		}
-	}
-	return ""
 }
 
 // writeReport replaces path atomically, so a reader never sees half a record.
