@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
@@ -74,7 +75,7 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, s
 	return &lock.AcquireOptions{
 		Owner:  owner,
 		Note:   w.note,
-		CI:     ciJobURL(f.Getenv),
+		CI:     identity.CIJobURL(f.Getenv),
 		Limit:  w.limit,
 		FIFO:   w.fifo,
 		Shared: w.shared,
@@ -242,7 +243,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		// lock returns at once; the process that holds the token (and
 		// that a person looking at the lock wants to find) is the
 		// shell or script that called it.
-		owner = lockinternal.OwnerWithPID(callerPID())
+		owner = identity.OwnerWithPID(callerPID())
 	}
 	status := newWaitStatus(f, name)
 	opts, err := o.acquireOptions(c, f, owner, status)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -171,7 +172,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	ctx := c.Context()
 	owner := o.owner
 	if owner == "" {
-		owner = lockinternal.DefaultOwner()
+		owner = identity.Owner()
 	}
 	rep := &runReport{Name: name, Key: l.Key(name), Owner: owner}
 	if o.metricsFile != "" {
@@ -365,20 +366,6 @@ func childEnv(lease *lock.Lease) []string {
 	// Always set, so that a nested run's child never inherits its
 	// parent's mode: `lockctl fence check` reads it.
 	return append(env, "LOCKCTL_MODE="+leaseMode(lease.Shared))
-}
-
-// ciJobURL is the URL of the CI job lockctl runs in, from the variables the
-// usual CI systems set; "" outside CI.
-func ciJobURL(getenv func(string) string) string {
-	if s, r, id := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"); s != "" && r != "" && id != "" {
-		return s + "/" + r + "/actions/runs/" + id
-	}
-	for _, v := range []string{"CI_JOB_URL", "BUILDKITE_BUILD_URL", "BUILD_URL"} {
-		if u := getenv(v); u != "" {
-			return u
-		}
-	}
-	return ""
 }
 
 // writeReport replaces path atomically, so a reader never sees half a record.
