@@ -1,6 +1,7 @@
 package identity_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -37,7 +38,7 @@ func TestToken(t *testing.T) {
 // uid). Each case runs in a child, as UserHost reads the environment once.
 func TestUserHost(t *testing.T) {
 	if os.Getenv("IDENTITY_TEST_CHILD") != "" {
-		os.Stdout.WriteString("userhost=" + identity.UserHost() + "\n")
+		fmt.Println("userhost=" + identity.UserHost())
 		return
 	}
 	for _, tc := range []struct {

@@ -38,7 +38,7 @@ func TestDefaultOwnerAgreesWithLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(ctx)
+	defer func() { _ = lease.Release(ctx) }()
 	claim, err := once.New(c, nil).Claim(ctx, key, nil)
 	if err != nil {
 		t.Fatal(err)
