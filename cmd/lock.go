@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/lockinternal"
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -92,7 +92,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		// lock returns at once; the process that holds the token (and
 		// that a person looking at the lock wants to find) is the
 		// shell or script that called it.
-		owner = lockinternal.OwnerWithPID(callerPID())
+		owner = identity.OwnerWithPID(callerPID())
 	}
 	status := newWaitStatus(f, name)
 	opts, err := o.acquireOptions(c, f, owner, status)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -171,7 +172,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	ctx := c.Context()
 	owner := o.owner
 	if owner == "" {
-		owner = lockinternal.DefaultOwner()
+		owner = identity.Owner()
 	}
 	rep := &runReport{Name: name, Key: l.Key(name), Owner: owner}
 	if o.metricsFile != "" {

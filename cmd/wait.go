@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -66,7 +67,7 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, s
 	return &lock.AcquireOptions{
 		Owner:  owner,
 		Note:   w.note,
-		CI:     ciJobURL(f.Getenv),
+		CI:     identity.CIJobURL(f.Getenv),
 		Limit:  w.limit,
 		FIFO:   w.fifo,
 		Shared: w.shared,

@@ -12,7 +12,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
-	"github.com/lockctl/lockctl/internal/lockinternal"
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/testkit/benchcmp"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -90,10 +90,7 @@ func lockContenders() []contender {
 		{"floor", func(c *redis.Client) benchcmp.Op {
 			keys := workerKeys("peers:floor:")
 			return func(w int) error {
-				tok, err := lockinternal.NewToken()
-				if err != nil {
-					return err
-				}
+				tok := identity.Token()
 				ok, err := c.SetNX(context.Background(), keys[w], tok, ttl).Result()
 				if err != nil || !ok {
 					return fmt.Errorf("SET NX: %v %v", ok, err)

@@ -65,18 +65,6 @@ func DataErrorOf(ctx context.Context, c redis.Cmdable, err error, keys ...string
 // besides EVALSHA and EVAL themselves (an ACL applies inside scripts too).
 func ScriptCommands() []string { return hook.ScriptCommands() }
 
-// OwnerWithPID is user@host:pid for another process than this one: the
-// shell that called a command which returns while its lock lives on.
-func OwnerWithPID(pid int) string { return hook.OwnerWithPID(pid) }
-
-// DefaultOwner is user@host:pid of this process: the owner of an Acquire
-// without one.
-func DefaultOwner() string { return hook.DefaultOwner() }
-
-// NewToken returns 128 random bits as 32 hex digits, as an Acquire without
-// a token makes.
-func NewToken() (string, error) { return hook.NewToken() }
-
 // ParseValue describes the holder whose stored value at key is value
 // (internal/lockwire parses it); ttl is the key's remaining time (-1 for
 // none).

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockinternal"
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -158,11 +158,8 @@ func fifoWaiters(t *testing.T, c *redis.Client, prefix, name string, n int) []st
 }
 
 func token(t *testing.T) string {
-	tok, err := lockinternal.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	t.Helper()
+	return identity.Token()
 }
 
 // waitFor polls cond for up to 10s (a generous bound on a busy machine).

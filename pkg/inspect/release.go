@@ -5,17 +5,16 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/internal/lockinternal"
-	"github.com/lockctl/lockctl/internal/lockwire"
-	"github.com/lockctl/lockctl/internal/luascript"
-	"github.com/lockctl/lockctl/internal/scriptcmds"
-	"os"
-	"os/user"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/identity"
+	"github.com/lockctl/lockctl/internal/lockinternal"
+	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/luascript"
 	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/internal/scriptcmds"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -72,21 +71,9 @@ type Released struct {
 var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 
 // Operator is the OS user@host of this process, for audit records.
-func Operator() string {
-	name := os.Getenv("USER")
-	if name == "" {
-		if u, err := user.Current(); err == nil {
-			name = u.Username
-		} else {
-			name = strconv.Itoa(os.Getuid())
-		}
-	}
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "localhost"
-	}
-	return name + "@" + host
-}
+// It is the user@host of the owner a lock or a once claim of this process
+// records.
+func Operator() string { return identity.UserHost() }
 
 // ForceRelease deletes the lock called name if token still holds it, wakes
 // its waiters and records who, when, which holder and why in the audit

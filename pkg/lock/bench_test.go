@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/testkit/benchcmp"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -52,7 +53,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			parallel(b, g, func(next func() bool) {
 				key := fmt.Sprintf("%s.%d", prefix, id.Add(1))
 				for next() {
-					tok, _ := lock.NewToken()
+					tok := identity.Token()
 					if ok, err := c.SetNX(ctx, key, tok, 30*time.Second).Result(); err != nil || !ok {
 						b.Error("SET NX", ok, err)
 						return
@@ -186,7 +187,7 @@ func BenchmarkVsFloor(b *testing.B) {
 				},
 				func(w int) error {
 					key := fmt.Sprintf("lock:%s.floor.%d", prefix, w)
-					tok, _ := lock.NewToken()
+					tok := identity.Token()
 					if ok, err := c.SetNX(ctx, key, tok, 30*time.Second).Result(); err != nil || !ok {
 						return fmt.Errorf("SET NX: %v %v", ok, err)
 					}

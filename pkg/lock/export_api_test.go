@@ -9,13 +9,7 @@ import (
 
 type Renewer = renewer
 
-var (
-	NewHeldError = newHeldError
-	NewToken     = newToken
-	OwnerWithPID = ownerWithPID
-)
-
-func DefaultOwner() string { return defaultOwner() }
+var NewHeldError = newHeldError
 
 // StartWatchdog starts a watchdog whose schedule counts from now.
 func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, error) {

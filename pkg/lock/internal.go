@@ -24,7 +24,4 @@ func init() {
 	hook.ParseRedissonRW = parseRedissonRW
 	hook.DataErrorOf = dataErrorOf
 	hook.ScriptCommands = scriptCommands
-	hook.OwnerWithPID = ownerWithPID
-	hook.DefaultOwner = defaultOwner
-	hook.NewToken = newToken
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
@@ -232,9 +233,7 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	ttl = ttl.Truncate(time.Millisecond)
 	token := o.Token
 	if token == "" {
-		if token, err = newToken(); err != nil {
-			return nil, err
-		}
+		token = identity.Token()
 	} else if !validToken(token) {
 		return nil, fmt.Errorf("%w: token must be 1-256 printable ASCII characters without '\"' or '\\'", ErrInvalid)
 	}

@@ -3,13 +3,12 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"os"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -65,21 +64,8 @@ func TestDefaultOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`^.+@.+:[0-9]+$`).MatchString(lease.Owner) || lease.Owner != lock.DefaultOwner() {
-		t.Errorf("owner %q, DefaultOwner %q", lease.Owner, lock.DefaultOwner())
-	}
-}
-
-// OwnerWithPID names another process (lock's caller) as DefaultOwner names
-// this one.
-func TestOwnerWithPID(t *testing.T) {
-	own := lock.DefaultOwner()
-	userHost := own[:strings.LastIndex(own, ":")]
-	if got := lock.OwnerWithPID(4242); got != userHost+":4242" {
-		t.Errorf("OwnerWithPID(4242) = %q, want %q", got, userHost+":4242")
-	}
-	if got := lock.OwnerWithPID(os.Getpid()); got != own {
-		t.Errorf("OwnerWithPID(own pid) = %q, DefaultOwner %q", got, own)
+	if !regexp.MustCompile(`^.+@.+:[0-9]+$`).MatchString(lease.Owner) || lease.Owner != identity.Owner() {
+		t.Errorf("owner %q, identity.Owner %q", lease.Owner, identity.Owner())
 	}
 }
 

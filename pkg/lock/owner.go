@@ -1,59 +1,19 @@
 package lock
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"os"
-	"os/user"
-	"strconv"
 	"sync"
 
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
-// defaultOwner is user@host:pid, enough for a person reading a listing to
-// find the process that holds a lock: the owner of an Acquire without one.
-var defaultOwner = sync.OnceValue(func() string { return ownerWithPID(os.Getpid()) })
-
-// ownerWithPID is user@host:pid for another process than this one: the
-// shell that called a command which returns while its lock lives on.
-func ownerWithPID(pid int) string {
-	return userHost() + ":" + strconv.Itoa(pid)
-}
-
-var userHost = sync.OnceValue(func() string {
-	name := os.Getenv("USER")
-	if name == "" {
-		name = os.Getenv("LOGNAME")
-	}
-	if name == "" {
-		if u, err := user.Current(); err == nil {
-			name = u.Username
-		} else {
-			name = strconv.Itoa(os.Getuid())
-		}
-	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "localhost"
-	}
-	return name + "@" + host
-})
+// defaultOwner is user@host:pid of this process (internal/identity): the
+// owner of an Acquire without one, the same as a once claim's.
+var defaultOwner = identity.Owner
 
 // defaultOwnerJSON is defaultOwner as a JSON string, encoded once: every
 // Acquire without an Owner stores it.
 var defaultOwnerJSON = sync.OnceValue(func() string { return lockwire.EncodeJSONString(defaultOwner()) })
-
-// newToken returns 128 random bits as 32 hex digits: unguessable, so no
-// other client can release or renew a lock it does not hold by accident.
-func newToken() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("lock: token: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
 
 // validToken reports whether token can be spliced into the stored JSON
 // value verbatim: printable ASCII without quote or backslash, so the value

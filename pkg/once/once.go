@@ -26,15 +26,12 @@ package once
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"os/user"
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -181,7 +178,7 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 		co = &ClaimOptions{}
 	}
 	k := s.Key(key)
-	token := newToken()
+	token := identity.Token()
 	sent := time.Now()
 	reply, err := claimScript.Run(ctx, s.client, []string{k},
 		token, s.opts.Owner, co.Fingerprint, s.opts.TTL.Milliseconds(), flag(co.RerunFailed), flag(co.AtMostOnce)).Slice()
@@ -431,23 +428,7 @@ func flag(b bool) string {
 	return "0"
 }
 
-func newToken() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand panics rather than return short)
-	return hex.EncodeToString(b[:])
-}
-
-// DefaultOwner is user@host:pid.
-func DefaultOwner() string {
-	name := "unknown"
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	} else if v := os.Getenv("USER"); v != "" {
-		name = v
-	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "localhost"
-	}
-	return fmt.Sprintf("%s@%s:%d", name, host, os.Getpid())
-}
+// DefaultOwner is user@host:pid of this process: the claimant recorded
+// without an Owner, the same owner pkg/lock records for a lock acquired
+// without one.
+func DefaultOwner() string { return identity.Owner() }

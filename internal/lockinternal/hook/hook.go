@@ -48,12 +48,4 @@ var (
 	// ScriptCommands is lockinternal.ScriptCommands: the commands the lock
 	// scripts call.
 	ScriptCommands func() []string
-	// OwnerWithPID is lockinternal.OwnerWithPID: user@host:pid of another
-	// process.
-	OwnerWithPID func(pid int) string
-	// DefaultOwner is lockinternal.DefaultOwner: user@host:pid of this
-	// process.
-	DefaultOwner func() string
-	// NewToken is lockinternal.NewToken: a random 32-hex-digit token.
-	NewToken func() (string, error)
 )
