@@ -30,6 +30,20 @@ local function newValue(prefix, fence, rest, ms)
   return prefix .. ',"fence":' .. fence .. rest .. ',"acquired_ms":' .. string.format('%d', ms) .. '}'
 end
 
+-- withMembers returns v with rest (the members Go sent, as newValue takes
+-- them) in place of its own between the fence and acquired_ms: an acquire
+-- by the token that already holds the lock stores its caller's owner, note,
+-- ci and ttl, and keeps the token, the fence, the acquisition time and the
+-- hold count. Any other value (a foreign lock) is returned as it is.
+local function withMembers(v, rest)
+  local head = string.match(v, '^{"token":"[^"]+","fence":%d+')
+  local at = string.find(v, ',"acquired_ms":%d+')
+  if not head or not at then
+    return v
+  end
+  return head .. rest .. string.sub(v, at)
+end
+
 -- valueToken is the token of a lockctl value, or nil for any other string.
 local function valueToken(v)
   return string.match(v, '^{"token":"([^"]+)"')

@@ -9,7 +9,9 @@
 -- among the waiting exclusive acquirers is kept without a new attempt.
 --
 -- Replies: {1, fence, server ms} acquired; {2, stored value, server ms} the
--- same token already held it (a retry after a lost reply), ttl refreshed;
+-- same token already held it (a retry after a lost reply, or a re-acquire):
+-- its ttl refreshed and ARGV[3]'s members (owner, note, ...) stored in place
+-- of the old ones (withMembers), its fence and acquisition time kept;
 -- {0, type, ...} refused, as held() describes, or as semHeld() does.
 local key, token, w = KEYS[1], ARGV[1], KEYS[5]
 local function grant()
@@ -67,9 +69,14 @@ end
 if t == 'string' then
   local v = redis.call('GET', key)
   if owns(v, token, tokenPrefix(token)) then
-    redis.call('PEXPIRE', key, ARGV[2])
+    local nv = withMembers(v, ARGV[3])
+    if nv ~= v then
+      redis.call('SET', key, nv, 'PX', ARGV[2])
+    else
+      redis.call('PEXPIRE', key, ARGV[2])
+    end
     unlist()
-    return {2, v, nowMS()}
+    return {2, nv, nowMS()}
   end
   return refuse(held(0, key, t, v))
 end

@@ -37,9 +37,15 @@ local t = redis.call('TYPE', key)['ok']
 if t == 'string' then
   local v = redis.call('GET', key)
   if owns(v, token, ARGV[3]) then
-    redis.call('PEXPIRE', key, ARGV[2])
+    -- As acquire.lua: the caller's members replace the stored ones.
+    local nv = withMembers(v, ARGV[4])
+    if nv ~= v then
+      redis.call('SET', key, nv, 'PX', ARGV[2])
+    else
+      redis.call('PEXPIRE', key, ARGV[2])
+    end
     leave()
-    return {2, v, ms}
+    return {2, nv, ms}
   end
 end
 -- Join at the tail (NX keeps the first arrival time), refresh the heartbeat.

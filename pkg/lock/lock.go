@@ -216,7 +216,9 @@ type Lease struct {
 // came too late to count; *SlowLinkError (not ErrNotObtained) when it and
 // its re-confirmation both did, so that no grant can count on this link;
 // *WrongTypeError when the key is not a lock; ErrInvalid;
-// the context's error (with its cause) when ctx ends first;
+// the context's error (with its cause) when ctx ends first, which also
+// matches ErrNotObtained when it is ctx's deadline (context.DeadlineExceeded)
+// and not when ctx was cancelled (context.Canceled);
 // *ReplicationError; Redis errors, wrapped.
 func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o *AcquireOptions) (*Lease, error) {
 	if o == nil {
@@ -270,8 +272,30 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	if l.events != nil {
 		l.recordAcquire(ctx, name, o.Wait, lease, err)
 	}
-	return lease, err
+	return lease, notObtainedBy(ctx, err)
 }
+
+// notObtainedBy makes err, which ended an Acquire, match ErrNotObtained as
+// well when it is ctx's deadline (context.DeadlineExceeded): the caller's
+// own bound on the wait ran out, which is a wait that did not obtain the
+// lock, as AcquireOptions.Wait running out is. A cancelled ctx
+// (context.Canceled) stays as it is: the caller gave up, and nobody
+// refused it.
+func notObtainedBy(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) ||
+		!errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, ErrNotObtained) {
+		return err
+	}
+	return &deadlineError{err: err}
+}
+
+// deadlineError is an Acquire ended by its context's deadline: it matches
+// ErrNotObtained and, through the error it wraps, context.DeadlineExceeded.
+type deadlineError struct{ err error }
+
+func (e *deadlineError) Error() string        { return e.err.Error() }
+func (e *deadlineError) Unwrap() error        { return e.err }
+func (e *deadlineError) Is(target error) bool { return target == ErrNotObtained }
 
 // valueRest is the stored value's members after the fence
 // (lockwire.Members).

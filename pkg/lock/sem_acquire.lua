@@ -20,7 +20,15 @@ local exp = string.format('%d', ms + ttl)
 if redis.call('ZSCORE', z, ARGV[1]) then
   redis.call('ZADD', z, exp, ARGV[1])
   expire(z, ms, {z, vals})
-  return {2, redis.call('HGET', vals, ARGV[1]) or '', ms}
+  -- As acquire.lua: the caller's members replace the stored ones, unless
+  -- they name another limit (the live holders' limit stays the semaphore's).
+  local v = redis.call('HGET', vals, ARGV[1]) or ''
+  local nv = withMembers(v, ARGV[5])
+  if nv ~= v and valueLimit(nv) == valueLimit(v) then
+    redis.call('HSET', vals, ARGV[1], nv)
+    v = nv
+  end
+  return {2, v, ms}
 end
 local lt = redis.call('TYPE', KEYS[4])['ok']
 if lt ~= 'none' then

@@ -33,7 +33,13 @@ if redis.call('ZSCORE', z, token) then
   redis.call('ZADD', z, exp, token)
   expire(z, ms, {z, vals})
   leave()
-  return {2, redis.call('HGET', vals, token) or '', ms}
+  -- As acquire.lua: the caller's members replace the stored ones.
+  local v = redis.call('HGET', vals, token) or ''
+  local nv = withMembers(v, ARGV[4])
+  if nv ~= v then
+    redis.call('HSET', vals, token, nv)
+  end
+  return {2, nv, ms}
 end
 local rank, arrival = 0, 0
 if fifo then
