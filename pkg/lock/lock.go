@@ -120,7 +120,10 @@ type AcquireOptions struct {
 	// be printable ASCII without '"' or '\' (it is stored verbatim in JSON).
 	// Acquiring again with the token that already holds the lock succeeds
 	// and refreshes its TTL, so a retry after a lost reply is safe; it
-	// adds no hold (Reenter does).
+	// adds no hold (Reenter does). It stores this call's Owner (or the
+	// default owner: this process, which holds it now), Note, CI and TTL
+	// in place of the stored ones, and keeps the fence, AcquiredAt and the
+	// holds (a semaphore slot asked for with another Limit keeps its own).
 	Token string
 	// Owner is shown to other users; "" means user@host:pid of this
 	// process.
