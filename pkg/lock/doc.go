@@ -54,9 +54,10 @@
 //     matches context.DeadlineExceeded too). A cancelled context is the
 //     caller giving up: context.Canceled, not ErrNotObtained.
 //   - Acquiring with the token that already holds the lock (a retry after
-//     a lost reply) refreshes its TTL and stores the call's owner, note,
-//     CI URL and TTL in place of the old ones, in the same script; the
-//     fence, the acquisition time and the holds stay.
+//     a lost reply) refreshes its TTL and stores the call's note, CI URL
+//     and TTL, and its owner when it names one, in place of the old ones,
+//     in the same script; the fence, the acquisition time and the holds
+//     stay.
 //   - A key of another type at the lock's name is reported as such
 //     (*WrongTypeError), never as a lock that is busy forever. Plain string
 //     locks written by other clients and Redisson hash locks are recognised.

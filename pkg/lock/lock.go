@@ -120,10 +120,11 @@ type AcquireOptions struct {
 	// be printable ASCII without '"' or '\' (it is stored verbatim in JSON).
 	// Acquiring again with the token that already holds the lock succeeds
 	// and refreshes its TTL, so a retry after a lost reply is safe; it
-	// adds no hold (Reenter does). It stores this call's Owner (or the
-	// default owner: this process, which holds it now), Note, CI and TTL
-	// in place of the stored ones, and keeps the fence, AcquiredAt and the
-	// holds (a semaphore slot asked for with another Limit keeps its own).
+	// adds no hold (Reenter does). It stores this call's Note, CI and TTL,
+	// and its Owner if set, in place of the stored ones (an empty Note
+	// clears the stored one; an empty Owner keeps it), and keeps the fence,
+	// AcquiredAt and the holds (a semaphore slot asked for with another
+	// Limit keeps all its members).
 	Token string
 	// Owner is shown to other users; "" means user@host:pid of this
 	// process.
@@ -254,7 +255,7 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 		return nil, fmt.Errorf("%w: a semaphore (limit %d) has no shared mode", ErrInvalid, o.Limit)
 	}
 	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note, limit: o.Limit, fifo: o.FIFO, shared: o.Shared,
-		args: acquireArgs{token: token, ttl: ttl, rest: valueRest(o, ttl)}, start: l.clock.Now()}
+		args: acquireArgs{token: token, ttl: ttl, rest: valueRest(o, ttl), keepOwner: o.Owner == ""}, start: l.clock.Now()}
 	if o.Wait > 0 {
 		a.deadline = a.start.Add(o.Wait)
 	}

@@ -97,7 +97,8 @@ func TestAcquireEndedByContext(t *testing.T) {
 }
 
 // Acquiring again with the token that holds the lock stores the new call's
-// owner and note, in every mode, and keeps the fence and the holds.
+// note, and its owner when it names one, in every mode, and keeps the
+// fence.
 func TestReacquireWithTokenStoresNewNote(t *testing.T) {
 	for _, mode := range []struct {
 		name string
@@ -108,6 +109,8 @@ func TestReacquireWithTokenStoresNewNote(t *testing.T) {
 		{"semaphore", lock.AcquireOptions{Limit: 2}},
 		{"shared", lock.AcquireOptions{Shared: true}},
 	} {
+		// An owner whose JSON has escapes and member-like text.
+		const second = `second "owner","note":"x" \\`
 		t.Run(mode.name, func(t *testing.T) {
 			l, _ := newLocker(t, nil)
 			name := uniqueName(t)
@@ -119,12 +122,12 @@ func TestReacquireWithTokenStoresNewNote(t *testing.T) {
 			}
 			defer func() { _ = first.Release(ctx) }()
 
-			o.Owner, o.Note = "second-owner", "second note"
+			o.Owner, o.Note = second, "second note"
 			again, err := l.Acquire(ctx, name, 2*time.Minute, &o)
 			if err != nil {
 				t.Fatalf("re-acquire with the holding token: %v", err)
 			}
-			if again.Note != "second note" || again.Owner != "second-owner" {
+			if again.Note != "second note" || again.Owner != second {
 				t.Errorf("re-acquired lease: owner %q, note %q; want the new ones", again.Owner, again.Note)
 			}
 			if again.Fence != first.Fence || again.Holds != 1 {
@@ -134,12 +137,21 @@ func TestReacquireWithTokenStoresNewNote(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.Note != "second note" || h.Owner != "second-owner" || h.Fence != first.Fence {
-				t.Errorf("stored holder after the re-acquire: owner %q note %q fence %d; want second-owner, second note, fence %d",
-					h.Owner, h.Note, h.Fence, first.Fence)
+			if h.Note != "second note" || h.Owner != second || h.Fence != first.Fence {
+				t.Errorf("stored holder after the re-acquire: owner %q note %q fence %d; want %q, second note, fence %d",
+					h.Owner, h.Note, h.Fence, second, first.Fence)
 			}
 			if h.LeaseTTL != 2*time.Minute {
 				t.Errorf("stored lease TTL %v, want the re-acquire's 2m", h.LeaseTTL)
+			}
+
+			// No owner named: the stored one stays; the empty note clears it.
+			o.Owner, o.Note = "", ""
+			if _, err := l.Acquire(ctx, name, time.Minute, &o); err != nil {
+				t.Fatal(err)
+			}
+			if h, err := l.Get(ctx, name); err != nil || h.Owner != second || h.Note != "" || h.Fence != first.Fence {
+				t.Errorf("stored holder after a re-acquire naming no owner: %+v, %v; want owner %q kept, no note", h, err, second)
 			}
 		})
 	}
