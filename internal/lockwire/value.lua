@@ -30,6 +30,44 @@ local function newValue(prefix, fence, rest, ms)
   return prefix .. ',"fence":' .. fence .. rest .. ',"acquired_ms":' .. string.format('%d', ms) .. '}'
 end
 
+-- ownerSpan is where the owner member (,"owner":...) of a value, or of the
+-- members Go sent, starts and ends, or nil. A '"' inside a JSON string is
+-- always escaped, so ',"' never occurs inside one: the member ends where
+-- the next one starts (there is always one: ttl_ms, acquired_ms).
+local function ownerSpan(s)
+  local i, j = string.find(s, ',"owner":', 1, true)
+  if not i then
+    return nil
+  end
+  local k = string.find(s, ',"', j + 1, true)
+  if not k then
+    return nil
+  end
+  return i, k - 1
+end
+
+-- withMembers returns v with rest (the members Go sent, as newValue takes
+-- them) in place of its own between the fence and acquired_ms: an acquire
+-- by the token that already holds the lock stores its caller's note, ci
+-- and ttl, and its owner unless keepOwner (the caller named none: rest has
+-- the default), and keeps the token, the fence, the acquisition time and
+-- the hold count. Any other value (a foreign lock) is returned as it is.
+local function withMembers(v, rest, keepOwner)
+  local head = string.match(v, '^{"token":"[^"]+","fence":%d+')
+  local at = string.find(v, ',"acquired_ms":%d+')
+  if not head or not at then
+    return v
+  end
+  if keepOwner then
+    local a, b = ownerSpan(v)
+    local c, d = ownerSpan(rest)
+    if a and c then
+      rest = string.sub(rest, 1, c - 1) .. string.sub(v, a, b) .. string.sub(rest, d + 1)
+    end
+  end
+  return head .. rest .. string.sub(v, at)
+end
+
 -- valueToken is the token of a lockctl value, or nil for any other string.
 local function valueToken(v)
   return string.match(v, '^{"token":"([^"]+)"')

@@ -7,9 +7,13 @@
 -- built here (newValue) rather than sent with every call. ARGV[4] '0',
 -- or, for a caller that will wait when refused, how long in ms its place
 -- among the waiting exclusive acquirers is kept without a new attempt.
+-- ARGV[5] '1' when the caller named no owner: a re-acquire by the holding
+-- token keeps the stored owner (withMembers), else '0'.
 --
 -- Replies: {1, fence, server ms} acquired; {2, stored value, server ms} the
--- same token already held it (a retry after a lost reply), ttl refreshed;
+-- same token already held it (a retry after a lost reply, or a re-acquire):
+-- its ttl refreshed and ARGV[3]'s members (note, owner, ...) stored in place
+-- of the old ones (withMembers), its fence and acquisition time kept;
 -- {0, type, ...} refused, as held() describes, or as semHeld() does.
 local key, token, w = KEYS[1], ARGV[1], KEYS[5]
 local function grant()
@@ -67,9 +71,14 @@ end
 if t == 'string' then
   local v = redis.call('GET', key)
   if owns(v, token, tokenPrefix(token)) then
-    redis.call('PEXPIRE', key, ARGV[2])
+    local nv = withMembers(v, ARGV[3], ARGV[5] == '1')
+    if nv ~= v then
+      redis.call('SET', key, nv, 'PX', ARGV[2])
+    else
+      redis.call('PEXPIRE', key, ARGV[2])
+    end
     unlist()
-    return {2, v, nowMS()}
+    return {2, nv, nowMS()}
   end
   return refuse(held(0, key, t, v))
 end

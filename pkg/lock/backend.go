@@ -80,6 +80,17 @@ type acquireArgs struct {
 	// intent > 0: an exclusive acquire that waits when refused; it is
 	// listed as waiting for that long (see shared.go).
 	intent time.Duration
+	// keepOwner: the caller named no owner, so a re-acquire by the token
+	// that holds the lock keeps the stored one (value.lua's withMembers).
+	keepOwner bool
+}
+
+// keep is keepOwner as the acquire scripts take it.
+func (a acquireArgs) keep() string {
+	if a.keepOwner {
+		return "1"
+	}
+	return "0"
 }
 
 var (
@@ -154,7 +165,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 
 func (s *single) acquire(ctx context.Context, key string, a acquireArgs) (reply, error) {
 	keys := lockwire.WithAux(key, lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindWriters)
-	return s.writeRaw(ctx, acquireScript(), keys, 0, lockwire.DecodeAcquire, a.token, ms(a.ttl), a.rest, ms(a.intent))
+	return s.writeRaw(ctx, acquireScript(), keys, 0, lockwire.DecodeAcquire, a.token, ms(a.ttl), a.rest, ms(a.intent), a.keep())
 }
 
 func (s *single) reenter(ctx context.Context, key, token string) (reply, error) {

@@ -45,7 +45,19 @@
 //     back, and the last deletes the lock (see reenter.go).
 //   - Release distinguishes released, not held (ErrNotHeld) and held by
 //     someone else (*HeldError matching ErrNotOwner, with that holder's
-//     owner and remaining TTL).
+//     owner and remaining TTL). A nil *Lease, which a failed Acquire
+//     returns, is safe to use: Release, Refresh and Watch report ErrNotHeld,
+//     Done is closed and Deadline is zero, so "defer lease.Release(ctx)"
+//     may precede the error check.
+//   - A wait that does not get the lock matches ErrNotObtained, whether
+//     AcquireOptions.Wait or the context's deadline ended it (then it
+//     matches context.DeadlineExceeded too). A cancelled context is the
+//     caller giving up: context.Canceled, not ErrNotObtained.
+//   - Acquiring with the token that already holds the lock (a retry after
+//     a lost reply) refreshes its TTL and stores the call's note, CI URL
+//     and TTL, and its owner when it names one, in place of the old ones,
+//     in the same script; the fence, the acquisition time and the holds
+//     stay.
 //   - A key of another type at the lock's name is reported as such
 //     (*WrongTypeError), never as a lock that is busy forever. Plain string
 //     locks written by other clients and Redisson hash locks are recognised.

@@ -53,7 +53,7 @@ func (l *Locker) queueTTL() time.Duration {
 func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
 	keys := append(append(append([]string{key, lockwire.AuxKey(lockwire.KindFence, key)}, queueKeys(key)...), semKeys(key)...), lockwire.AuxKey(lockwire.KindWriters, key))
 	return s.writeRaw(ctx, fifoAcquireScript(), keys, 0, lockwire.DecodeFIFOAcquire,
-		a.token, ms(a.ttl), lockwire.ValuePrefix(a.token), a.rest, ms(queueTTL))
+		a.token, ms(a.ttl), lockwire.ValuePrefix(a.token), a.rest, ms(queueTTL), a.keep())
 }
 
 func (s *single) fifoLeave(ctx context.Context, key, token string) error {

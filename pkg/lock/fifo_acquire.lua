@@ -5,7 +5,8 @@
 -- waiting (acquire.lua).
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] value prefix; ARGV[4] the
 -- value's members after the fence; ARGV[5] how long a waiter's place is kept
--- without a new attempt, in ms.
+-- without a new attempt, in ms; ARGV[6] '1' when the caller named no owner
+-- (as acquire.lua's ARGV[5]), else '0'.
 --
 -- Replies as acquire.lua, except that a refusal carries two more elements:
 -- {0, type, [value|fields, pttl,] waiters ahead, arrival}; type 'none' means
@@ -37,9 +38,15 @@ local t = redis.call('TYPE', key)['ok']
 if t == 'string' then
   local v = redis.call('GET', key)
   if owns(v, token, ARGV[3]) then
-    redis.call('PEXPIRE', key, ARGV[2])
+    -- As acquire.lua: the caller's members replace the stored ones.
+    local nv = withMembers(v, ARGV[4], ARGV[6] == '1')
+    if nv ~= v then
+      redis.call('SET', key, nv, 'PX', ARGV[2])
+    else
+      redis.call('PEXPIRE', key, ARGV[2])
+    end
     leave()
-    return {2, v, ms}
+    return {2, nv, ms}
   end
 end
 -- Join at the tail (NX keeps the first arrival time), refresh the heartbeat.

@@ -28,8 +28,23 @@ func LeaseDeadline(sent time.Time, ttl, margin time.Duration) time.Time {
 
 // Deadline is the moment the lease stops counting as held unless renewed
 // before: Refresh moves it; a Watchdog (Watch) renews the lease and keeps
-// its own, later, deadline.
-func (l *Lease) Deadline() time.Time { return LeaseDeadline(l.Sent, l.TTL, 0) }
+// its own, later, deadline. A nil *Lease (what a failed Acquire returns)
+// has the zero time: it never counts as held.
+func (l *Lease) Deadline() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
+	return LeaseDeadline(l.Sent, l.TTL, 0)
+}
+
+// errNilLease is the error of Release, Refresh and Watch called on a nil
+// *Lease, such as a failed Acquire returns: it matches ErrNotHeld, so that
+//
+//	lease, err := locker.Acquire(ctx, name, ttl, nil)
+//	defer lease.Release(ctx)
+//
+// is safe before err is checked, as with other Redis lock libraries.
+var errNilLease = fmt.Errorf("%w: nil lease (no lock was acquired)", ErrNotHeld)
 
 // Release gives the lease back: it stops the watchdogs started on it (Watch),
 // then deletes the lock, or frees the semaphore or shared slot, if the
@@ -40,7 +55,12 @@ func (l *Lease) Deadline() time.Time { return LeaseDeadline(l.Sent, l.TTL, 0) }
 // Errors as Locker.Release: ErrNotHeld when the lock is gone; *HeldError
 // (errors.Is ErrNotOwner) when another token holds it; a *WakeError
 // (errors.Is ErrNotWoken) is a warning: the lease was given back.
+// On a nil *Lease it does nothing and returns an error that matches
+// ErrNotHeld.
 func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return errNilLease
+	}
 	_, err := l.release(ctx, l.l)
 	return err
 }
@@ -81,8 +101,12 @@ func (l *Lease) release(ctx context.Context, by *Locker) (int, error) {
 // lost (ErrNotHeld, ErrNotOwner, ErrWrongType).
 //
 // Refresh writes the lease's TTL and Sent: read them from the goroutine
-// that calls it. The other methods are safe for concurrent use.
+// that calls it. The other methods are safe for concurrent use. On a nil
+// *Lease it does nothing and returns an error that matches ErrNotHeld.
 func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
+	if l == nil {
+		return errNilLease
+	}
 	if l.l == nil {
 		return errNoLocker
 	}
@@ -110,8 +134,12 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 // when a Watchdog started on it (Watch, Locker.Watch) loses it, when Refresh
 // finds it lost, or when Release gives it back. Nothing watches a lease
 // without a watchdog: its expiry closes nothing, so a holder that does not
-// start one keeps to Deadline itself.
+// start one keeps to Deadline itself. A nil *Lease's channel is closed
+// already: nothing is held.
 func (l *Lease) Done() <-chan struct{} {
+	if l == nil {
+		return closedChan
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done == nil {
@@ -123,12 +151,23 @@ func (l *Lease) Done() <-chan struct{} {
 // Watch starts a Watchdog that keeps the lease renewed in the background
 // until it is stopped (Watchdog.Stop, Release, or ctx) or the lease is lost,
 // which closes Done. It is Locker.Watch on the Locker that granted the lease.
+// On a nil *Lease it starts nothing and returns an error that matches ErrNotHeld.
 func (l *Lease) Watch(ctx context.Context, opt *WatchdogOptions) (*Watchdog, error) {
+	if l == nil {
+		return nil, errNilLease
+	}
 	if l.l == nil {
 		return nil, errNoLocker
 	}
 	return l.l.Watch(ctx, l, opt)
 }
+
+// closedChan is the Done of a nil *Lease.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // errNoLocker: a Lease built by hand, not granted by a Locker.
 var errNoLocker = fmt.Errorf("%w: the lease was not granted by a Locker (Acquire or Reenter)", ErrInvalid)

@@ -121,7 +121,11 @@ type AcquireOptions struct {
 	// be printable ASCII without '"' or '\' (it is stored verbatim in JSON).
 	// Acquiring again with the token that already holds the lock succeeds
 	// and refreshes its TTL, so a retry after a lost reply is safe; it
-	// adds no hold (Reenter does).
+	// adds no hold (Reenter does). It stores this call's Note, CI and TTL,
+	// and its Owner if set, in place of the stored ones (an empty Note
+	// clears the stored one; an empty Owner keeps it), and keeps the fence,
+	// AcquiredAt and the holds (a semaphore slot asked for with another
+	// Limit keeps all its members).
 	Token string
 	// Owner is shown to other users; "" means user@host:pid of this
 	// process.
@@ -217,7 +221,9 @@ type Lease struct {
 // came too late to count; *SlowLinkError (not ErrNotObtained) when it and
 // its re-confirmation both did, so that no grant can count on this link;
 // *WrongTypeError when the key is not a lock; ErrInvalid;
-// the context's error (with its cause) when ctx ends first;
+// the context's error (with its cause) when ctx ends first, which also
+// matches ErrNotObtained when it is ctx's deadline (context.DeadlineExceeded)
+// and not when ctx was cancelled (context.Canceled);
 // *ReplicationError; Redis errors, wrapped.
 func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o *AcquireOptions) (*Lease, error) {
 	if o == nil {
@@ -248,7 +254,7 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 		return nil, fmt.Errorf("%w: a semaphore (limit %d) has no shared mode", ErrInvalid, o.Limit)
 	}
 	a := &attempt{l: l, name: name, key: key, owner: owner, note: o.Note, limit: o.Limit, fifo: o.FIFO, shared: o.Shared,
-		args: acquireArgs{token: token, ttl: ttl, rest: valueRest(o, ttl)}, start: l.clock.Now()}
+		args: acquireArgs{token: token, ttl: ttl, rest: valueRest(o, ttl), keepOwner: o.Owner == ""}, start: l.clock.Now()}
 	if o.Wait > 0 {
 		a.deadline = a.start.Add(o.Wait)
 	}
@@ -269,8 +275,30 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 	if l.events != nil {
 		l.recordAcquire(ctx, name, o.Wait, lease, err)
 	}
-	return lease, err
+	return lease, notObtainedBy(ctx, err)
 }
+
+// notObtainedBy makes err, which ended an Acquire, match ErrNotObtained as
+// well when it is ctx's deadline (context.DeadlineExceeded): the caller's
+// own bound on the wait ran out, which is a wait that did not obtain the
+// lock, as AcquireOptions.Wait running out is. A cancelled ctx
+// (context.Canceled) stays as it is: the caller gave up, and nobody
+// refused it.
+func notObtainedBy(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) ||
+		!errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, ErrNotObtained) {
+		return err
+	}
+	return &deadlineError{err: err}
+}
+
+// deadlineError is an Acquire ended by its context's deadline: it matches
+// ErrNotObtained and, through the error it wraps, context.DeadlineExceeded.
+type deadlineError struct{ err error }
+
+func (e *deadlineError) Error() string        { return e.err.Error() }
+func (e *deadlineError) Unwrap() error        { return e.err }
+func (e *deadlineError) Is(target error) bool { return target == ErrNotObtained }
 
 // valueRest is the stored value's members after the fence
 // (lockwire.Members).

@@ -56,7 +56,7 @@ func semKeys(key string) []string {
 
 func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquireArgs) (reply, error) {
 	r, err := s.writeRaw(ctx, semAcquireScript(), append(semKeys(key), lockwire.AuxKey(lockwire.KindFence, key), key), 0, lockwire.DecodeSemAcquire,
-		a.token, ms(a.ttl), strconv.Itoa(limit), lockwire.ValuePrefix(a.token), a.rest)
+		a.token, ms(a.ttl), strconv.Itoa(limit), lockwire.ValuePrefix(a.token), a.rest, a.keep())
 	if err == nil && r.Code == lockwire.SemAcquireLimit {
 		return reply{}, &LimitError{Key: key, Limit: int(r.Num), Want: limit}
 	}

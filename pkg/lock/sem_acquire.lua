@@ -2,7 +2,8 @@
 -- values (hash token -> lockctl JSON value); KEYS[3] fence counter; KEYS[4]
 -- the lock key of the same name.
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] limit; ARGV[4] value prefix;
--- ARGV[5] the value's members after the fence.
+-- ARGV[5] the value's members after the fence; ARGV[6] '1' when the caller
+-- named no owner (as acquire.lua's ARGV[5]), else '0'.
 --
 -- Replies: {1, fence, server ms} acquired a slot; {2, stored value, server
 -- ms} the token already held one, its expiry refreshed; {0, 'semaphore',
@@ -20,7 +21,15 @@ local exp = string.format('%d', ms + ttl)
 if redis.call('ZSCORE', z, ARGV[1]) then
   redis.call('ZADD', z, exp, ARGV[1])
   expire(z, ms, {z, vals})
-  return {2, redis.call('HGET', vals, ARGV[1]) or '', ms}
+  -- As acquire.lua: the caller's members replace the stored ones, unless
+  -- they name another limit (the live holders' limit stays the semaphore's).
+  local v = redis.call('HGET', vals, ARGV[1]) or ''
+  local nv = withMembers(v, ARGV[5], ARGV[6] == '1')
+  if nv ~= v and valueLimit(nv) == valueLimit(v) then
+    redis.call('HSET', vals, ARGV[1], nv)
+    v = nv
+  end
+  return {2, v, ms}
 end
 local lt = redis.call('TYPE', KEYS[4])['ok']
 if lt ~= 'none' then

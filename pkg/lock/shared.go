@@ -58,7 +58,7 @@ func (s *single) sharedAcquire(ctx context.Context, key string, a acquireArgs, q
 	keys := append(append(semKeys(key), lockwire.AuxKey(lockwire.KindFence, key), key, lockwire.AuxKey(lockwire.KindWriters, key)), queueKeys(key)...)
 	dec := func(v any) (reply, error) { return lockwire.DecodeSharedAcquire(v, queueTTL > 0) }
 	r, err := s.writeRaw(ctx, sharedAcquireScript(), keys, 0, dec,
-		a.token, ms(a.ttl), lockwire.ValuePrefix(a.token), a.rest, ms(queueTTL))
+		a.token, ms(a.ttl), lockwire.ValuePrefix(a.token), a.rest, ms(queueTTL), a.keep())
 	if err == nil && r.Code == lockwire.SharedAcquireLimit {
 		return reply{}, &LimitError{Key: key, Limit: int(r.Num), Want: 0}
 	}

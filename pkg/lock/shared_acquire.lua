@@ -6,7 +6,8 @@
 -- the FIFO queue and its heartbeats (fifo_acquire.lua).
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] value prefix; ARGV[4] the
 -- value's members after the fence; ARGV[5] '0', or for a FIFO waiter how
--- long in ms its place in the queue is kept without a new attempt.
+-- long in ms its place in the queue is kept without a new attempt; ARGV[6]
+-- '1' when the caller named no owner (as acquire.lua's ARGV[5]), else '0'.
 --
 -- Replies: {1, fence, server ms} acquired: the fence is the counter's
 -- current value (an exclusive acquisition increments it, a shared one does
@@ -33,7 +34,13 @@ if redis.call('ZSCORE', z, token) then
   redis.call('ZADD', z, exp, token)
   expire(z, ms, {z, vals})
   leave()
-  return {2, redis.call('HGET', vals, token) or '', ms}
+  -- As acquire.lua: the caller's members replace the stored ones.
+  local v = redis.call('HGET', vals, token) or ''
+  local nv = withMembers(v, ARGV[4], ARGV[6] == '1')
+  if nv ~= v then
+    redis.call('HSET', vals, token, nv)
+  end
+  return {2, nv, ms}
 end
 local rank, arrival = 0, 0
 if fifo then

@@ -251,8 +251,12 @@ func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Ti
 // lock, or a semaphore or shared slot), from the lease's own send time, so
 // that its deadline starts at lease.Deadline(). opt may be nil. The
 // watchdog's loss closes lease.Done(), and lease.Release
-// stops it before releasing. Lease.Watch is the same call.
+// stops it before releasing. Lease.Watch is the same call; a nil lease is an
+// error that matches ErrNotHeld.
 func (l *Locker) Watch(ctx context.Context, lease *Lease, opt *WatchdogOptions) (*Watchdog, error) {
+	if lease == nil {
+		return nil, errNilLease
+	}
 	o := WatchdogOptions{}
 	if opt != nil {
 		o = *opt
