@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -183,4 +184,19 @@ func Publish(f *Figures) {
 	reportMu.Lock()
 	report = append(report, f)
 	reportMu.Unlock()
+}
+
+// Failed lists, one line each, the published figures whose verdict is a
+// failure: a run that published one fails, even where its test asserted
+// less than the verdict does.
+func Failed() []string {
+	reportMu.Lock()
+	defer reportMu.Unlock()
+	var out []string
+	for _, f := range report {
+		if !strings.HasPrefix(f.Verdict, "PASS") {
+			out = append(out, fmt.Sprintf("%s (%s): %s", f.Scenario, f.Variant, f.Verdict))
+		}
+	}
+	return out
 }

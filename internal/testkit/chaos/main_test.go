@@ -55,6 +55,10 @@ func TestMain(m *testing.M) {
 	}
 	fmt.Printf("chaos: seed %d (replay with LOCKCTL_CHAOS_SEED=%d), tier %s\n", chaos.Seed(), chaos.Seed(), map[bool]string{true: "full", false: "short"}[chaos.Full()])
 	code := m.Run()
+	for _, f := range chaos.Failed() {
+		fmt.Fprintln(os.Stderr, "FAIL: verdict of", f)
+		code = 1
+	}
 	if p := os.Getenv("LOCKCTL_CHAOS_REPORT"); p != "" {
 		if err := chaos.WriteReport(p); err != nil {
 			fmt.Fprintln(os.Stderr, "write report:", err)
