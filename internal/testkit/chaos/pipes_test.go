@@ -482,7 +482,12 @@ func TestOnceAtMostOnce(t *testing.T) {
 			}
 			aExit := exitStatus(a.Wait())
 			killed := time.Now()
-			gone := chaos.Alive([]int{child}) == 0
+			// SIGKILL is delivered asynchronously: give the group a moment
+			// (bounded) to be gone before calling the fault not injected.
+			gone := false
+			for end := time.Now().Add(5 * time.Second); !gone && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+				gone = chaos.Alive([]int{child}) == 0
+			}
 			// Past the claim's TTL by the server's clock: its last renewal
 			// was before the kill.
 			time.Sleep(2*ttl + 500*time.Millisecond)
