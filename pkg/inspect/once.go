@@ -29,26 +29,13 @@ func (in *Inspector) OnceUnknown(ctx context.Context, prefix, glob string, o *Sc
 	return forEachNode(ctx, in.c, func(ctx context.Context, node redis.UniversalClient) error {
 		store := once.New(node, &once.Options{Prefix: prefix})
 		return in.scan(ctx, node, match, func(string) bool { return true }, func(keys []string, next func(redis.Pipeliner)) error {
-			pipe := node.Pipeline()
-			next(pipe)
-			pttls := make([]*redis.DurationCmd, len(keys))
-			for i, k := range keys {
-				pttls[i] = pipe.PTTL(ctx, k)
-			}
-			if pipe.Len() > 0 {
-				if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
-					return err
-				}
+			found, err := withoutTTL(ctx, node, keys, next)
+			if err != nil {
+				return err
 			}
 			scanned += int64(len(keys))
 			o.progress(scanned)
-			for i, k := range keys {
-				if err := cmdErr(pttls[i]); err != nil {
-					return err
-				}
-				if pttls[i].Val() != -1 {
-					continue
-				}
+			for _, k := range found {
 				rec, err := store.Get(ctx, strings.TrimPrefix(k, prefix))
 				switch {
 				case errors.Is(err, once.ErrNotFound), errors.Is(err, once.ErrWrongType):

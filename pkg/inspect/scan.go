@@ -565,7 +565,10 @@ func (in *Inspector) Orphans(ctx context.Context, glob string, o *ScanOptions, f
 	})
 }
 
-func (in *Inspector) readOrphans(ctx context.Context, node redis.UniversalClient, keys []string, next func(redis.Pipeliner)) ([]Orphan, error) {
+// withoutTTL returns the keys of a SCAN batch that have no TTL (PTTL -1;
+// -2, gone since SCAN, and any TTL are left out), reading their PTTLs in
+// the pipeline that next fills with the scan's next batch.
+func withoutTTL(ctx context.Context, node redis.UniversalClient, keys []string, next func(redis.Pipeliner)) ([]string, error) {
 	pipe := node.Pipeline()
 	next(pipe)
 	pttls := make([]*redis.DurationCmd, len(keys))
@@ -582,10 +585,17 @@ func (in *Inspector) readOrphans(ctx context.Context, node redis.UniversalClient
 		if err := cmdErr(pttls[i]); err != nil {
 			return nil, err
 		}
-		// -1: no TTL. (-2, gone since SCAN, and any TTL are fine.)
 		if pttls[i].Val() == -1 {
 			found = append(found, k)
 		}
+	}
+	return found, nil
+}
+
+func (in *Inspector) readOrphans(ctx context.Context, node redis.UniversalClient, keys []string, next func(redis.Pipeliner)) ([]Orphan, error) {
+	found, err := withoutTTL(ctx, node, keys, next)
+	if err != nil {
+		return nil, err
 	}
 	if len(found) == 0 {
 		return nil, nil
