@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/helloconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -209,6 +210,9 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 			return nil, err
 		}
 		opt.Dialer = tlsDialer(opt.TLSConfig, g.Timeout)
+	} else {
+		// HELLO travels with the connection's first command.
+		opt.Dialer = helloconn.Dialer(redis.NewDialer(opt))
 	}
 	return opt, nil
 }

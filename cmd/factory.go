@@ -76,6 +76,8 @@ type Factory struct {
 	warned map[string]bool // warnOnce's
 
 	filePassword string // the password read from --password-file, to keep out of messages
+
+	partialTree bool // the root has only the invoked command below it (rootFor)
 }
 
 // NewFactory builds a factory over the given streams.

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/cmd/manpage"
 )
 
 // TestManPagesUpToDate fails when man/ drifts from the command tree;
@@ -15,7 +15,7 @@ import (
 func TestManPagesUpToDate(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "")
 	dir := t.TempDir()
-	if err := cmd.WriteManPages(commandTree(t), dir); err != nil {
+	if err := manpage.Write(commandTree(t), dir); err != nil {
 		t.Fatal(err)
 	}
 	list := func(d string) []string {
@@ -42,7 +42,7 @@ func TestManPagesUpToDate(t *testing.T) {
 	}
 	// The same tree twice gives the same bytes: no clock in the header.
 	again := t.TempDir()
-	if err := cmd.WriteManPages(commandTree(t), again); err != nil {
+	if err := manpage.Write(commandTree(t), again); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := os.ReadFile(filepath.Join(dir, "lockctl.1"))

@@ -1,7 +1,7 @@
 package cmd
 
 // The reference tables below are the one source of three things: the man
-// pages' EXIT STATUS, ENVIRONMENT and FILES sections (WriteManPages), and
+// pages' EXIT STATUS, ENVIRONMENT and FILES sections (cmd/manpage), and
 // the tables under "## Exit codes", "### Environment" and
 // "### Files", which TestReadmeReferenceTables holds to these rows. Cells
 // are Markdown as the reference page (docs/reference.md) shows them (`code`, no links).

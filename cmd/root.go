@@ -37,7 +37,7 @@ func Main() int {
 	// other process of the user cannot read it from /proc.
 	hideSecrets()
 	surviveBrokenPipes()
-	code, sig, group := mainArgs(os.Args[1:], ui.System(), NewRootCmd)
+	code, sig, group := mainArgs(os.Args[1:], ui.System(), rootFor(os.Args[1:]))
 	if sig != 0 {
 		child.DieOf(sig, group) // returns only if the signal did not end lockctl
 	}
@@ -60,7 +60,7 @@ func surviveBrokenPipes() {
 // MainArgs runs lockctl with args on the given streams and returns its exit
 // code (without dying of a signal, see dieOf).
 func MainArgs(args []string, io *ui.IOStreams) int {
-	code, _, _ := mainArgs(args, io, NewRootCmd)
+	code, _, _ := mainArgs(args, io, rootFor(args))
 	return code
 }
 
@@ -175,8 +175,37 @@ func defaultHints(err error, code int) []string {
 	return nil
 }
 
-// NewRootCmd builds the command tree.
+// NewRootCmd builds the whole command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
+	return newRoot(f, topCommands)
+}
+
+// newRoot builds the root command with the given commands below it.
+func newRoot(f *Factory, commands []topCommandEntry) *cobra.Command {
+	return finishRoot(f, newRootShell(f), commands, true)
+}
+
+// finishRoot adds commands below root and completes them: argument errors,
+// examples, help defaults and, with completions, the shell completions
+// (only cobra's hidden __complete command asks for them, and it gets the
+// whole tree).
+func finishRoot(f *Factory, root *cobra.Command, commands []topCommandEntry, completions bool) *cobra.Command {
+	for _, e := range commands {
+		root.AddCommand(e.build(f))
+	}
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	if completions {
+		addCompletions(f, root)
+	}
+	addExamples(root)
+	unsetZeroDurations(root)
+	return root
+}
+
+// newRootShell is the root command alone, with the global flags.
+func newRootShell(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lockctl",
 		Short: "Safe Redis locks, fencing tokens, rate limits and idempotent runs from the shell",
@@ -195,30 +224,6 @@ monotonic fencing token that the protected resource can check.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(flagError)
 	addGlobalFlags(root.PersistentFlags(), &f.G)
-
-	root.AddCommand(
-		newVersionCmd(f),
-		newCompletionCmd(f),
-		newLockCmd(f),
-		newRenewCmd(f),
-		newReleaseCmd(f),
-		newFenceCmd(f),
-		newInspectCmd(f),
-		newLsCmd(f),
-		newDoctorCmd(f),
-		newSimulateCmd(f),
-		newLimitCmd(f),
-		newOnceCmd(f),
-		newRunCmd(f),
-		newExporterCmd(f),
-		newTopCmd(f),
-	)
-	for _, c := range root.Commands() {
-		wrapArgs(c)
-	}
-	addCompletions(f, root)
-	addExamples(root)
-	unsetZeroDurations(root)
 	return root
 }
 
@@ -319,7 +324,7 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	if cfg != "" && v.ConfigFileUsed() != "" {
 		if _, err := os.Stat(cfg); err == nil {
 			f.checkConfigFile(cfg)
-			f.warnUnknownConfigKeys(c.Root(), cfg)
+			f.warnUnknownConfigKeys(wholeTree(f, c.Root()), cfg)
 		}
 	}
 	if f.G.Verbose {

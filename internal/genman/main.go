@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/cmd/manpage"
 	"github.com/lockctl/lockctl/cmd/ui"
 )
 
@@ -21,7 +22,7 @@ func main() {
 		os.Exit(1)
 	}
 	io, _, _, _ := ui.Test()
-	if err := cmd.WriteManPages(cmd.NewRootCmd(cmd.NewFactory(io)), os.Args[1]); err != nil {
+	if err := manpage.Write(cmd.NewRootCmd(cmd.NewFactory(io)), os.Args[1]); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

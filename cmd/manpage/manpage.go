@@ -1,4 +1,8 @@
-package cmd
+// Package manpage writes lockctl's man pages from the command tree. It is
+// apart from package cmd so that the man-page generator (cobra/doc,
+// go-md2man, blackfriday) is linked only into the tools that write the
+// pages, not into lockctl, whose every start would run its initialisers.
+package manpage
 
 import (
 	"bytes"
@@ -8,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/cmd"
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 )
@@ -18,12 +23,12 @@ import (
 // packagers who stamp their own.
 var manDate = time.Date(2026, time.December, 1, 0, 0, 0, 0, time.UTC)
 
-// WriteManPages writes one man page per command of root's tree into dir
+// Write writes one man page per command of root's tree into dir
 // (lockctl.1, lockctl-run.1, lockctl-inspect-locks.1, ...). Every page gets
 // EXIT STATUS, ENVIRONMENT and FILES sections, as flock(1) has, from the
-// same tables as docs/reference.md (reference.go): a reader of `man lockctl-run`
+// same tables as docs/reference.md (cmd/reference.go): a reader of `man lockctl-run`
 // finds the exit codes where man pages keep them.
-func WriteManPages(root *cobra.Command, dir string) error {
+func Write(root *cobra.Command, dir string) error {
 	h := &doc.GenManHeader{Title: "LOCKCTL", Section: "1", Source: "lockctl", Manual: "lockctl manual"}
 	if os.Getenv("SOURCE_DATE_EPOCH") == "" {
 		d := manDate
@@ -64,16 +69,16 @@ func insertManSections(page, extra string) string {
 
 func manSections() string {
 	var b strings.Builder
-	section := func(title string, rows []RefRow) {
+	section := func(title string, rows []cmd.RefRow) {
 		b.WriteString(".SH " + title + "\n")
 		for _, r := range rows {
 			b.WriteString(".TP\n" + roffInline(r.Key) + "\n" + roffInline(r.Meaning) + "\n")
 		}
 		b.WriteString("\n\n")
 	}
-	section("EXIT STATUS", ExitStatusTable)
-	section("ENVIRONMENT", EnvironmentTable)
-	section("FILES", FilesTable)
+	section("EXIT STATUS", cmd.ExitStatusTable)
+	section("ENVIRONMENT", cmd.EnvironmentTable)
+	section("FILES", cmd.FilesTable)
 	return b.String()
 }
 
