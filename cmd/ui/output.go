@@ -9,9 +9,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // Table is data in rows under a header; one pure shape that every text
@@ -42,25 +39,12 @@ func (s *IOStreams) PrintTable(t Table) error {
 		}
 		return WriteTSV(s.Out, t.Rows)
 	}
-	opts := []tablewriter.Option{
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-			},
-		})),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-	}
-	tbl := tablewriter.NewTable(s.Out, opts...)
-	header := make([]any, len(t.Header))
-	for i, h := range t.Header {
-		header[i] = s.Bold(h)
-	}
+	var header []string
 	if s.headers == nil || *s.headers {
-		tbl.Header(header...)
+		header = make([]string, len(t.Header))
+		for i, h := range t.Header {
+			header[i] = s.Bold(h)
+		}
 	}
 	cells := make([][]string, len(t.Rows))
 	for j, r := range t.Rows {
@@ -77,16 +61,11 @@ func (s *IOStreams) PrintTable(t Table) error {
 	if t.Fit && s.stdoutTTY && s.width > 0 {
 		fitColumns(t.Header, cells, s.width)
 	}
-	for _, r := range cells {
-		row := make([]any, len(r))
-		for i, c := range r {
-			row[i] = c
-		}
-		if err := tbl.Append(row...); err != nil {
-			return err
-		}
+	var b bytes.Buffer
+	if err := writeTable(&b, header, cells); err != nil {
+		return err
 	}
-	return tbl.Render()
+	return s.writeOut(b.Bytes())
 }
 
 // fitColumns cuts cells so that the table's lines (each column padded by
