@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/helloconn"
@@ -298,7 +299,9 @@ func checkAddrs(flag string, addrs []string) error {
 }
 
 // userInfo is the user:password part of a URL, whether or not the rest parses.
-var userInfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):[^@]*@`)
+var userInfo = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):[^@]*@`)
+})
 
 // redactURL hides a password for messages (redis://user:***@host), also in
 // a URL that does not parse.
@@ -320,7 +323,7 @@ func redactUserInfo(raw string) string {
 	if err == nil && !strings.Contains(raw, "@") {
 		return raw
 	}
-	if r := userInfo.ReplaceAllString(raw, "$1:***@"); r != raw {
+	if r := userInfo().ReplaceAllString(raw, "$1:***@"); r != raw {
 		return r
 	}
 	// Unparsable, or an '@' net/url did not read as user info (a typo in

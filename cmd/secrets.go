@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/viper"
 )
@@ -88,7 +89,9 @@ func isPasswordParam(k string) bool {
 
 // userInfoPart is the user:password@ part of a URL written with one, two,
 // three or no slashes after the scheme (redis:/:pw@h, redis:///:pw@h).
-var userInfoPart = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:/{0,3}([^/?#]*)@`)
+var userInfoPart = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:/{0,3}([^/?#]*)@`)
+})
 
 // urlSecrets are the passwords written in raw, whether or not it parses:
 // the user info's password (and, when it does not parse as one, the
@@ -121,7 +124,7 @@ func urlSecrets(raw string) []string {
 				add(pw)
 			}
 		}
-	} else if m := userInfoPart.FindStringSubmatch(raw); m != nil {
+	} else if m := userInfoPart().FindStringSubmatch(raw); m != nil {
 		info(m[1])
 	} else if at := strings.LastIndexByte(raw, '@'); at >= 0 {
 		// An '@' where no URL form puts user info (a typo in the
@@ -187,7 +190,9 @@ func (f *Factory) knownSecrets() []string {
 
 // quotedURL is something in a message that may be a URL with user info
 // or a query.
-var quotedURL = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*:[^\s"'` + "`" + `]*[@?][^\s"'` + "`" + `]*`)
+var quotedURL = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*:[^\s"'` + "`" + `]*[@?][^\s"'` + "`" + `]*`)
+})
 
 // minRedacted is the shortest secret redactError hides: a password of one
 // or two characters protects nothing, and hiding every "1" in a message
@@ -209,7 +214,7 @@ func redactError(err error, secrets []string) error {
 	msg := err.Error()
 	// And any URL the message quotes, wherever it came from (a URL set
 	// as another setting's value, say).
-	for _, u := range quotedURL.FindAllString(msg, -1) {
+	for _, u := range quotedURL().FindAllString(msg, -1) {
 		long = append(long, urlSecrets(u)...)
 	}
 	if red := redactSecrets(msg, long); red != msg {

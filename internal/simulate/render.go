@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -65,7 +66,7 @@ type TextPrinter struct {
 
 // fenceRE matches a fence: lockctl's fences are 16-digit numbers (the
 // microsecond clock floor plus a count), alike in their first digits.
-var fenceRE = regexp.MustCompile(`\b[1-9][0-9]{15}\b`)
+var fenceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[1-9][0-9]{15}\b`) })
 
 // fenceTail is how many last digits of a fence the timeline shows.
 const fenceTail = 8
@@ -76,7 +77,7 @@ const fenceTail = 8
 // is shown whole, so that no two shortened fences compare the wrong way.
 // -o json keeps every fence whole.
 func (p *TextPrinter) fences(s string) string {
-	return fenceRE.ReplaceAllStringFunc(s, func(f string) string {
+	return fenceRE().ReplaceAllStringFunc(s, func(f string) string {
 		head := f[:len(f)-fenceTail]
 		if p.fenceHead == "" {
 			p.fenceHead = head

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,10 +18,10 @@ import (
 // recognisable by its first characters. Runs of decimal digits are numbers
 // (fences are the server's time in µs) and stay whole: their last digits
 // are the ones that differ.
-var longHex = regexp.MustCompile(`[0-9a-f]{16,}`)
+var longHex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9a-f]{16,}`) })
 
 func shorten(s string) string {
-	return longHex.ReplaceAllStringFunc(s, func(h string) string {
+	return longHex().ReplaceAllStringFunc(s, func(h string) string {
 		if strings.Trim(h, "0123456789") == "" {
 			return h
 		}

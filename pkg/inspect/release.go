@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/identity"
@@ -21,14 +22,17 @@ import (
 
 var (
 	//go:embed forcerelease.lua
-	forceReleaseLua    string
-	forceReleaseScript = luascript.New(lockwire.ValueLua + forceReleaseLua)
+	forceReleaseLua string
 	//go:embed fairwake.lua
-	fairWakeLua    string
-	fairWakeScript = luascript.New(fairWakeLua)
+	fairWakeLua string
 	//go:embed fixorphan.lua
-	fixOrphanLua    string
-	fixOrphanScript = luascript.New(fixOrphanLua)
+	fixOrphanLua string
+
+	// Built on first use, not at start-up: every lockctl invocation links
+	// these scripts, few run them.
+	forceReleaseScript = sync.OnceValue(func() *luascript.Script { return luascript.New(lockwire.ValueLua + forceReleaseLua) })
+	fairWakeScript     = sync.OnceValue(func() *luascript.Script { return luascript.New(fairWakeLua) })
+	fixOrphanScript    = sync.OnceValue(func() *luascript.Script { return luascript.New(fixOrphanLua) })
 )
 
 // inspectScriptCommands lists, sorted, the commands force-release's (with
@@ -135,7 +139,7 @@ func (in *Inspector) wakeFairHead(ctx context.Context, r *Released) {
 	if lockwire.Slot(queue) != lockwire.Slot(key) || lockwire.Slot(timeouts) != lockwire.Slot(key) {
 		return
 	}
-	err := fairWakeScript.Run(context.WithoutCancel(ctx), in.c, []string{queue, timeouts}, RedissonChannel(key), RedissonUnlockMessage).Err()
+	err := fairWakeScript().Run(context.WithoutCancel(ctx), in.c, []string{queue, timeouts}, RedissonChannel(key), RedissonUnlockMessage).Err()
 	if err != nil && !errors.Is(err, redis.Nil) && r.Wake == nil {
 		r.Wake = &lock.WakeError{Key: key, Channel: RedissonChannel(key) + ":<waiter>", Reason: err.Error()}
 	}
@@ -162,7 +166,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 		keys = append(keys, AuditKey)
 	}
 	run := func(token, mode string) ([]any, error) {
-		v, err := forceReleaseScript.Run(ctx, in.c, keys, token, lockwire.Channel(key), who, o.Reason, name,
+		v, err := forceReleaseScript().Run(ctx, in.c, keys, token, lockwire.Channel(key), who, o.Reason, name,
 			AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage, mode,
 			redissonSuffixBase(key), RedissonRWChannel(key), RedissonReadUnlockMessage).Slice()
 		var rerr redis.Error
@@ -433,12 +437,12 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 	done := make([]bool, len(keys))
 	// Load the script once so that the pipeline can use EVALSHA; a server
 	// that refuses EVALSHA or SCRIPT LOAD (renamed, ACL) gets EVAL.
-	run := fixOrphanScript.EvalSha
+	run := fixOrphanScript().EvalSha
 	if len(keys) > 0 {
 		if luascript.ShaRefused(in.c) {
-			run = fixOrphanScript.Eval
-		} else if err := fixOrphanScript.Load(ctx, in.c).Err(); isRedisErr(err) {
-			run = fixOrphanScript.Eval
+			run = fixOrphanScript().Eval
+		} else if err := fixOrphanScript().Load(ctx, in.c).Err(); isRedisErr(err) {
+			run = fixOrphanScript().Eval
 		} else if err != nil {
 			return nil, fmt.Errorf("inspect: fix orphans: %w", err)
 		}

@@ -180,7 +180,7 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 	k := s.Key(key)
 	token := identity.Token()
 	sent := time.Now()
-	reply, err := claimScript.Run(ctx, s.client, []string{k},
+	reply, err := claimScript().Run(ctx, s.client, []string{k},
 		token, s.opts.Owner, co.Fingerprint, s.opts.TTL.Milliseconds(), flag(co.RerunFailed), flag(co.AtMostOnce)).Slice()
 	if err != nil {
 		return nil, wrap(k, err)
@@ -259,7 +259,7 @@ func (s *Store) Get(ctx context.Context, key string) (Record, error) {
 		return Record{}, s.check(key)
 	}
 	k := s.Key(key)
-	reply, err := getScript.Run(ctx, s.client, []string{k}).Slice()
+	reply, err := getScript().Run(ctx, s.client, []string{k}).Slice()
 	if err != nil {
 		return Record{}, wrap(k, err)
 	}
@@ -307,7 +307,7 @@ type Claim struct {
 // claim expired) or, at most once, its lease lapsed (the key is now
 // StateUnknown); *NotOwnerError when another claimant took over.
 func (c *Claim) Renew(ctx context.Context) error {
-	reply, err := renewScript.Run(ctx, c.store.client, []string{c.Key}, c.Token, c.TTL.Milliseconds()).Slice()
+	reply, err := renewScript().Run(ctx, c.store.client, []string{c.Key}, c.Token, c.TTL.Milliseconds()).Slice()
 	if err != nil {
 		return wrap(c.Key, err)
 	}
@@ -319,7 +319,7 @@ func (c *Claim) Renew(ctx context.Context) error {
 // nobody took over, the outcome is still recorded (Record.Expired); when
 // another claimant took over, nothing is written and *NotOwnerError says who.
 func (c *Claim) Complete(ctx context.Context, exitCode int) (Record, error) {
-	reply, err := completeScript.Run(ctx, c.store.client, []string{c.Key},
+	reply, err := completeScript().Run(ctx, c.store.client, []string{c.Key},
 		c.Token, exitCode, c.store.opts.ResultTTL.Milliseconds(), c.Owner, c.Fingerprint,
 		c.StartedAt.UnixMilli(), c.Attempt).Slice()
 	if err != nil {
@@ -338,7 +338,7 @@ func (c *Claim) Complete(ctx context.Context, exitCode int) (Record, error) {
 // Abandon drops the claim without recording an outcome, so that the next
 // call runs the command (use it when the command never started).
 func (c *Claim) Abandon(ctx context.Context) error {
-	reply, err := abandonScript.Run(ctx, c.store.client, []string{c.Key}, c.Token).Slice()
+	reply, err := abandonScript().Run(ctx, c.store.client, []string{c.Key}, c.Token).Slice()
 	if err != nil {
 		return wrap(c.Key, err)
 	}

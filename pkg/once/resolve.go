@@ -92,7 +92,7 @@ func (s *Store) Resolve(ctx context.Context, key, decision string, ro *ResolveOp
 		keys = append(keys, ro.AuditKey)
 	}
 	run := func(check string) (Resolution, error) {
-		reply, err := resolveScript.Run(ctx, s.client, keys, decision, code, s.opts.ResultTTL.Milliseconds(),
+		reply, err := resolveScript().Run(ctx, s.client, keys, decision, code, s.opts.ResultTTL.Milliseconds(),
 			who, ro.Reason, key, maxLen, check).Slice()
 		if err != nil {
 			return Resolution{}, wrap(k, err)

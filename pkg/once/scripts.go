@@ -2,6 +2,7 @@ package once
 
 import (
 	_ "embed"
+	"sync"
 
 	"github.com/lockctl/lockctl/internal/luascript"
 	"github.com/lockctl/lockctl/internal/scriptcmds"
@@ -21,13 +22,19 @@ var (
 	//go:embed resolve.lua
 	resolveLua string
 
-	claimScript    = luascript.New(claimLua)
-	renewScript    = luascript.New(renewLua)
-	completeScript = luascript.New(completeLua)
-	abandonScript  = luascript.New(abandonLua)
-	getScript      = luascript.New(getLua)
-	resolveScript  = luascript.New(resolveLua)
+	// Each script's SHA-1 is computed on its first use, not at start-up:
+	// every lockctl invocation links these scripts, few run them.
+	claimScript    = lazyScript(&claimLua)
+	renewScript    = lazyScript(&renewLua)
+	completeScript = lazyScript(&completeLua)
+	abandonScript  = lazyScript(&abandonLua)
+	getScript      = lazyScript(&getLua)
+	resolveScript  = lazyScript(&resolveLua)
 )
+
+func lazyScript(src *string) func() *luascript.Script {
+	return sync.OnceValue(func() *luascript.Script { return luascript.New(*src) })
+}
 
 // ScriptCommands lists, sorted, the Redis commands the once scripts call,
 // which the connected user must be allowed on once keys (an ACL applies
