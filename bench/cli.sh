@@ -56,12 +56,15 @@ for r in range(1, rounds + 1):
 names = list(rs[0])
 # Medians: on a loaded machine a few runs stall for tens of ms and drag
 # the means; the means are shown too.
-print(f"\n| command | median ms per round | mean ms per round |")
-print("|---|---|---|")
+# CPU (user + system, means) is what the process itself costs: on a
+# loaded machine the wall time is mostly the waits for a core.
+print(f"\n| command | median ms per round | mean ms per round | CPU ms (user+sys) per round |")
+print("|---|---|---|---|")
 for n in names:
     med = " / ".join("%.1f" % (r[n]["median"] * 1e3) for r in rs)
     mean = " / ".join("%.1f" % (r[n]["mean"] * 1e3) for r in rs)
-    print(f"| `{n}` | {med} | {mean} |")
+    cpu = " / ".join("%.1f" % ((r[n]["user"] + r[n]["system"]) * 1e3) for r in rs)
+    print(f"| `{n}` | {med} | {mean} | {cpu} |")
 def ratio(a, b, label):
     xs = [r[a]["median"] / r[b]["median"] for r in rs]
     print(f"| {label} | {sum(xs) / len(xs):.2f} ({min(xs):.2f}–{max(xs):.2f}) |")
@@ -70,6 +73,14 @@ print("|---|---|")
 ratio("lockctl run", "flock", "`lockctl run -- true` ÷ `flock`")
 ratio("etcdctl lock", "lockctl run", "`etcdctl lock` ÷ `lockctl run` (times faster)")
 ratio("lockctl version", "hello (static Go)", "`lockctl version` ÷ hello-world")
+def cpu_ratio(a, b, label):
+    xs = [(r[a]["user"] + r[a]["system"]) / (r[b]["user"] + r[b]["system"]) for r in rs]
+    print(f"| {label} | {sum(xs) / len(xs):.2f} ({min(xs):.2f}–{max(xs):.2f}) |")
+cpu_ratio("lockctl run", "flock", "CPU: `lockctl run -- true` ÷ `flock`")
+cpu_ratio("lockctl version", "hello (static Go)", "CPU: `lockctl version` ÷ hello-world")
+if "lockctl run (before)" in rs[0]:
+    cpu_ratio("lockctl run (before)", "lockctl run", "CPU: `lockctl run`: before ÷ now")
+    cpu_ratio("lockctl version (before)", "lockctl version", "CPU: `lockctl version`: before ÷ now")
 if "lockctl run (before)" in rs[0]:
     ratio("lockctl run (before)", "flock", "before: `lockctl run -- true` ÷ `flock`")
     ratio("etcdctl lock", "lockctl run (before)", "before: `etcdctl lock` ÷ `lockctl run`")
