@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/pflag"
@@ -106,20 +105,6 @@ func (f *Factory) closeEvents() {
 	if n := f.events.Failed(); n > 0 {
 		f.Verbosef("%d event(s) not recorded in %s", n, f.events.Key())
 	}
-}
-
-// holdStart is when the lease that token holds was acquired, for the hold
-// time of `lockctl release`, which knows the token only (zero when unknown
-// or events are off: the read costs a round trip only when it is used).
-func (f *Factory) holdStart(ctx context.Context, l *lock.Locker, name, token string) time.Time {
-	if f.Events() == nil {
-		return time.Time{}
-	}
-	at, ok, err := lockinternal.HeldSince(ctx, l, name, token)
-	if err != nil || !ok {
-		return time.Time{}
-	}
-	return at
 }
 
 // recordRenewFailed records a refused `lockctl renew` (pkg/lock records

@@ -13,7 +13,6 @@ import (
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/identity"
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
@@ -371,14 +370,10 @@ func warnFailoverTTL(ctx context.Context, f *Factory, ttl, every time.Duration) 
 		if err != nil {
 			return
 		}
-		took, ok = lockinternal.ClusterFailoverTime(ctx, c)
+		took, ok = clusterFailoverTime(ctx, c)
 		what = "cluster-node-timeout"
 	case len(g.Sentinel) > 0 && g.SentinelMaster != "":
-		tlsCfg, err := f.tlsConfig(false, "")
-		if err != nil {
-			return
-		}
-		took, ok = lockinternal.SentinelFailoverTime(ctx, g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout)
+		took, ok = f.sentinelFailoverTime(ctx)
 		what = "the Sentinels' down-after-milliseconds"
 	}
 	if !ok || ctx.Err() != nil {

@@ -77,8 +77,10 @@ func (e *env) warm(n *node, l *lock.Locker) {
 		return
 	}
 	// Only the scripts' loading matters here, not what each call returns.
-	_, _ = l.Renew(ctx, name, tok, time.Second)
-	_ = l.Release(ctx, name, tok)
+	if lease, err := l.Resume(ctx, name, tok); err == nil {
+		_ = lease.Refresh(ctx, time.Second)
+		_ = lease.Release(ctx)
+	}
 	if lease, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Token: tok, Owner: "warmup", Shared: true}); err == nil {
 		_ = lease.Release(ctx)
 	}
@@ -122,16 +124,23 @@ func (e *env) acquireWith(ctx context.Context, l *lock.Locker, actor string, ttl
 	return lease
 }
 
-// release gives the lock back through pkg/lock's compare-and-delete.
+// release gives the lock back through pkg/lock's compare-and-delete, on
+// the lease the actor's token holds (Resume).
 func (e *env) release(ctx context.Context, actor string) {
-	err := e.locker(e.lockNode()).Release(ctx, lockName, token(actor))
+	lease, err := e.locker(e.lockNode()).Resume(ctx, lockName, token(actor))
+	if err == nil {
+		err = lease.Release(ctx)
+	}
 	e.expect(err, lock.ErrNotHeld, lock.ErrNotOwner)
 	e.drop(actor)
 }
 
 // renew extends actor's lease through pkg/lock.
 func (e *env) renew(ctx context.Context, actor string, ttl time.Duration) {
-	_, err := e.locker(e.lockNode()).Renew(ctx, lockName, token(actor), e.wall(ttl))
+	lease, err := e.locker(e.lockNode()).Resume(ctx, lockName, token(actor))
+	if err == nil {
+		err = lease.Refresh(ctx, e.wall(ttl))
+	}
 	if err == nil {
 		e.extend(actor, ttl)
 		return

@@ -91,15 +91,19 @@ type Holder struct {
 	arrival int64 // a FIFO waiter's own arrival in the queue (server µs)
 }
 
-// HeldError reports the current holder. It matches ErrNotObtained when
-// returned by Acquire and ErrNotOwner when returned by Renew or Release.
+// HeldError reports the current holder. Err is ErrNotObtained when Acquire
+// returns it and ErrNotOwner when Resume, Refresh or Release do; the error
+// matches Err with errors.Is:
+//
+//	err := &lock.HeldError{Err: lock.ErrNotOwner, Holder: h}
+//	errors.Is(err, lock.ErrNotOwner) // true
 type HeldError struct {
+	Err    error
 	Holder Holder
-	kind   error
 }
 
 // newHeldError builds a HeldError of the given kind (ErrNotObtained or ErrNotOwner).
-func newHeldError(kind error, h Holder) *HeldError { return &HeldError{Holder: h, kind: kind} }
+func newHeldError(kind error, h Holder) *HeldError { return &HeldError{Err: kind, Holder: h} }
 
 func (e *HeldError) Error() string {
 	if e.Holder.Reason == ReasonQueue {
@@ -127,9 +131,8 @@ func (e *HeldError) Error() string {
 	return msg
 }
 
-// Is makes a *HeldError match its kind: ErrNotObtained from Acquire,
-// ErrNotOwner from Renew or Release.
-func (e *HeldError) Is(target error) bool { return target == e.kind }
+// Unwrap returns Err: ErrNotObtained or ErrNotOwner.
+func (e *HeldError) Unwrap() error { return e.Err }
 
 // WrongTypeError reports that the key exists with a Redis type no lock has.
 type WrongTypeError struct {

@@ -49,27 +49,26 @@ var errNilLease = fmt.Errorf("%w: nil lease (no lock was acquired)", ErrNotHeld)
 // Release gives the lease back: it stops the watchdogs started on it (Watch),
 // then deletes the lock, or frees the semaphore or shared slot, if the
 // lease's token still holds it, and wakes the waiters. For a re-entered
-// lease (Reenter) it gives back this hold only; the last one frees the lock.
+// lease (Reenter) it gives back this hold only; the last one frees the lock,
+// and Holds says how many the token has left (0: the lock or slot is free).
 // Done is closed once the lease is given back or found lost.
 //
-// Errors as Locker.Release: ErrNotHeld when the lock is gone; *HeldError
-// (errors.Is ErrNotOwner) when another token holds it; a *WakeError
-// (errors.Is ErrNotWoken) is a warning: the lease was given back.
+// Errors: ErrNotHeld when the lock is gone; *HeldError (errors.Is
+// ErrNotOwner) carrying the holder's owner and TTL when another token
+// holds it (nothing is deleted); *WrongTypeError; ErrInvalid; Redis errors.
+// A *WakeError (errors.Is ErrNotWoken) is a warning: the lease was given
+// back, but the server refused to wake its waiters.
 // On a nil *Lease it does nothing and returns an error that matches
 // ErrNotHeld.
+//
+// Release writes Holds: read it from the goroutine that calls it.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return errNilLease
 	}
-	_, err := l.release(ctx, l.l)
-	return err
-}
-
-// release is Release through by (which records it, Options.Events),
-// returning how many holds of the token remain.
-func (l *Lease) release(ctx context.Context, by *Locker) (int, error) {
+	by := l.l
 	if by == nil {
-		return 0, errNoLocker
+		return errNoLocker
 	}
 	l.mu.Lock()
 	dogs := l.dogs
@@ -80,21 +79,25 @@ func (l *Lease) release(ctx context.Context, by *Locker) (int, error) {
 		w.Stop()
 	}
 	left, err := by.releaseHoldRecorded(ctx, l)
+	if err == nil || errors.Is(err, ErrNotWoken) {
+		l.Holds = left
+	}
 	if err == nil || errors.Is(err, ErrNotWoken) || gone(err) {
 		l.end()
 	}
-	return left, err
+	return err
 }
 
 // Refresh renews the lease for ttl from now (0: the TTL it was taken with)
-// if its token still holds it, as Locker.Renew does, and moves the lease's
+// if its token still holds it, and moves the lease's
 // TTL and Sent, and so its Deadline, to the renewal's. A reply that comes
 // after the renewal's own deadline does not count (LeaseDeadline): that is
 // a *LateError, and the lease is lost. It never re-creates an expired lock.
 //
 // Errors: ErrNotHeld when the lock is gone; *HeldError (errors.Is
 // ErrNotOwner) when another token holds it; *LateError (errors.Is
-// ErrNotHeld); *WrongTypeError; ErrInvalid; *ReplicationError (renewed on
+// ErrNotHeld); *WrongTypeError; ErrInvalid when ttl is 0 and the lease's
+// value does not record its TTL (a foreign lock); ErrInvalid; *ReplicationError (renewed on
 // the master, but too few replicas acknowledged it: the deadline stays, as
 // the master may be one a failover replaced); Redis errors (nothing is
 // known: the deadline stays). Done is closed on the errors that mean the lease is
@@ -131,7 +134,7 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 }
 
 // Done returns a channel that is closed when the lease is lost or given back:
-// when a Watchdog started on it (Watch, Locker.Watch) loses it, when Refresh
+// when a Watchdog started on it (Watch) loses it, when Refresh
 // finds it lost, or when Release gives it back. Nothing watches a lease
 // without a watchdog: its expiry closes nothing, so a holder that does not
 // start one keeps to Deadline itself. A nil *Lease's channel is closed
@@ -150,16 +153,36 @@ func (l *Lease) Done() <-chan struct{} {
 
 // Watch starts a Watchdog that keeps the lease renewed in the background
 // until it is stopped (Watchdog.Stop, Release, or ctx) or the lease is lost,
-// which closes Done. It is Locker.Watch on the Locker that granted the lease.
+// which closes Done: renewed as the lease's kind needs (a lock, or a
+// semaphore or shared slot), from the lease's own send time, so that its
+// deadline starts at Deadline(). opt may be nil; its Clock and Events
+// default to the Locker's. Release stops it before releasing.
 // On a nil *Lease it starts nothing and returns an error that matches ErrNotHeld.
 func (l *Lease) Watch(ctx context.Context, opt *WatchdogOptions) (*Watchdog, error) {
 	if l == nil {
 		return nil, errNilLease
 	}
-	if l.l == nil {
+	by := l.l
+	if by == nil {
 		return nil, errNoLocker
 	}
-	return l.l.Watch(ctx, l, opt)
+	o := WatchdogOptions{}
+	if opt != nil {
+		o = *opt
+	}
+	if o.Clock == nil {
+		o.Clock = by.clock
+	}
+	if o.Events == nil {
+		o.Events = by.events
+	}
+	w, since, err := newWatchdog(by.renewerFor(l), l.Name, l.Token, l.TTL, l.Sent, &o)
+	if err != nil {
+		return nil, err
+	}
+	l.attach(w)
+	go w.run(ctx, since)
+	return w, nil
 }
 
 // closedChan is the Done of a nil *Lease.
@@ -170,7 +193,7 @@ var closedChan = func() chan struct{} {
 }()
 
 // errNoLocker: a Lease built by hand, not granted by a Locker.
-var errNoLocker = fmt.Errorf("%w: the lease was not granted by a Locker (Acquire or Reenter)", ErrInvalid)
+var errNoLocker = fmt.Errorf("%w: the lease was not granted by a Locker (Acquire, Reenter or Resume)", ErrInvalid)
 
 // gone reports an error that says the lease is lost for good.
 func gone(err error) bool {

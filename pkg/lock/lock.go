@@ -208,10 +208,11 @@ type Lease struct {
 	// 1 for an acquisition, more for a Reenter.
 	Holds int
 
-	l    *Locker // the Locker that granted it
-	mu   sync.Mutex
-	done chan struct{} // closed once the lease is lost or given back
-	dogs []*Watchdog   // the watchdogs started on it
+	l       *Locker // the Locker that granted it
+	resumed bool    // Resume built it from the stored value, not a grant
+	mu      sync.Mutex
+	done    chan struct{} // closed once the lease is lost or given back
+	dogs    []*Watchdog   // the watchdogs started on it
 }
 
 // Acquire takes the lock called name for ttl, waiting as o.Wait says.
@@ -501,6 +502,9 @@ func (l *Locker) replicated(key string, r reply) error {
 	return nil
 }
 
+// lockRenewer renews a lock by its name for a Watchdog.
+type lockRenewer struct{ l *Locker }
+
 // Renew sets the TTL of the lock called name to ttl if token holds it, and
 // returns the new TTL. ttl 0 means the TTL the lease was taken with (which
 // its stored value records); a lock whose value records none (a foreign
@@ -509,15 +513,15 @@ func (l *Locker) replicated(key string, r reply) error {
 // Errors: ErrNotHeld when there is no lock; *HeldError (errors.Is
 // ErrNotOwner) when another token holds it; *WrongTypeError; ErrInvalid;
 // *ReplicationError (the lease was renewed on the master); Redis errors.
-func (l *Locker) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
-	key, err := l.key(name)
+func (r lockRenewer) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
+	key, err := r.l.key(name)
 	if err != nil {
 		return 0, err
 	}
-	return l.renewKey(ctx, key, token, ttl)
+	return r.l.renewKey(ctx, key, token, ttl)
 }
 
-// renewKey is Renew on a raw Redis key.
+// renewKey renews the lease token holds at key (lockRenewer.Renew).
 func (l *Locker) renewKey(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)
@@ -578,38 +582,9 @@ func noLeaseTTL(key string) error {
 	return fmt.Errorf("%w: %s does not record the TTL it was taken with (not a lockctl lock?); name a ttl", ErrInvalid, key)
 }
 
-// Release deletes the lock called name if token holds it, and wakes its
-// waiters: the release of a lease known by its name and token, such as one
-// taken by another process. A lease at hand is released with Lease.Release.
-//
-// A token that re-entered its lease (Reenter) gives back one hold per
-// release; the last one deletes the lock. A semaphore or shared slot is
-// found by its token.
-//
-// A *WakeError (errors.Is ErrNotWoken) means the lock was released but the
-// server refused to publish the wake-up: a warning, not a failure.
-//
-// Errors: ErrNotHeld when there is no lock; *HeldError (errors.Is
-// ErrNotOwner) carrying the holder's owner and TTL when another token holds
-// it (nothing is deleted); *WrongTypeError; ErrInvalid; Redis errors.
-func (l *Locker) Release(ctx context.Context, name, token string) error {
-	key, err := l.key(name)
-	if err != nil {
-		return err
-	}
-	return l.releaseKeyRecorded(ctx, key, token)
-}
-
-// releaseKeyRecorded is Release on a raw Redis key, recorded (Options.Events).
-func (l *Locker) releaseKeyRecorded(ctx context.Context, key, token string) error {
-	left, err := l.releaseKey(ctx, key, token)
-	if l.events != nil {
-		l.recordRelease(ctx, l.nameOf(key), 0, left, err)
-	}
-	return err
-}
-
-// releaseKey is releaseKeyRecorded, unrecorded, returning the holds the token has left.
+// releaseKey releases one hold of token's lease at key, a lock or a
+// semaphore or shared slot, unrecorded, returning the holds the token has
+// left.
 func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error) {
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockinternal/hook"
 	"github.com/lockctl/lockctl/pkg/events"
 )
 
@@ -17,10 +16,12 @@ import (
 // successful renewal (*LostError).
 var ErrLost = errors.New("lock: lost")
 
-// renewer extends a lease. *Locker satisfies it. Renew returns the TTL the
-// lease now has; an error matching ErrNotHeld, ErrNotOwner or ErrWrongType
-// means the lease is gone for good.
-type renewer = hook.Renewer
+// Renewer extends a lease for a Watchdog started with StartWatchdog. Renew
+// returns the TTL the lease now has; an error matching ErrNotHeld,
+// ErrNotOwner or ErrWrongType means the lease is gone for good.
+type Renewer interface {
+	Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error)
+}
 
 // LostError says why a Watchdog gave up a lease.
 type LostError struct {
@@ -73,7 +74,7 @@ type WatchdogOptions struct {
 	// that did not count (refused, failed and retried, answered with a
 	// *ReplicationError, answered too late, or still unanswered at the
 	// deadline) and lease_lost when the lease is lost; nil records nothing.
-	// Locker.Watch passes the Locker's Options.Events unless this is set.
+	// Lease.Watch passes the Locker's Options.Events unless this is set.
 	Events EventSink
 }
 
@@ -158,7 +159,7 @@ func RideThrough(ttl, every, margin time.Duration) time.Duration {
 // and the deadline stays where the last acknowledged renewal put it: if
 // no renewal is acknowledged before it, the lease is lost.
 type Watchdog struct {
-	r                  renewer
+	r                  Renewer
 	name, token        string
 	ttl, every, margin time.Duration
 	retryMin, retryMax time.Duration
@@ -179,13 +180,14 @@ type Watchdog struct {
 	onLost func()
 }
 
-// startWatchdog starts renewing name's lease, held with token, for ttl at a
-// time. since is the send time of the command that acquired (or last
-// renewed) the lease; zero means "now", which is later than the truth and
-// so gives a later deadline: callers pass the time they took just before
-// sending the acquire. Cancelling ctx stops it like Stop (cancellation is
-// not a loss).
-func startWatchdog(ctx context.Context, r renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
+// StartWatchdog starts renewing name's lease, held with token, with r, for
+// ttl at a time: a watchdog on a lease that no Locker granted, such as a
+// once claim (a Lease has Watch). since is the send time of the command
+// that acquired (or last renewed) the lease; zero means "now", which is
+// later than the truth and so gives a later deadline: callers pass the time
+// they took just before sending the acquire. opt may be nil. Cancelling ctx
+// stops it like Stop (cancellation is not a loss).
+func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
 	w, since, err := newWatchdog(r, name, token, ttl, since, opt)
 	if err != nil {
 		return nil, err
@@ -194,9 +196,9 @@ func startWatchdog(ctx context.Context, r renewer, name, token string, ttl time.
 	return w, nil
 }
 
-// newWatchdog is startWatchdog without the start: the watchdog and the
+// newWatchdog is StartWatchdog without the start: the watchdog and the
 // send time its schedule counts from.
-func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, time.Time, error) {
+func newWatchdog(r Renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, time.Time, error) {
 	if opt == nil {
 		opt = &WatchdogOptions{}
 	}
@@ -245,35 +247,6 @@ func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Ti
 	w.last = since
 	w.deadline = LeaseDeadline(since, ttl, w.margin)
 	return w, since, nil
-}
-
-// Watch starts a Watchdog on lease: renewed as the lease's kind needs (a
-// lock, or a semaphore or shared slot), from the lease's own send time, so
-// that its deadline starts at lease.Deadline(). opt may be nil. The
-// watchdog's loss closes lease.Done(), and lease.Release
-// stops it before releasing. Lease.Watch is the same call; a nil lease is an
-// error that matches ErrNotHeld.
-func (l *Locker) Watch(ctx context.Context, lease *Lease, opt *WatchdogOptions) (*Watchdog, error) {
-	if lease == nil {
-		return nil, errNilLease
-	}
-	o := WatchdogOptions{}
-	if opt != nil {
-		o = *opt
-	}
-	if o.Clock == nil {
-		o.Clock = l.clock
-	}
-	if o.Events == nil {
-		o.Events = l.events
-	}
-	w, since, err := newWatchdog(l.renewerFor(lease), lease.Name, lease.Token, lease.TTL, lease.Sent, &o)
-	if err != nil {
-		return nil, err
-	}
-	lease.attach(w)
-	go w.run(ctx, since)
-	return w, nil
 }
 
 // Lost delivers one *LostError when the lease is lost. It is never closed,

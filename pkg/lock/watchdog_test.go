@@ -50,7 +50,7 @@ const ttl = 3 * time.Second // default every 500ms (ttl/6), margin 750ms, first 
 // through r; the watchdog stops when the test ends.
 func startWatchdog(t *testing.T, r lock.Renewer, opt *lock.WatchdogOptions) *lock.Watchdog {
 	t.Helper()
-	w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, opt)
+	w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestWatchdogRecoversFromErrorsBeforeDeadline(t *testing.T) {
 
 func TestWatchdogNotOwnerIsLostAtOnce(t *testing.T) {
 	for _, refusal := range []error{
-		lock.NewHeldError(lock.ErrNotOwner, lock.Holder{Key: "lock:deploy", Owner: "b@h:2", TTL: time.Second}),
+		&lock.HeldError{Err: lock.ErrNotOwner, Holder: lock.Holder{Key: "lock:deploy", Owner: "b@h:2", TTL: time.Second}},
 		lock.ErrNotHeld,
 		&lock.WrongTypeError{Key: "lock:deploy", Type: "list"},
 	} {
@@ -339,7 +339,7 @@ func TestWatchdogStopCancelsInFlightRenewal(t *testing.T) {
 			cancelled.Store(true)
 			return 0, ctx.Err()
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,7 +368,7 @@ func TestWatchdogRejectsUnusableSchedules(t *testing.T) {
 		{"period past deadline", 3 * time.Second, &lock.WatchdogOptions{RenewEvery: 2250 * time.Millisecond}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := lock.StartWatchdog(context.Background(), always(tc.ttl), "n", "tok", tc.ttl, tc.opt)
+			w, err := lock.StartWatchdogNow(context.Background(), always(tc.ttl), "n", "tok", tc.ttl, tc.opt)
 			if !errors.Is(err, lock.ErrInvalid) {
 				if w != nil {
 					w.Stop()
@@ -407,7 +407,7 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 			calls.Add(1)
 			return d, short
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{
+		w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{
 			OnRenewError: func(err error) {
 				if errors.Is(err, lock.ErrNotReplicated) {
 					reported.Add(1)
@@ -454,7 +454,7 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 			}
 			return d, nil
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -478,7 +478,7 @@ func TestWatchStartsAtLeaseDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := l.Watch(ctx, lease, nil)
+	w, err := lease.Watch(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +558,7 @@ func TestWatchdogRetriesAtOnceOnClosedConnection(t *testing.T) {
 // returns the *PanicError its loss carries (failing when there is none).
 func panicLoss(t *testing.T, r lock.Renewer, opt *lock.WatchdogOptions) *lock.PanicError {
 	t.Helper()
-	w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, opt)
+	w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

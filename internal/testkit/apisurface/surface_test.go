@@ -12,18 +12,20 @@ import (
 
 const root = "../../.."
 
-// pkg/lock offers what a library user needs: the lease-centric API, and no
-// name that only lockctl's own packages use (those are reached through
-// internal/lockinternal).
+// pkg/lock offers what a library user needs: the lease-centric API (a lease
+// known by name and token is resumed, then renewed and released as a
+// Lease), and no name that only lockctl's own packages use (those live in
+// internal packages that pkg/lock imports, such as internal/lockwire).
 func TestLockSurface(t *testing.T) {
 	names := surface(filepath.Join(root, "pkg/lock"))
 	for _, want := range []string{"Lease.Release", "Lease.Refresh", "Lease.Done", "Lease.Watch", "Lease.Fence",
-		"Locker.Release", "Locker.Renew", "Locker.Get", "Locker.Watch"} {
+		"Lease.Holds", "Locker.Resume", "Locker.Reenter", "Locker.Get", "HeldError.Err", "HeldError.Holder",
+		"DataError.Err", "LostError.Err", "StartWatchdog", "Renewer", "ScriptCommands"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("pkg/lock has no %s", want)
 		}
 	}
-	for _, internal := range []string{"StartWatchdog", "Renewer", "NewHeldError", "DataErrorOf", "ScriptCommands",
+	for _, internal := range []string{"Locker.Release", "Locker.Renew", "Locker.Watch", "NewHeldError", "DataErrorOf",
 		"WatchMasterSwitch", "NewToken", "DefaultOwner", "OwnerWithPID", "SystemClock",
 		"Locker.ReleaseKey", "Locker.ReleaseLease", "Locker.ReleaseHold", "Locker.RenewKey", "Locker.GetKey",
 		"Locker.Wake", "Locker.HeldSince", "Locker.Renewer", "WatchdogOptions.Since",
