@@ -107,6 +107,17 @@ func (f *Factory) closeEvents() {
 	}
 }
 
+// recordReleaseRefused records a `lockctl release` that Resume refused:
+// not_owner or not_held, as pkg/lock records the release's own refusals.
+func (f *Factory) recordReleaseRefused(ctx context.Context, name string, err error) {
+	switch {
+	case errors.Is(err, lock.ErrNotOwner):
+		f.record(ctx, events.NotOwner, name, 0)
+	case errors.Is(err, lock.ErrNotHeld):
+		f.record(ctx, events.NotHeld, name, 0)
+	}
+}
+
 // recordRenewFailed records a refused `lockctl renew` (pkg/lock records
 // only the watchdog's renewals).
 func (f *Factory) recordRenewFailed(ctx context.Context, name string, err error) {

@@ -91,7 +91,10 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			lease, err := l.Resume(c.Context(), name, token)
-			if err == nil {
+			if err != nil {
+				// Refused before the release: recorded as the release's own refusal is.
+				f.recordReleaseRefused(c.Context(), name, err)
+			} else {
 				err = lease.Release(c.Context())
 			}
 			if err != nil && !notWoken(f, "released "+name, err) {

@@ -35,11 +35,22 @@ func (e *DataError) Error() string {
 	return fmt.Sprintf("one of %s holds data lockctl did not write: %v", strings.Join(e.Keys, ", "), e.Err)
 }
 
-// Is makes a *DataError match ErrWrongType.
-func (e *DataError) Is(target error) bool { return target == ErrWrongType }
+// Unwrap returns ErrWrongType, which a *DataError matches, and Err, the
+// server's reply or the parse error.
+func (e *DataError) Unwrap() []error { return causes(ErrWrongType, e.Err) }
 
-// Unwrap returns the server's reply or the parse error.
-func (e *DataError) Unwrap() error { return e.Err }
+// causes is what an error type's Unwrap returns: the sentinel it matches,
+// then the errors it wraps that are not nil.
+func causes(sentinel error, errs ...error) []error {
+	out := make([]error, 1, 1+len(errs))
+	out[0] = sentinel
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
 
 func (s *single) dataError(ctx context.Context, err error, keys ...string) error {
 	return dataErrorOf(ctx, s.c, err, keys...)

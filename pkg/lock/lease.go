@@ -5,26 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// LeaseDeadline is the lease-validity rule, and the only place it is
-// computed: a lease written (acquired, re-confirmed or renewed) by a call
-// sent at sent, for ttl, counts as held on this host while the local clock
-// is before sent + ttl - margin. A margin of 0 means DefaultMargin(ttl).
-//
-// Counting from the send time is what makes the rule safe whatever the
-// reply's delay: the server applied the write at or after sent, so its copy
-// of the lease outlives the deadline by at least the margin. A reply that
-// arrives after the deadline proves nothing (the link or the server was
-// slow, or this process was stopped, while the lease may have run out on
-// the server and someone else taken the lock), so that lease is not held.
-// Acquire, Renew, the Watchdog and Lease.Deadline all go through here.
-func LeaseDeadline(sent time.Time, ttl, margin time.Duration) time.Time {
-	if margin <= 0 {
-		margin = DefaultMargin(ttl)
-	}
-	return sent.Add(ttl - margin)
-}
+	"github.com/lockctl/lockctl/internal/leasetime"
+)
 
 // Deadline is the moment the lease stops counting as held unless renewed
 // before: Refresh moves it; a Watchdog (Watch) renews the lease and keeps
@@ -34,7 +17,7 @@ func (l *Lease) Deadline() time.Time {
 	if l == nil {
 		return time.Time{}
 	}
-	return LeaseDeadline(l.Sent, l.TTL, 0)
+	return leasetime.Deadline(l.Sent, l.TTL, 0)
 }
 
 // errNilLease is the error of Release, Refresh and Watch called on a nil
@@ -91,7 +74,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // Refresh renews the lease for ttl from now (0: the TTL it was taken with)
 // if its token still holds it, and moves the lease's
 // TTL and Sent, and so its Deadline, to the renewal's. A reply that comes
-// after the renewal's own deadline does not count (LeaseDeadline): that is
+// after the renewal's own deadline does not count (leasetime.Deadline): that is
 // a *LateError, and the lease is lost. It never re-creates an expired lock.
 //
 // Errors: ErrNotHeld when the lock is gone; *HeldError (errors.Is
@@ -114,7 +97,7 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 		return errNoLocker
 	}
 	// Taken before the call: no later than the server's renewal, so the
-	// deadline counted from it is safe (LeaseDeadline).
+	// deadline counted from it is safe (leasetime.Deadline).
 	sent := l.l.clock.Now()
 	var got time.Duration
 	var err error
@@ -244,7 +227,7 @@ type LateError struct {
 
 func (e *LateError) Error() string {
 	return fmt.Sprintf("%s: the %s reply came %s after it was sent, past the lease's local deadline (ttl %s - margin %s): not held",
-		e.Key, e.Op, e.Took.Round(time.Millisecond), e.TTL, DefaultMargin(e.TTL))
+		e.Key, e.Op, e.Took.Round(time.Millisecond), e.TTL, leasetime.DefaultMargin(e.TTL))
 }
 
 // Is makes a *LateError match ErrLate, and ErrNotObtained or ErrNotHeld
@@ -266,7 +249,7 @@ func (e *LateError) Is(target error) bool {
 var ErrSlowLink = errors.New("lock: replies slower than the lease allows")
 
 // SlowLinkError reports that a grant and its re-confirmation both came too
-// late to count (LeaseDeadline). Each call took longer than the TTL leaves
+// late to count (leasetime.Deadline). Each call took longer than the TTL leaves
 // (TTL - Margin after it is sent), so no grant can be valid on this link
 // until it speeds up or the TTL grows: the lock is not held by anyone
 // else, and waiting at this speed does not get it. The grants were given
@@ -286,17 +269,17 @@ func (e *SlowLinkError) Error() string {
 // Window is how long after its call was sent a grant still counts: the
 // round trip a lease of this TTL tolerates.
 func (e *SlowLinkError) Window() time.Duration {
-	return LeaseDeadline(time.Time{}, e.TTL, e.Margin).Sub(time.Time{})
+	return leasetime.Deadline(time.Time{}, e.TTL, e.Margin).Sub(time.Time{})
 }
 
 // Is makes a *SlowLinkError match ErrSlowLink and ErrLate.
 func (e *SlowLinkError) Is(target error) bool { return target == ErrSlowLink || target == ErrLate }
 
-// late applies LeaseDeadline to a write of key for ttl sent at sent whose
+// late applies the lease rule (leasetime.Deadline) to a write of key for ttl sent at sent whose
 // reply has just arrived: nil when it counts, else a *LateError.
 func (l *Locker) late(op, key string, sent time.Time, ttl time.Duration) error {
 	now := l.clock.Now()
-	if now.Before(LeaseDeadline(sent, ttl, 0)) {
+	if now.Before(leasetime.Deadline(sent, ttl, 0)) {
 		return nil
 	}
 	return &LateError{Key: key, Op: op, TTL: ttl, Took: now.Sub(sent)}

@@ -231,7 +231,7 @@ func (h slowHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 // A refresh answered after its own deadline does not count: the same
-// lease-validity rule as Locker.Renew (LeaseDeadline).
+// lease-validity rule as Locker.Renew (leasetime.Deadline).
 func TestLeaseRefreshLate(t *testing.T) {
 	l, _ := newLocker(t, nil)
 	lease, err := l.Acquire(ctx, uniqueName(t), time.Minute, nil)

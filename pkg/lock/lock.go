@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/identity"
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
@@ -26,7 +27,7 @@ type Options struct {
 	RawKeys bool
 	// Clock drives waiting (deadlines and polling timers); nil is the real
 	// monotonic clock.
-	Clock Clock
+	Clock leasetime.Clock
 	// WaitReplicas > 0 makes every lock write (acquire, renew) wait until
 	// that many replicas acknowledged it, or fail with *ReplicationError:
 	// an acquire is then given back, and a renewal does not move the
@@ -61,7 +62,7 @@ type Options struct {
 type Locker struct {
 	b        backend
 	prefix   string
-	clock    Clock
+	clock    leasetime.Clock
 	replicas int
 	poll     time.Duration
 	events   EventSink
@@ -88,7 +89,7 @@ func newLocker(opts *Options) *Locker {
 		l.prefix = DefaultPrefix
 	}
 	if l.clock == nil {
-		l.clock = realClock()
+		l.clock = leasetime.Real()
 	}
 	if l.poll <= 0 {
 		l.poll = time.Second
@@ -393,7 +394,7 @@ type attempt struct {
 }
 
 // try takes the lock if it can. It returns a lease that counts as held
-// (LeaseDeadline) when its reply arrived, or the holder that refused it, or
+// (leasetime.Deadline) when its reply arrived, or the holder that refused it, or
 // an error: a *LateError when the grant came too late to count, was
 // re-confirmed once, that came too late as well, and the lease was given
 // back.
@@ -427,7 +428,7 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 		// Two replies in a row slower than the lease allows: the link (or
 		// the server) is, not a pause of this process between them.
 		late := err.(*LateError)
-		a.slow = &SlowLinkError{Key: a.key, RTT: late.Took, TTL: late.TTL, Margin: DefaultMargin(late.TTL)}
+		a.slow = &SlowLinkError{Key: a.key, RTT: late.Took, TTL: late.TTL, Margin: leasetime.DefaultMargin(late.TTL)}
 		return nil, Holder{}, a.slow
 	}
 	return lease, held, nil

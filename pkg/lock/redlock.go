@@ -112,10 +112,9 @@ func (e *QuorumError) Error() string {
 	return e.Reason + ": " + strings.Join(msgs, "; ")
 }
 
-// Is makes a *QuorumError match ErrNoQuorum.
-func (e *QuorumError) Is(target error) bool { return target == ErrNoQuorum }
-
-func (e *QuorumError) Unwrap() []error { return e.Errs }
+// Unwrap returns ErrNoQuorum, which a *QuorumError matches, and the nodes'
+// errors.
+func (e *QuorumError) Unwrap() []error { return causes(ErrNoQuorum, e.Errs...) }
 
 // NewRedlock returns a Locker whose locks live on a majority of the given
 // independent masters. At least 3 are required, since with 2 the quorum is

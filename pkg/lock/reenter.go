@@ -75,7 +75,7 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 	// Sent+TTL is that moment, as a watchdog (Watch) expects.
 	lease.Sent = start.Add(r.PTTL - lease.TTL)
 	if now := l.clock.Now(); !now.Before(lease.Deadline()) {
-		// The lease rule (LeaseDeadline), as for any grant: too late to
+		// The lease rule (leasetime.Deadline), as for any grant: too late to
 		// count on. Give this hold back.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()

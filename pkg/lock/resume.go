@@ -2,8 +2,12 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/redis/go-redis/v9"
 )
 
 // Resume returns the lease that token holds on the lock called name, as a
@@ -14,6 +18,10 @@ import (
 // value records them, AcquiredAt and Holds (the re-entered holds of the
 // token); a semaphore or shared slot is found by its token. Its Deadline
 // counts from the read, as if the lease had last been renewed by then.
+//
+// When the server refuses the read (an ACL that grants the lease's scripts
+// but not a command the read runs), the lease has its name, key and token
+// only, and Refresh and Release find out what the token holds.
 //
 // Errors: ErrNotHeld when token holds nothing there; *HeldError (errors.Is
 // ErrNotOwner) when another token holds the lock; *WrongTypeError;
@@ -28,6 +36,12 @@ func (l *Locker) Resume(ctx context.Context, name, token string) (*Lease, error)
 	}
 	start := l.clock.Now()
 	h, err := l.getKey(ctx, key)
+	if refusedRead(err) {
+		// A user allowed the lease's own scripts but not the read (an ACL
+		// without a command the read needs): the lease by name and token
+		// alone, which Refresh and Release still check.
+		return &Lease{l: l, resumed: true, Name: name, Key: key, Token: token, Holds: 1}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -75,4 +89,12 @@ func (l *Locker) Resume(ctx context.Context, name, token string) (*Lease, error)
 		lease.ExpiresAt = time.Now().Add(remaining).UTC()
 	}
 	return lease, nil
+}
+
+// refusedRead reports an error reply of the server to Resume's read that
+// says nothing about the lease: not a data error (WRONGTYPE), which is the
+// lease's answer.
+func refusedRead(err error) bool {
+	var rerr redis.Error
+	return err != nil && errors.As(err, &rerr) && !redisreply.IsData(err) && !errors.Is(err, ErrWrongType)
 }

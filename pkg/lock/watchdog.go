@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/pkg/events"
 )
 
@@ -45,22 +46,20 @@ func (e *LostError) Error() string {
 	return msg
 }
 
-// Is makes a *LostError match ErrLost.
-func (e *LostError) Is(target error) bool { return target == ErrLost }
-
-func (e *LostError) Unwrap() error { return e.Err }
+// Unwrap returns ErrLost, which a *LostError matches, and Err.
+func (e *LostError) Unwrap() []error { return causes(ErrLost, e.Err) }
 
 // WatchdogOptions tune a Watchdog. A nil *WatchdogOptions takes every default.
 type WatchdogOptions struct {
-	// RenewEvery is the renewal period; 0 means DefaultRenewEvery(ttl). It
+	// RenewEvery is the renewal period; 0 means leasetime.DefaultRenewEvery(ttl). It
 	// must leave room for at least one renewal before the deadline:
 	// RenewEvery < ttl-Margin.
 	RenewEvery time.Duration
 	// Margin is how long before the lease would expire on the server the
-	// lock already counts as lost; 0 means DefaultMargin(ttl).
+	// lock already counts as lost; 0 means leasetime.DefaultMargin(ttl).
 	Margin time.Duration
 	// Clock drives the watchdog's schedules; nil is the real, monotonic clock.
-	Clock Clock
+	Clock leasetime.Clock
 	// RetryMin and RetryMax bound the back-off between attempts after a
 	// failed renewal (Redis unreachable, timeout, a failover under way);
 	// 0 means 100ms and min(1s, RenewEvery, Margin/3), so that several
@@ -76,53 +75,6 @@ type WatchdogOptions struct {
 	// deadline) and lease_lost when the lease is lost; nil records nothing.
 	// Lease.Watch passes the Locker's Options.Events unless this is set.
 	Events EventSink
-}
-
-// DefaultMargin is ttl/4, at least 100ms, at most ttl/2.
-//
-// At the local deadline the server still holds the lease for at least the
-// margin (the deadline counts from a renewal's send time, which is no later
-// than the moment the server applied it). That remainder absorbs clock-rate
-// differences between this host and the server (well under 1%) and the time
-// the holder needs to stop its work after the loss: a quarter of the TTL
-// fits the default 5s SIGTERM-to-SIGKILL grace of a 30s lease, and leaves
-// four renewals (DefaultRenewEvery) plus fast retries before the deadline
-// at 3ttl/4.
-func DefaultMargin(ttl time.Duration) time.Duration {
-	m := ttl / 4
-	if m < 100*time.Millisecond {
-		m = 100 * time.Millisecond
-	}
-	if m > ttl/2 {
-		m = ttl / 2
-	}
-	return m
-}
-
-// DefaultRenewEvery is ttl/6, the renewal period when none is set.
-//
-// A lease rides through a stretch in which its key cannot be written (a
-// failover, a stalled master) if a renewal gets through before the local
-// deadline. At the worst phase the stretch starts just before a renewal is
-// due, a period after the last successful one, so the longest stretch
-// survived is ttl - margin - period: with the default margin (ttl/4) and
-// ttl/6 that is 7ttl/12, about 58% of the TTL (ttl/3 would leave 5ttl/12,
-// 42%). Renewing twice as often costs one small script call per period.
-func DefaultRenewEvery(ttl time.Duration) time.Duration { return ttl / 6 }
-
-// RideThrough is the longest time the lease's key may stay unwritable (a
-// failover, a stalled master) that a Watchdog with this ttl, period and
-// margin survives at the worst phase of its renewal cycle: ttl - margin -
-// every, less the round trip of the renewal that gets through. 0 for
-// every or margin means the default.
-func RideThrough(ttl, every, margin time.Duration) time.Duration {
-	if margin <= 0 {
-		margin = DefaultMargin(ttl)
-	}
-	if every <= 0 {
-		every = DefaultRenewEvery(ttl)
-	}
-	return max(LeaseDeadline(time.Time{}, ttl, margin).Sub(time.Time{})-every, 0)
 }
 
 // Watchdog keeps a lease alive by renewing it in the background and decides
@@ -165,7 +117,7 @@ type Watchdog struct {
 	retryMin, retryMax time.Duration
 	onErr              func(error)
 	events             EventSink
-	clk                Clock
+	clk                leasetime.Clock
 	lost               chan error
 	kick               chan struct{}
 	stop               chan struct{}
@@ -221,13 +173,13 @@ func newWatchdog(r Renewer, name, token string, ttl time.Duration, since time.Ti
 		return nil, time.Time{}, fmt.Errorf("%w: ttl %v", ErrInvalid, ttl)
 	}
 	if w.clk == nil {
-		w.clk = realClock()
+		w.clk = leasetime.Real()
 	}
 	if w.margin == 0 {
-		w.margin = DefaultMargin(ttl)
+		w.margin = leasetime.DefaultMargin(ttl)
 	}
 	if w.every == 0 {
-		w.every = DefaultRenewEvery(ttl)
+		w.every = leasetime.DefaultRenewEvery(ttl)
 	}
 	if w.margin < 0 || w.margin >= ttl {
 		return nil, time.Time{}, fmt.Errorf("%w: margin %v must be in [0, ttl %v)", ErrInvalid, w.margin, ttl)
@@ -245,7 +197,7 @@ func newWatchdog(r Renewer, name, token string, ttl time.Duration, since time.Ti
 		since = w.clk.Now()
 	}
 	w.last = since
-	w.deadline = LeaseDeadline(since, ttl, w.margin)
+	w.deadline = leasetime.Deadline(since, ttl, w.margin)
 	return w, since, nil
 }
 
@@ -443,7 +395,7 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 					ttl = res.ttl
 				}
 				w.mu.Lock()
-				if d := LeaseDeadline(res.sent, ttl, w.margin); d.After(w.deadline) {
+				if d := leasetime.Deadline(res.sent, ttl, w.margin); d.After(w.deadline) {
 					w.deadline = d
 				}
 				w.last = res.sent

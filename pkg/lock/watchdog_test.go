@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -229,7 +230,7 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) lock.Timer {
+func (c *fakeClock) NewTimer(d time.Duration) leasetime.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: make(chan time.Time, 1), at: c.now.Add(d), fc: c}
@@ -386,7 +387,7 @@ func TestDefaultMargin(t *testing.T) {
 		{300 * time.Millisecond, 100 * time.Millisecond},
 		{100 * time.Millisecond, 50 * time.Millisecond},
 	} {
-		if got := lock.DefaultMargin(tc.ttl); got != tc.want {
+		if got := leasetime.DefaultMargin(tc.ttl); got != tc.want {
 			t.Errorf("DefaultMargin(%v) = %v, want %v", tc.ttl, got, tc.want)
 		}
 	}
@@ -418,7 +419,7 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		want := lock.LeaseDeadline(start, ttl, 0)
+		want := leasetime.Deadline(start, ttl, 0)
 		time.Sleep(want.Sub(start) - time.Millisecond)
 		synctest.Wait()
 		if err := lostNow(t, w); err != nil || !w.Held() {
@@ -483,7 +484,7 @@ func TestWatchStartsAtLeaseDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(lock.LeaseDeadline(lease.Sent, ttl, 0)) {
+	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(leasetime.Deadline(lease.Sent, ttl, 0)) {
 		t.Errorf("watchdog deadline %v, lease deadline %v", d, lease.Deadline())
 	}
 }
