@@ -121,13 +121,27 @@ func (e *env) acquireWith(ctx context.Context, l *lock.Locker, actor string, ttl
 		return nil
 	}
 	e.grant(actor, ttl)
+	if e.held == nil {
+		e.held = map[string]heldLease{}
+	}
+	e.held[actor] = heldLease{lease: lease, by: l}
 	return lease
 }
 
-// release gives the lock back through pkg/lock's compare-and-delete, on
-// the lease the actor's token holds (Resume).
+// leaseOf is actor's lease on the lock node's Locker: the one it was
+// granted when that Locker granted it, else the lease its token holds there
+// (Resume), as a holder that knows only its token finds it.
+func (e *env) leaseOf(ctx context.Context, actor string) (*lock.Lease, error) {
+	l := e.locker(e.lockNode())
+	if h, ok := e.held[actor]; ok && h.by == l {
+		return h.lease, nil
+	}
+	return l.Resume(ctx, lockName, token(actor))
+}
+
+// release gives the lock back through pkg/lock's compare-and-delete.
 func (e *env) release(ctx context.Context, actor string) {
-	lease, err := e.locker(e.lockNode()).Resume(ctx, lockName, token(actor))
+	lease, err := e.leaseOf(ctx, actor)
 	if err == nil {
 		err = lease.Release(ctx)
 	}
@@ -137,7 +151,7 @@ func (e *env) release(ctx context.Context, actor string) {
 
 // renew extends actor's lease through pkg/lock.
 func (e *env) renew(ctx context.Context, actor string, ttl time.Duration) {
-	lease, err := e.locker(e.lockNode()).Resume(ctx, lockName, token(actor))
+	lease, err := e.leaseOf(ctx, actor)
 	if err == nil {
 		err = lease.Refresh(ctx, e.wall(ttl))
 	}

@@ -31,7 +31,7 @@
 //     the send time of the call that granted or renewed it, plus the TTL,
 //     minus a margin. A grant whose reply arrives later is never returned
 //     (it is re-confirmed once, else released: *LateError, or
-//     *SlowLinkError when the re-confirmation came late too), a renewal
+//     a slow *LateError when the re-confirmation came late too), a renewal
 //     answered later does not count, and Lease.Deadline and the Watchdog
 //     follow the same rule, for locks, semaphore slots, FIFO and Redlock.
 //   - Acquire, Renew and Release each run one Lua script, one round trip,

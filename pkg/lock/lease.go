@@ -205,75 +205,52 @@ func (l *Lease) end() {
 	}
 }
 
-// ErrLate is the error of a reply that arrived after the local deadline of
-// the lease it granted or renewed, so that lease does not count as held
-// (*LateError).
-var ErrLate = errors.New("lock: reply after the lease's local deadline")
-
-// LateError reports a grant or renewal whose reply came too late to count.
-// From Acquire (a bounded wait that ended on a late grant, given back
-// without time left to re-confirm it; a grant whose re-confirmation was
-// late as well is a *SlowLinkError) it matches ErrNotObtained too, and
-// from Reenter (the hold was given back); from Renew it
-// matches ErrNotHeld (the lease can no longer be counted on, although the
-// server did extend it).
+// LateError reports a grant or renewal whose reply came too late to count
+// (leasetime.Deadline). From Acquire (a bounded wait that ended on a late
+// grant, given back without time left to re-confirm it) it matches
+// ErrNotObtained too, and from Reenter (the hold was given back); from a
+// renewal it matches ErrNotHeld (the lease can no longer be counted on,
+// although the server did extend it).
+//
+// Slow says that a grant and its re-confirmation both came too late: each
+// call took longer than the TTL leaves (TTL less the margin after it is
+// sent), so no grant can be valid on this link until it speeds up or the
+// TTL grows. The lock is not held by anyone else, and waiting at this speed
+// does not get it; the grants were given back. A slow LateError matches
+// ErrSlowLink and ErrLate, not ErrNotObtained.
 type LateError struct {
 	Key string
 	Op  string // "acquire", "re-enter" or "renew"
 	TTL time.Duration
-	// Took is the time from sending the call to reading its reply.
+	// Took is the time from sending the call to reading its reply (the
+	// re-confirmation's, when Slow).
 	Took time.Duration
+	Slow bool
 }
 
 func (e *LateError) Error() string {
+	if e.Slow {
+		return fmt.Sprintf("%s: replies took %s, too slow for a %s lease: no grant can count", e.Key, e.Took.Round(time.Millisecond), e.TTL)
+	}
 	return fmt.Sprintf("%s: the %s reply came %s after it was sent, past the lease's local deadline (ttl %s - margin %s): not held",
 		e.Key, e.Op, e.Took.Round(time.Millisecond), e.TTL, leasetime.DefaultMargin(e.TTL))
 }
 
-// Is makes a *LateError match ErrLate, and ErrNotObtained or ErrNotHeld
-// by its Op, as LateError's doc says.
+// Is makes a *LateError match ErrLate, ErrSlowLink when Slow, and
+// otherwise ErrNotObtained or ErrNotHeld by its Op, as LateError's doc says.
 func (e *LateError) Is(target error) bool {
 	switch target {
 	case ErrLate:
 		return true
+	case ErrSlowLink:
+		return e.Slow
 	case ErrNotObtained:
-		return e.Op == "acquire" || e.Op == "re-enter"
+		return !e.Slow && (e.Op == "acquire" || e.Op == "re-enter")
 	case ErrNotHeld:
-		return e.Op == "renew"
+		return !e.Slow && e.Op == "renew"
 	}
 	return false
 }
-
-// ErrSlowLink is the error of replies that take longer than the lease's TTL
-// less its margin, so that no grant can count as held (*SlowLinkError).
-var ErrSlowLink = errors.New("lock: replies slower than the lease allows")
-
-// SlowLinkError reports that a grant and its re-confirmation both came too
-// late to count (leasetime.Deadline). Each call took longer than the TTL leaves
-// (TTL - Margin after it is sent), so no grant can be valid on this link
-// until it speeds up or the TTL grows: the lock is not held by anyone
-// else, and waiting at this speed does not get it. The grants were given
-// back. It matches ErrSlowLink and ErrLate, not ErrNotObtained.
-type SlowLinkError struct {
-	Key string
-	// RTT is the re-confirmation's time from sending to reading its reply.
-	RTT    time.Duration
-	TTL    time.Duration
-	Margin time.Duration
-}
-
-func (e *SlowLinkError) Error() string {
-	return fmt.Sprintf("%s: replies took %s, too slow for a %s lease: no grant can count", e.Key, e.RTT.Round(time.Millisecond), e.TTL)
-}
-
-// Window is how long after its call was sent a grant still counts: the
-// round trip a lease of this TTL tolerates.
-func (e *SlowLinkError) Window() time.Duration {
-	return leasetime.Deadline(time.Time{}, e.TTL, e.Margin).Sub(time.Time{})
-}
-
-// Is makes a *SlowLinkError match ErrSlowLink and ErrLate.
-func (e *SlowLinkError) Is(target error) bool { return target == ErrSlowLink || target == ErrLate }
 
 // late applies the lease rule (leasetime.Deadline) to a write of key for ttl sent at sent whose
 // reply has just arrived: nil when it counts, else a *LateError.

@@ -170,7 +170,7 @@ type AcquireOptions struct {
 	OnBusy func(Holder)
 	// OnLate, if set, is called each time an attempt's grant came too late
 	// to count and was given back, with why: a *LateError, or a
-	// *SlowLinkError when its re-confirmation was late as well. A wait
+	// *LateError with Slow set when its re-confirmation was late as well. A wait
 	// goes on after either (the link may recover); this says why it does
 	// not get the lock meanwhile.
 	OnLate func(error)
@@ -220,7 +220,7 @@ type Lease struct {
 //
 // Errors: *HeldError (errors.Is ErrNotObtained) when the lock is held and no
 // wait remains; *LateError (errors.Is ErrNotObtained) when the last grant
-// came too late to count; *SlowLinkError (not ErrNotObtained) when it and
+// came too late to count; a slow *LateError (not ErrNotObtained) when it and
 // its re-confirmation both did, so that no grant can count on this link;
 // *WrongTypeError when the key is not a lock; ErrInvalid;
 // the context's error (with its cause) when ctx ends first, which also
@@ -365,8 +365,7 @@ func isLate(err error) bool {
 		return false
 	}
 	var late *LateError
-	var slow *SlowLinkError
-	return errors.As(err, &late) || errors.As(err, &slow)
+	return errors.As(err, &late)
 }
 
 // attempt is one Acquire call: its arguments and start on the waiter's clock.
@@ -390,7 +389,7 @@ type attempt struct {
 	deadline time.Time
 	// slow is the last attempt whose grant and re-confirmation both came
 	// too late: it says why a wait that ends on a late grant got nothing.
-	slow *SlowLinkError
+	slow *LateError
 }
 
 // try takes the lock if it can. It returns a lease that counts as held
@@ -428,7 +427,7 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 		// Two replies in a row slower than the lease allows: the link (or
 		// the server) is, not a pause of this process between them.
 		late := err.(*LateError)
-		a.slow = &SlowLinkError{Key: a.key, RTT: late.Took, TTL: late.TTL, Margin: leasetime.DefaultMargin(late.TTL)}
+		a.slow = &LateError{Key: a.key, Op: late.Op, TTL: late.TTL, Took: late.Took, Slow: true}
 		return nil, Holder{}, a.slow
 	}
 	return lease, held, nil

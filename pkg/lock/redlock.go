@@ -88,10 +88,6 @@ var (
 	raiseScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + raiseLua })
 )
 
-// ErrNoQuorum is the error of a Redlock call that too few nodes answered
-// (*QuorumError).
-var ErrNoQuorum = errors.New("lock: no quorum of Redlock nodes")
-
 // QuorumError reports that a Redlock call could not reach a quorum of nodes
 // in time. It
 // wraps every node's error, so errors.Is and errors.As find network errors

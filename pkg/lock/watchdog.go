@@ -12,11 +12,6 @@ import (
 	"github.com/lockctl/lockctl/pkg/events"
 )
 
-// ErrLost is the error of a Watchdog that gave up a lease, either because
-// a renewal was refused or because its local deadline passed without a
-// successful renewal (*LostError).
-var ErrLost = errors.New("lock: lost")
-
 // Renewer extends a lease for a Watchdog started with StartWatchdog. Renew
 // returns the TTL the lease now has; an error matching ErrNotHeld,
 // ErrNotOwner or ErrWrongType means the lease is gone for good.
@@ -125,7 +120,7 @@ type Watchdog struct {
 	done               chan struct{}
 	mu                 sync.Mutex
 	renewals           int64
-	last, deadline     time.Time
+	deadline           time.Time
 	err                error
 	// onLost, if set before the watchdog starts, is called once with the
 	// loss (Lease.Done closes on it).
@@ -196,7 +191,6 @@ func newWatchdog(r Renewer, name, token string, ttl time.Duration, since time.Ti
 	if since.IsZero() {
 		since = w.clk.Now()
 	}
-	w.last = since
 	w.deadline = leasetime.Deadline(since, ttl, w.margin)
 	return w, since, nil
 }
@@ -217,14 +211,6 @@ func (w *Watchdog) Renewals() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.renewals
-}
-
-// LastRenewal is the send time of the last successful renewal (Since before
-// the first one).
-func (w *Watchdog) LastRenewal() time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.last
 }
 
 // Deadline is the moment the lease counts as lost unless renewed before.
@@ -398,7 +384,6 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				if d := leasetime.Deadline(res.sent, ttl, w.margin); d.After(w.deadline) {
 					w.deadline = d
 				}
-				w.last = res.sent
 				w.renewals++
 				w.mu.Unlock()
 				next = res.sent.Add(w.every)

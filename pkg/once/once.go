@@ -216,7 +216,7 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 // reply just arrived. A late claim is re-confirmed by one renewal from a
 // fresh send time; if that fails or is late too, the claim is given up
 // and the error matches ErrLate (and, when the renewal was late too,
-// lock.ErrSlowLink: a *lock.SlowLinkError).
+// lock.ErrSlowLink: a slow *lock.LateError).
 func (c *Claim) confirm(ctx context.Context) error {
 	if time.Now().Before(leasetime.Deadline(c.sent, c.TTL, 0)) {
 		return nil
@@ -245,7 +245,7 @@ func (c *Claim) confirm(ctx context.Context) error {
 		// Both replies slower than the claim allows (the first one's
 		// delay may have let the claim expire, and nobody else took
 		// it): the link is, and no claim can count on it.
-		slow := &lock.SlowLinkError{Key: c.Key, RTT: time.Since(sent), TTL: c.TTL, Margin: leasetime.DefaultMargin(c.TTL)}
+		slow := &lock.LateError{Key: c.Key, Op: "claim", TTL: c.TTL, Took: time.Since(sent), Slow: true}
 		return fmt.Errorf("%w: %w", ErrLate, slow)
 	}
 	if err != nil {
