@@ -19,7 +19,7 @@ import (
 //   - Reenter leaves the TTL alone: whoever already renews the lease keeps
 //     doing so, and a nested holder renewing with the lease's own TTL never
 //     shortens it;
-//   - each release (Lease.Release, Locker.Release) gives back one hold; the last one
+//   - each release (Lease.Release) gives back one hold; the last one
 //     deletes the key, normally the outermost holder's;
 //   - Acquire with the token that holds the lock stays an idempotent retry
 //     (a lost reply must not leave a hold nobody gives back): only Reenter

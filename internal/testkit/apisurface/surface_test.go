@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -81,5 +82,28 @@ func TestSentinelErrorDocs(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("only %d sentinel errors found: the packages were not read", n)
+	}
+}
+
+// pkg/lock's surface does not grow back: top-level names plus methods
+// (fields are not counted), and the lines of `go doc -short`. The bounds are
+// the figures the library has now; lower them as names go.
+func TestLockSurfaceSize(t *testing.T) {
+	const maxNames, maxDocLines = 93, 31
+	n := 0
+	for _, name := range surface(filepath.Join(root, "pkg/lock")) {
+		if !fields[name] {
+			n++
+		}
+	}
+	if n > maxNames {
+		t.Errorf("pkg/lock has %d top-level names and methods, more than %d", n, maxNames)
+	}
+	out, err := exec.Command("go", "doc", "-short", filepath.Join(root, "pkg/lock")).Output()
+	if err != nil {
+		t.Skipf("go doc: %v", err)
+	}
+	if lines := strings.Count(string(out), "\n"); lines > maxDocLines {
+		t.Errorf("go doc -short pkg/lock is %d lines, more than %d", lines, maxDocLines)
 	}
 }
