@@ -8,9 +8,15 @@ import (
 
 // The tests of package lock_test reach unexported names through these.
 
-// StartWatchdogNow starts a watchdog whose schedule counts from now.
+// Renewer is what the tests' watchdogs renew with.
+type Renewer = renewer
+
+// StartWatchdogNow starts a watchdog on r whose schedule counts from now.
 func StartWatchdogNow(ctx context.Context, r Renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, error) {
-	return StartWatchdog(ctx, r, name, token, ttl, time.Time{}, opt)
+	if r == nil {
+		return StartWatchdog(ctx, nil, name, token, ttl, time.Time{}, opt)
+	}
+	return StartWatchdog(ctx, r.Renew, name, token, ttl, time.Time{}, opt)
 }
 
 // ReleaseLease releases lease through l (recorded by l's Events).

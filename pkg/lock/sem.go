@@ -138,7 +138,7 @@ func (l *Locker) releaseSem(ctx context.Context, key, token string) (int, error)
 
 // renewerFor returns what renews lease: a renewer of a lock, or a
 // renewer of its semaphore slot. Watchdogs renew with it.
-func (l *Locker) renewerFor(lease *Lease) Renewer {
+func (l *Locker) renewerFor(lease *Lease) renewer {
 	if lease.Limit > 0 || lease.Shared {
 		return semRenewer{l}
 	}

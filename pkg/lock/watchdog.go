@@ -12,11 +12,19 @@ import (
 	"github.com/lockctl/lockctl/pkg/events"
 )
 
-// Renewer extends a lease for a Watchdog started with StartWatchdog. Renew
-// returns the TTL the lease now has; an error matching ErrNotHeld,
-// ErrNotOwner or ErrWrongType means the lease is gone for good.
-type Renewer interface {
+// renewer extends a lease for a Watchdog: a lock, a semaphore or shared
+// slot (renewerFor), or what StartWatchdog is given. Renew returns the TTL
+// the lease now has; an error matching ErrNotHeld, ErrNotOwner or
+// ErrWrongType means the lease is gone for good.
+type renewer interface {
 	Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error)
+}
+
+// renewFunc is a function as a renewer.
+type renewFunc func(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error)
+
+func (f renewFunc) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
+	return f(ctx, name, token, ttl)
 }
 
 // LostError says why a Watchdog gave up a lease.
@@ -106,7 +114,7 @@ type WatchdogOptions struct {
 // and the deadline stays where the last acknowledged renewal put it: if
 // no renewal is acknowledged before it, the lease is lost.
 type Watchdog struct {
-	r                  Renewer
+	r                  renewer
 	name, token        string
 	ttl, every, margin time.Duration
 	retryMin, retryMax time.Duration
@@ -127,14 +135,21 @@ type Watchdog struct {
 	onLost func()
 }
 
-// StartWatchdog starts renewing name's lease, held with token, with r, for
-// ttl at a time: a watchdog on a lease that no Locker granted, such as a
-// once claim (a Lease has Watch). since is the send time of the command
-// that acquired (or last renewed) the lease; zero means "now", which is
-// later than the truth and so gives a later deadline: callers pass the time
-// they took just before sending the acquire. opt may be nil. Cancelling ctx
-// stops it like Stop (cancellation is not a loss).
-func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
+// StartWatchdog starts renewing name's lease, held with token, with renew,
+// for ttl at a time: a watchdog on a lease that no Locker granted, such as a
+// once claim (a Lease has Watch). renew returns the TTL the lease now has;
+// an error matching ErrNotHeld, ErrNotOwner or ErrWrongType means the lease
+// is gone for good. since is the send time of the command that acquired (or
+// last renewed) the lease; zero means "now", which is later than the truth
+// and so gives a later deadline: callers pass the time they took just
+// before sending the acquire. opt may be nil. Cancelling ctx stops it like
+// Stop (cancellation is not a loss).
+func StartWatchdog(ctx context.Context, renew func(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error),
+	name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
+	var r renewer
+	if renew != nil {
+		r = renewFunc(renew)
+	}
 	w, since, err := newWatchdog(r, name, token, ttl, since, opt)
 	if err != nil {
 		return nil, err
@@ -145,7 +160,7 @@ func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.
 
 // newWatchdog is StartWatchdog without the start: the watchdog and the
 // send time its schedule counts from.
-func newWatchdog(r Renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, time.Time, error) {
+func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, time.Time, error) {
 	if opt == nil {
 		opt = &WatchdogOptions{}
 	}

@@ -42,7 +42,7 @@ func acquireWatched(t *testing.T, l *lock.Locker, ttl time.Duration) (*lock.Leas
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := lock.StartWatchdog(ctx, l.Renewer(lease), name, lease.Token, ttl, sent, nil)
+	w, err := lock.StartWatchdog(ctx, l.Renewer(lease).Renew, name, lease.Token, ttl, sent, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

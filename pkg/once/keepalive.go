@@ -37,7 +37,7 @@ func (c *Claim) KeepAlive(ctx context.Context, every time.Duration) *Keeper {
 		every = c.TTL / 3
 	}
 	k := &Keeper{lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	wd, err := lock.StartWatchdog(ctx, claimRenewer{c}, c.Key, c.Token, c.TTL, c.sent, &lock.WatchdogOptions{RenewEvery: every})
+	wd, err := lock.StartWatchdog(ctx, claimRenewer{c}.Renew, c.Key, c.Token, c.TTL, c.sent, &lock.WatchdogOptions{RenewEvery: every})
 	if err != nil {
 		// Only a claim TTL too short to renew gets here (under ~3ms).
 		k.err = fmt.Errorf("%w: %s: %w", ErrLost, c.Key, err)

@@ -21,12 +21,12 @@ func TestLockSurface(t *testing.T) {
 	names := surface(filepath.Join(root, "pkg/lock"))
 	for _, want := range []string{"Lease.Release", "Lease.Refresh", "Lease.Done", "Lease.Watch", "Lease.Fence",
 		"Lease.Holds", "Locker.Resume", "Locker.Reenter", "Locker.Get", "HeldError.Err", "HeldError.Holder",
-		"DataError.Err", "LostError.Err", "StartWatchdog", "Renewer", "ScriptCommands"} {
+		"DataError.Err", "LostError.Err", "StartWatchdog", "ScriptCommands"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("pkg/lock has no %s", want)
 		}
 	}
-	for _, internal := range []string{"Locker.Release", "Locker.Renew", "Locker.Watch", "NewHeldError", "DataErrorOf",
+	for _, internal := range []string{"Locker.Release", "Locker.Renew", "Locker.Watch", "Renewer", "NewHeldError", "DataErrorOf",
 		"WatchMasterSwitch", "NewToken", "DefaultOwner", "OwnerWithPID", "SystemClock",
 		"Locker.ReleaseKey", "Locker.ReleaseLease", "Locker.ReleaseHold", "Locker.RenewKey", "Locker.GetKey",
 		"Locker.Wake", "Locker.HeldSince", "Locker.Renewer", "WatchdogOptions.Since",
@@ -89,7 +89,7 @@ func TestSentinelErrorDocs(t *testing.T) {
 // (fields are not counted), and the lines of `go doc -short`. The bounds are
 // the figures the library has now; lower them as names go.
 func TestLockSurfaceSize(t *testing.T) {
-	const maxNames, maxDocLines = 93, 31
+	const maxNames, maxDocLines = 92, 30
 	n := 0
 	for _, name := range surface(filepath.Join(root, "pkg/lock")) {
 		if !fields[name] {
