@@ -15,10 +15,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/testkit/docpages"
 	"github.com/lockctl/lockctl/internal/testkit/promtest"
 	"github.com/lockctl/lockctl/internal/testkit/shellwords"
-	"github.com/lockctl/lockctl/pkg/lock"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -620,7 +620,7 @@ func TestReadmeShort(t *testing.T) {
 var renewClaimRE = regexp.MustCompile(`(?i)\brenew(?:s|ed)? every (?:--)?ttl ?/ ?(\d+)\b|\((?:` + "`" + `(\d+)([smh])` + "`" + `|(\d+)([smh])) above, renewed every (\d+) ?s\)`)
 
 // TestDocsRenewalPeriod: every page that says how often a lease is renewed
-// says what lock.DefaultRenewEvery does (ttl/6), and a TTL shown "renewed
+// says what leasetime.DefaultRenewEvery does (ttl/6), and a TTL shown "renewed
 // every N s" is renewed every ttl/6 of it. Only `once`'s claims renew
 // every ttl/3 (a line that names once is left alone).
 func TestDocsRenewalPeriod(t *testing.T) {
@@ -631,8 +631,8 @@ func TestDocsRenewalPeriod(t *testing.T) {
 			}
 			for _, m := range renewClaimRE.FindAllStringSubmatch(l, -1) {
 				if m[1] != "" {
-					if n, _ := strconv.Atoi(m[1]); n == 0 || lock.DefaultRenewEvery(time.Hour) != time.Hour/time.Duration(n) {
-						t.Errorf("%s:%d: %q: the default renewal period is %v of an hour's lease (lock.DefaultRenewEvery)", p.Path, i+1, m[0], lock.DefaultRenewEvery(time.Hour))
+					if n, _ := strconv.Atoi(m[1]); n == 0 || leasetime.DefaultRenewEvery(time.Hour) != time.Hour/time.Duration(n) {
+						t.Errorf("%s:%d: %q: the default renewal period is %v of an hour's lease (leasetime.DefaultRenewEvery)", p.Path, i+1, m[0], leasetime.DefaultRenewEvery(time.Hour))
 					}
 					continue
 				}
@@ -641,8 +641,8 @@ func TestDocsRenewalPeriod(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s:%d: %q: %v", p.Path, i+1, m[0], err)
 				}
-				if every, _ := strconv.Atoi(m[6]); time.Duration(every)*time.Second != lock.DefaultRenewEvery(ttl) {
-					t.Errorf("%s:%d: %q: a %v lease is renewed every %v (lock.DefaultRenewEvery)", p.Path, i+1, m[0], ttl, lock.DefaultRenewEvery(ttl))
+				if every, _ := strconv.Atoi(m[6]); time.Duration(every)*time.Second != leasetime.DefaultRenewEvery(ttl) {
+					t.Errorf("%s:%d: %q: a %v lease is renewed every %v (leasetime.DefaultRenewEvery)", p.Path, i+1, m[0], ttl, leasetime.DefaultRenewEvery(ttl))
 				}
 			}
 		})

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/pflag"
@@ -108,18 +107,15 @@ func (f *Factory) closeEvents() {
 	}
 }
 
-// holdStart is when the lease that token holds was acquired, for the hold
-// time of `lockctl release`, which knows the token only (zero when unknown
-// or events are off: the read costs a round trip only when it is used).
-func (f *Factory) holdStart(ctx context.Context, l *lock.Locker, name, token string) time.Time {
-	if f.Events() == nil {
-		return time.Time{}
+// recordReleaseRefused records a `lockctl release` that Resume refused:
+// not_owner or not_held, as pkg/lock records the release's own refusals.
+func (f *Factory) recordReleaseRefused(ctx context.Context, name string, err error) {
+	switch {
+	case errors.Is(err, lock.ErrNotOwner):
+		f.record(ctx, events.NotOwner, name, 0)
+	case errors.Is(err, lock.ErrNotHeld):
+		f.record(ctx, events.NotHeld, name, 0)
 	}
-	at, ok, err := lockinternal.HeldSince(ctx, l, name, token)
-	if err != nil || !ok {
-		return time.Time{}
-	}
-	return at
 }
 
 // recordRenewFailed records a refused `lockctl renew` (pkg/lock records

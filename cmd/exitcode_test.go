@@ -148,7 +148,7 @@ func TestDieOf(t *testing.T) {
 // a lock held elsewhere: -E does not replace it, and the hint carries the
 // figures measured.
 func TestSlowLinkExit(t *testing.T) {
-	slow := &lock.SlowLinkError{Key: "lock:a", RTT: 2500 * time.Millisecond, TTL: 2 * time.Second, Margin: 500 * time.Millisecond}
+	slow := &lock.LateError{Key: "lock:a", Op: "acquire", Took: 2500 * time.Millisecond, TTL: 2 * time.Second, Slow: true}
 	w := &waitFlags{conflictExit: 0}
 	err := w.notAcquired(w.explainBusy("a", fmt.Errorf("wrapped: %w", slow)))
 	if code := ExitCode(err); code != ExitUnavailable {

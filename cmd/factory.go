@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -273,21 +272,6 @@ func (f *Factory) target() server {
 		s.Addr, s.DB = opt.Addr, opt.DB
 	}
 	return s
-}
-
-// OnMasterSwitch calls fn each time a --sentinel announces a new master for
-// --sentinel-master (lockinternal.WatchMasterSwitch), until the returned stop is
-// called. Without --sentinel it does nothing.
-func (f *Factory) OnMasterSwitch(fn func()) (stop func()) {
-	g := &f.G
-	if len(g.Sentinel) == 0 || g.SentinelMaster == "" {
-		return func() {}
-	}
-	tlsCfg, err := f.tlsConfig(false, "")
-	if err != nil {
-		return func() {}
-	}
-	return lockinternal.WatchMasterSwitch(g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout, fn)
 }
 
 // urlOrigin says where --url came from, for hints about an unreachable

@@ -192,7 +192,7 @@ func explainOnce(key string, err error, conflictExit int) error {
 		done    *once.DoneError
 		fp      *once.FingerprintError
 		unknown *once.UnknownError
-		slow    *lock.SlowLinkError
+		slow    *lock.LateError
 	)
 	switch {
 	case errors.As(err, &unknown):
@@ -202,7 +202,7 @@ func explainOnce(key string, err error, conflictExit int) error {
 			"find out whether the command took effect (the payment provider, the logs), then run `lockctl once resolve "+key+
 				" --succeeded`, `--failed` or `--retry` with --reason",
 			"`lockctl inspect once --unknown` lists every unresolved key")
-	case errors.As(err, &slow):
+	case errors.As(err, &slow) && slow.Slow:
 		return withHint(err, slowLinkHint(slow))
 	case errors.As(err, &running):
 		r := running.Record

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -60,14 +59,17 @@ func newRenewCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// --ttl unset is 0: the TTL the lease was taken with.
-			ttl, err := l.Renew(c.Context(), name, token, o.ttl)
+			lease, err := l.Resume(c.Context(), name, token)
+			if err == nil {
+				// --ttl unset is 0: the TTL the lease was taken with.
+				err = lease.Refresh(c.Context(), o.ttl)
+			}
 			if err != nil {
 				f.recordRenewFailed(c.Context(), name, err)
 				return explainRefusal(name, err)
 			}
 			if f.G.Output == "json" {
-				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "renewed": true, "ttl_ms": ttl.Milliseconds()})
+				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "renewed": true, "ttl_ms": lease.TTL.Milliseconds()})
 			}
 			return nil
 		},
@@ -88,13 +90,18 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			since := f.holdStart(c.Context(), l, name, token)
-			left, err := lockinternal.ReleaseHold(c.Context(), l, &lock.Lease{Name: name, Key: l.Key(name), Token: token, AcquiredAt: since})
+			lease, err := l.Resume(c.Context(), name, token)
+			if err != nil {
+				// Refused before the release: recorded as the release's own refusal is.
+				f.recordReleaseRefused(c.Context(), name, err)
+			} else {
+				err = lease.Release(c.Context())
+			}
 			if err != nil && !notWoken(f, "released "+name, err) {
 				return explainRefusal(name, err)
 			}
-			if left > 0 {
-				f.IO.Errorf("%s stays held: this token re-entered it and has %d hold(s) left; the last release frees it", name, left)
+			if lease != nil && lease.Holds > 0 {
+				f.IO.Errorf("%s stays held: this token re-entered it and has %d hold(s) left; the last release frees it", name, lease.Holds)
 			}
 			if f.G.Output == "json" {
 				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "released": true})

@@ -13,7 +13,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/identity"
-	"github.com/lockctl/lockctl/internal/lockinternal"
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
@@ -145,10 +145,10 @@ type runReport struct {
 }
 
 func (o *runOptions) validate(c *cobra.Command) error {
-	margin := lock.DefaultMargin(o.ttl)
+	margin := leasetime.DefaultMargin(o.ttl)
 	every := o.renewEvery
 	if every == 0 {
-		every = lock.DefaultRenewEvery(o.ttl)
+		every = leasetime.DefaultRenewEvery(o.ttl)
 	}
 	if every >= o.ttl-margin {
 		return &UsageError{Err: fmt.Errorf("--renew-every %v leaves no time to renew a %v lease before it counts as lost (at ttl-%v)", every, o.ttl, margin),
@@ -371,31 +371,27 @@ func warnFailoverTTL(ctx context.Context, f *Factory, ttl, every time.Duration) 
 		if err != nil {
 			return
 		}
-		took, ok = lockinternal.ClusterFailoverTime(ctx, c)
+		took, ok = clusterFailoverTime(ctx, c)
 		what = "cluster-node-timeout"
 	case len(g.Sentinel) > 0 && g.SentinelMaster != "":
-		tlsCfg, err := f.tlsConfig(false, "")
-		if err != nil {
-			return
-		}
-		took, ok = lockinternal.SentinelFailoverTime(ctx, g.Sentinel, g.SentinelMaster, tlsCfg, g.Timeout)
+		took, ok = f.sentinelFailoverTime(ctx)
 		what = "the Sentinels' down-after-milliseconds"
 	}
 	if !ok || ctx.Err() != nil {
 		return
 	}
-	if w := lock.RideThrough(ttl, every, 0); w < took {
+	if w := leasetime.RideThrough(ttl, every, 0); w < took {
 		f.IO.Errorf("warning: a --ttl %v lease rides through at most %v of failover (ttl - ttl/4 - the renewal period), but %s makes one take about %v: a failover will lose the lock (exit 76); a --ttl of %v or more rides through it",
 			ttl, w.Round(time.Millisecond), what, took.Round(time.Millisecond), ttlFor(took, every))
 	}
 }
 
 // ttlFor is the shortest whole-second TTL whose lease rides through an
-// unwritable stretch of d (lock.RideThrough), renewed every `every` (0:
+// unwritable stretch of d (leasetime.RideThrough), renewed every `every` (0:
 // the default).
 func ttlFor(d, every time.Duration) time.Duration {
 	for ttl := time.Second; ; ttl += time.Second {
-		if lock.RideThrough(ttl, every, 0) >= d {
+		if leasetime.RideThrough(ttl, every, 0) >= d {
 			return ttl
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/identity"
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -129,15 +130,21 @@ func (w *waitFlags) notAcquired(err error) error {
 
 // slowLinkHint says what to do about a link slower than the lease, with
 // the figures measured.
-func slowLinkHint(e *lock.SlowLinkError) string {
+func slowLinkHint(e *lock.LateError) string {
 	// A renewal sent a third into the lease must be back before its
 	// deadline, at ttl - margin: ttl above 2.4 round trips, 3 with room.
-	ttl := (3 * e.RTT).Round(time.Second)
-	if ttl < 3*e.RTT {
+	ttl := (3 * e.Took).Round(time.Second)
+	if ttl < 3*e.Took {
 		ttl += time.Second
 	}
 	return fmt.Sprintf("replies took %s, longer than the %s lease can allow (it counts for %s after a call is sent: ttl - margin %s): raise --ttl to 3 times the round trip or more (--ttl %s), or find what slows the link",
-		e.RTT.Round(time.Millisecond), e.TTL, e.Window(), e.Margin, ttl)
+		e.Took.Round(time.Millisecond), e.TTL, window(e.TTL), leasetime.DefaultMargin(e.TTL), ttl)
+}
+
+// window is how long after its call was sent a grant of a lease of ttl
+// still counts: the round trip such a lease tolerates.
+func window(ttl time.Duration) time.Duration {
+	return leasetime.Deadline(time.Time{}, ttl, 0).Sub(time.Time{})
 }
 
 // waitStatus prints, while a command waits, a stderr line naming the
@@ -161,18 +168,18 @@ type waitStatus struct {
 // again if the link turns out slower than the lease); the wait goes on,
 // since the link may recover.
 func (s *waitStatus) late(err error) {
-	var (
-		slow *lock.SlowLinkError
-		late *lock.LateError
-	)
+	var late *lock.LateError
+	if !errors.As(err, &late) {
+		return
+	}
 	switch {
-	case errors.As(err, &slow) && !s.toldSlow:
+	case late.Slow && !s.toldSlow:
 		s.toldSlow, s.toldLate = true, true
-		s.f.IO.Log(ui.Entry{Level: ui.LevelWarn, Hints: []string{slowLinkHint(slow)},
-			Fields: ui.Fields("rtt_ms", slow.RTT, "ttl_ms", slow.TTL),
+		s.f.IO.Log(ui.Entry{Level: ui.LevelWarn, Hints: []string{slowLinkHint(late)},
+			Fields: ui.Fields("rtt_ms", late.Took, "ttl_ms", late.TTL),
 			Text: fmt.Sprintf("waiting for %s: granted twice, but each reply came too late to count (%s after it was sent; a %s lease counts for %s); still waiting, in case the link recovers",
-				s.name, slow.RTT.Round(time.Millisecond), slow.TTL, slow.Window())})
-	case errors.As(err, &late) && !s.toldLate:
+				s.name, late.Took.Round(time.Millisecond), late.TTL, window(late.TTL))})
+	case !late.Slow && !s.toldLate:
 		s.toldLate = true
 		s.f.IO.Logf(ui.LevelWarn, ui.Fields("took_ms", late.Took, "ttl_ms", late.TTL),
 			"waiting for %s: granted, but the reply came %s after it was sent, too late to count for a %s lease; given back, still waiting",
@@ -262,10 +269,10 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 	var (
 		held *lock.HeldError
 		le   *lock.LimitError
-		slow *lock.SlowLinkError
+		slow *lock.LateError
 	)
 	switch {
-	case errors.As(err, &slow):
+	case errors.As(err, &slow) && slow.Slow:
 		return withHint(err, slowLinkHint(slow))
 	case errors.As(err, &le) && le.Limit == 0:
 		return &UsageError{Err: reword(err, "%s is held in shared mode (--shared); this call asks for --limit %d", name, le.Want),

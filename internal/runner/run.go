@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/child"
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
@@ -105,7 +104,7 @@ func Run(ctx context.Context, job *Job) *Outcome {
 
 	wdCtx, stopWD := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWD()
-	wd, err := job.Locker.Watch(wdCtx, lease, job.Watch)
+	wd, err := lease.Watch(wdCtx, job.Watch)
 	if err != nil {
 		// The command does not run: err is the outcome, whatever the
 		// release finds.
@@ -171,7 +170,7 @@ func Run(ctx context.Context, job *Job) *Outcome {
 func (job *Job) release(lease *lock.Lease, l *lock.Locker, lost bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), job.ReleaseTimeout)
 	defer cancel()
-	left, err := lockinternal.ReleaseHold(ctx, l, lease)
+	left, err := releaseThrough(ctx, l, lease, job.Locker)
 	if job.Released != nil {
 		job.Released(lease, left, err, lost)
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/child"
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
@@ -312,7 +311,7 @@ func helperMain() int {
 	sigs, stop := child.Notify()
 	defer stop()
 	renew := renewFunc(func(_ context.Context, _, _ string, ttl time.Duration) (time.Duration, error) { return ttl, nil })
-	w, err := lockinternal.StartWatchdog(context.Background(), renew, "deploy", "tok", time.Second, time.Time{}, nil)
+	w, err := lock.StartWatchdog(context.Background(), renew, "deploy", "tok", time.Second, time.Time{}, nil)
 	if err != nil {
 		fmt.Println("error", err)
 		return 70

@@ -62,6 +62,12 @@ type write struct {
 	leaseValid bool
 }
 
+// heldLease is a lease pkg/lock granted an actor, and the Locker that did.
+type heldLease struct {
+	lease *lock.Lease
+	by    *lock.Locker
+}
+
 type env struct {
 	real   bool
 	second time.Duration
@@ -72,6 +78,9 @@ type env struct {
 
 	lockOn  string // node locks are taken on
 	lockers map[string]*lock.Locker
+	// held is each actor's lease as pkg/lock granted it, with the Locker
+	// that did: its renewals and release go through them.
+	held map[string]heldLease
 
 	now       time.Duration
 	start     time.Time // wall time of t=0 on a real server

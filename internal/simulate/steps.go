@@ -77,8 +77,10 @@ func (e *env) warm(n *node, l *lock.Locker) {
 		return
 	}
 	// Only the scripts' loading matters here, not what each call returns.
-	_, _ = l.Renew(ctx, name, tok, time.Second)
-	_ = l.Release(ctx, name, tok)
+	if lease, err := l.Resume(ctx, name, tok); err == nil {
+		_ = lease.Refresh(ctx, time.Second)
+		_ = lease.Release(ctx)
+	}
 	if lease, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Token: tok, Owner: "warmup", Shared: true}); err == nil {
 		_ = lease.Release(ctx)
 	}
@@ -119,19 +121,40 @@ func (e *env) acquireWith(ctx context.Context, l *lock.Locker, actor string, ttl
 		return nil
 	}
 	e.grant(actor, ttl)
+	if e.held == nil {
+		e.held = map[string]heldLease{}
+	}
+	e.held[actor] = heldLease{lease: lease, by: l}
 	return lease
+}
+
+// leaseOf is actor's lease on the lock node's Locker: the one it was
+// granted when that Locker granted it, else the lease its token holds there
+// (Resume), as a holder that knows only its token finds it.
+func (e *env) leaseOf(ctx context.Context, actor string) (*lock.Lease, error) {
+	l := e.locker(e.lockNode())
+	if h, ok := e.held[actor]; ok && h.by == l {
+		return h.lease, nil
+	}
+	return l.Resume(ctx, lockName, token(actor))
 }
 
 // release gives the lock back through pkg/lock's compare-and-delete.
 func (e *env) release(ctx context.Context, actor string) {
-	err := e.locker(e.lockNode()).Release(ctx, lockName, token(actor))
+	lease, err := e.leaseOf(ctx, actor)
+	if err == nil {
+		err = lease.Release(ctx)
+	}
 	e.expect(err, lock.ErrNotHeld, lock.ErrNotOwner)
 	e.drop(actor)
 }
 
 // renew extends actor's lease through pkg/lock.
 func (e *env) renew(ctx context.Context, actor string, ttl time.Duration) {
-	_, err := e.locker(e.lockNode()).Renew(ctx, lockName, token(actor), e.wall(ttl))
+	lease, err := e.leaseOf(ctx, actor)
+	if err == nil {
+		err = lease.Refresh(ctx, e.wall(ttl))
+	}
 	if err == nil {
 		e.extend(actor, ttl)
 		return

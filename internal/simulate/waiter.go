@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -39,7 +40,7 @@ type soonClock struct{}
 
 func (soonClock) Now() time.Time { return time.Now() }
 
-func (soonClock) NewTimer(time.Duration) lock.Timer {
+func (soonClock) NewTimer(time.Duration) leasetime.Timer {
 	c := make(chan time.Time, 1)
 	c <- time.Now()
 	return soonTimer(c)

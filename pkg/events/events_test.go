@@ -154,7 +154,7 @@ func BenchmarkAcquireReleaseEvents(b *testing.B) {
 					return err
 				}
 				r.Record(ctx, events.Event{Kind: events.Acquired, Name: names[w], Duration: lease.Waited})
-				if err := l.Release(ctx, names[w], lease.Token); err != nil {
+				if err := lease.Release(ctx); err != nil {
 					return err
 				}
 				r.Record(ctx, events.Event{Kind: events.Released, Name: names[w], Duration: time.Since(lease.AcquiredAt)})

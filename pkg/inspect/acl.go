@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/limit"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/redis/go-redis/v9"
 )
@@ -131,7 +131,7 @@ func family(use, key, channel, stream string, cmds []string) []need {
 // channels, so that a user's key and channel patterns are checked as
 // lockctl's calls meet them; every write is harmless on keys that hold
 // nothing. The commands the scripts call come from the scripts themselves
-// (lockinternal.ScriptCommands, limit.ScriptCommands, once.ScriptCommands,
+// (lock.ScriptCommands, limit.ScriptCommands, once.ScriptCommands,
 // inspectScriptCommands): a command a script starts calling is checked,
 // and granted by the hint, without anyone updating a list.
 func needs(s scratch) []need {
@@ -151,7 +151,7 @@ func needs(s scratch) []need {
 		"HSET": {semval}, "HGET": {semval}, "HLEN": {semval}, "HGETALL": {semval}, "HDEL": {semval},
 		"DEL": {key, fence, sem, semval},
 	}
-	for _, c := range lockinternal.ScriptCommands() {
+	for _, c := range lock.ScriptCommands() {
 		keys, ok := aux[c]
 		if !ok {
 			keys = []string{key}

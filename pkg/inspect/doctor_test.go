@@ -2,9 +2,6 @@ package inspect_test
 
 import (
 	"context"
-	"github.com/lockctl/lockctl/internal/lockinternal"
-	"github.com/lockctl/lockctl/pkg/limit"
-	"github.com/lockctl/lockctl/pkg/once"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +10,9 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/lockctl/lockctl/pkg/limit"
+	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -182,13 +182,13 @@ func TestDoctorChecksEveryScriptCommand(t *testing.T) {
 	for _, c := range inspect.New(nil, nil).Commands() {
 		checked[strings.ToUpper(c[0])] = true
 	}
-	for _, c := range slices.Concat(lockinternal.ScriptCommands(), limit.ScriptCommands(), once.ScriptCommands()) {
+	for _, c := range slices.Concat(lock.ScriptCommands(), limit.ScriptCommands(), once.ScriptCommands()) {
 		if !checked[c] {
 			t.Errorf("the scripts call %s, which doctor does not check", c)
 		}
 	}
-	if len(lockinternal.ScriptCommands()) < 10 {
-		t.Errorf("script commands %v: the scripts were not read", lockinternal.ScriptCommands())
+	if len(lock.ScriptCommands()) < 10 {
+		t.Errorf("script commands %v: the scripts were not read", lock.ScriptCommands())
 	}
 }
 

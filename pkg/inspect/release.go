@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/identity"
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/luascript"
 	"github.com/lockctl/lockctl/internal/redisreply"
@@ -173,7 +172,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 		if errors.As(err, &rerr) {
 			// An error reply: the script stopped before its first write,
 			// or withdrew its audit record (see forcerelease.lua).
-			return nil, fmt.Errorf("inspect: force-release %s: nothing changed: %w", key, lockinternal.DataErrorOf(ctx, in.c, err, keys...))
+			return nil, fmt.Errorf("inspect: force-release %s: nothing changed: %w", key, dataError(ctx, in.c, err, keys...))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("inspect: force-release %s: %w", key, err)
@@ -203,7 +202,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	}}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("inspect: force-release %s: nothing changed: the audit record could not be written: %w",
-			key, lockinternal.DataErrorOf(ctx, in.c, err, AuditKey))
+			key, dataError(ctx, in.c, err, AuditKey))
 	}
 	v, err = run(exact, "")
 	if err == nil {
@@ -237,7 +236,7 @@ func released(key, name string, v []any) (*Released, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, lockinternal.NewHeldError(lock.ErrNotOwner, h)
+		return nil, &lock.HeldError{Err: lock.ErrNotOwner, Holder: h}
 	case lockwire.ForceReleased:
 	default:
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
@@ -369,7 +368,7 @@ func (in *Inspector) Audit(ctx context.Context, n int64) ([]AuditEntry, error) {
 		msgs, err = in.c.XRange(ctx, AuditKey, "-", "+").Result()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("inspect: audit: %w", lockinternal.DataErrorOf(ctx, in.c, err, AuditKey))
+		return nil, fmt.Errorf("inspect: audit: %w", dataError(ctx, in.c, err, AuditKey))
 	}
 	out := make([]AuditEntry, 0, len(msgs))
 	for _, m := range msgs {

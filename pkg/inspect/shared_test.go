@@ -235,7 +235,7 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 		t.Errorf("released holder's own release: %v", err)
 	}
 	// The others still renew; the writer still waits, listed.
-	if _, err := l.Renew(ctx, "rw", shared[0].Token, time.Minute); err != nil {
+	if err := shared[0].Refresh(ctx, time.Minute); err != nil {
 		t.Errorf("remaining holder's renew: %v", err)
 	}
 	if c.ZScore(ctx, lockwire.AuxKey(lockwire.KindWriters, prefix+"rw"), writer).Err() != nil {

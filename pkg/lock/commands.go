@@ -2,10 +2,10 @@ package lock
 
 import "github.com/lockctl/lockctl/internal/scriptcmds"
 
-// scriptCommands lists, sorted, the Redis commands that the lock scripts
+// ScriptCommands lists, sorted, the Redis commands that the lock scripts
 // call on the server, which the connected user must be allowed to run
 // besides EVALSHA and EVAL themselves (an ACL applies inside scripts too).
-func scriptCommands() []string {
+func ScriptCommands() []string {
 	return scriptcmds.Calls(fenceLua, holderLua, acquireLua, renewLua, releaseLua, inspectLua, checkLua, fenceNextLua,
 		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua, reenterLua, wakeLua)
 }

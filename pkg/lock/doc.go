@@ -27,19 +27,21 @@
 //
 // What this package guarantees on its side:
 //
-//   - A lease counts as held only until its local deadline, LeaseDeadline:
+//   - A lease counts as held only until its local deadline (Lease.Deadline):
 //     the send time of the call that granted or renewed it, plus the TTL,
 //     minus a margin. A grant whose reply arrives later is never returned
 //     (it is re-confirmed once, else released: *LateError, or
-//     *SlowLinkError when the re-confirmation came late too), a renewal
+//     a slow *LateError when the re-confirmation came late too), a renewal
 //     answered later does not count, and Lease.Deadline and the Watchdog
 //     follow the same rule, for locks, semaphore slots, FIFO and Redlock.
-//   - Acquire, Renew and Release each run one Lua script, one round trip,
-//     atomically on the server.
-//   - Renew and Release act only when the caller's token still holds the
+//   - Acquire, a renewal (Lease.Refresh, the Watchdog) and Lease.Release
+//     each run one Lua script, one round trip, atomically on the server.
+//     Locker.Resume turns a lease known by name and token (another process
+//     took it) into a *Lease, with one read.
+//   - Renewals and releases act only when the caller's token still holds the
 //     lock: a lease that expired and was taken by someone else is never
 //     extended or deleted (the "stale DEL" that lets a third client in).
-//     Renew never re-creates an expired lock.
+//     A renewal never re-creates an expired lock.
 //   - Reenter lets a holder that proves itself by its token take counted
 //     holds of its own lease (a nested caller); each release gives one
 //     back, and the last deletes the lock (see reenter.go).

@@ -34,6 +34,30 @@ var (
 	// caller's configuration disagrees with the semaphore's, which waiting
 	// does not fix.
 	ErrLimitMismatch = errors.New("lock: semaphore limit differs from its holders'")
+	// ErrNotReplicated is the error of a lock write that fewer replicas than
+	// Options.WaitReplicas asked for acknowledged in time (*ReplicationError).
+	ErrNotReplicated = errors.New("lock: not replicated")
+	// ErrNotWoken is the warning of a release that freed the lock while the
+	// server refused the message that wakes its waiters (an ACL without PUBLISH, or without the channel:
+	// Redis 7 gives new users no channels unless granted, e.g. &lockctl:*).
+	// The release stands: waiters find the lock free at their next poll or
+	// when the holder's TTL would have run out. Errors are *WakeError values;
+	// a caller reports them as a warning, never as a failed release.
+	ErrNotWoken = errors.New("lock: released, but waiters were not woken")
+	// ErrLate is the error of a reply that arrived after the local deadline of
+	// the lease it granted or renewed, so that lease does not count as held
+	// (*LateError).
+	ErrLate = errors.New("lock: reply after the lease's local deadline")
+	// ErrSlowLink is the error of replies that take longer than the lease's TTL
+	// less its margin, so that no grant can count as held (a *LateError with Slow set).
+	ErrSlowLink = errors.New("lock: replies slower than the lease allows")
+	// ErrLost is the error of a Watchdog that gave up a lease, either because
+	// a renewal was refused or because its local deadline passed without a
+	// successful renewal (*LostError).
+	ErrLost = errors.New("lock: lost")
+	// ErrNoQuorum is the error of a Redlock call that too few nodes answered
+	// (*QuorumError).
+	ErrNoQuorum = errors.New("lock: no quorum of Redlock nodes")
 )
 
 // LimitError reports that the semaphore at Key has live holders that came
@@ -91,15 +115,19 @@ type Holder struct {
 	arrival int64 // a FIFO waiter's own arrival in the queue (server µs)
 }
 
-// HeldError reports the current holder. It matches ErrNotObtained when
-// returned by Acquire and ErrNotOwner when returned by Renew or Release.
+// HeldError reports the current holder. Err is ErrNotObtained when Acquire
+// returns it and ErrNotOwner when Resume, Refresh or Release do; the error
+// matches Err with errors.Is:
+//
+//	err := &lock.HeldError{Err: lock.ErrNotOwner, Holder: h}
+//	errors.Is(err, lock.ErrNotOwner) // true
 type HeldError struct {
+	Err    error
 	Holder Holder
-	kind   error
 }
 
 // newHeldError builds a HeldError of the given kind (ErrNotObtained or ErrNotOwner).
-func newHeldError(kind error, h Holder) *HeldError { return &HeldError{Holder: h, kind: kind} }
+func newHeldError(kind error, h Holder) *HeldError { return &HeldError{Err: kind, Holder: h} }
 
 func (e *HeldError) Error() string {
 	if e.Holder.Reason == ReasonQueue {
@@ -127,9 +155,8 @@ func (e *HeldError) Error() string {
 	return msg
 }
 
-// Is makes a *HeldError match its kind: ErrNotObtained from Acquire,
-// ErrNotOwner from Renew or Release.
-func (e *HeldError) Is(target error) bool { return target == e.kind }
+// Unwrap returns Err: ErrNotObtained or ErrNotOwner.
+func (e *HeldError) Unwrap() error { return e.Err }
 
 // WrongTypeError reports that the key exists with a Redis type no lock has.
 type WrongTypeError struct {
@@ -177,10 +204,6 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("lock: panic in the %s: %v (a bug)", e.Where, e.Value)
 }
 
-// ErrNotReplicated is the error of a lock write that fewer replicas than
-// Options.WaitReplicas asked for acknowledged in time (*ReplicationError).
-var ErrNotReplicated = errors.New("lock: not replicated")
-
 // ReplicationError reports that WAIT after a lock write counted fewer
 // replicas than Want.
 // After Acquire the lock has been released again (best effort) and is not
@@ -199,14 +222,6 @@ func (e *ReplicationError) Error() string {
 
 // Is makes a *ReplicationError match ErrNotReplicated.
 func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplicated }
-
-// ErrNotWoken is the warning of a release that freed the lock while the
-// server refused the message that wakes its waiters (an ACL without PUBLISH, or without the channel:
-// Redis 7 gives new users no channels unless granted, e.g. &lockctl:*).
-// The release stands: waiters find the lock free at their next poll or
-// when the holder's TTL would have run out. Errors are *WakeError values;
-// a caller reports them as a warning, never as a failed release.
-var ErrNotWoken = errors.New("lock: released, but waiters were not woken")
 
 // WakeError reports that Key was released, but its wake-up was refused
 // with Reason (the server's words): publishing it on Channel, or, when

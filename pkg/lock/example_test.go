@@ -60,7 +60,7 @@ func Example() {
 
 // A watchdog keeps a short lease alive around a job that runs longer than
 // the lease's TTL, and tells the job if the lease is lost.
-func ExampleLocker_Watch() {
+func ExampleLease_Watch_longJob() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer client.Close()
@@ -75,7 +75,7 @@ func ExampleLocker_Watch() {
 	}
 	fmt.Println("acquired")
 
-	wd, err := locker.Watch(ctx, lease, nil) // renews every ttl/6
+	wd, err := lease.Watch(ctx, nil) // renews every ttl/6
 	if err != nil {
 		fmt.Println("watch:", err)
 		return
@@ -92,7 +92,7 @@ func ExampleLocker_Watch() {
 	fmt.Println("renewed during the job:", wd.Renewals() > 0)
 	fmt.Println("still held:", wd.Err() == nil)
 
-	if err := locker.Release(ctx, name, lease.Token); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		fmt.Println("release:", err)
 		return
 	}
@@ -185,7 +185,7 @@ func ExampleFences_Check() {
 	// The current holder writes again with the same fence.
 	fmt.Println("current holder writes again:", fences.Check(ctx, resource, cur.Fence, cur.Token) == nil)
 
-	if err := locker.Release(ctx, name, cur.Token); err != nil {
+	if err := cur.Release(ctx); err != nil {
 		fmt.Println("release:", err)
 		return
 	}
@@ -336,7 +336,7 @@ func ExampleNewRedlock() {
 	_, err = locker.Acquire(ctx, name, 30*time.Second, nil)
 	fmt.Println("second caller not obtained:", errors.Is(err, lock.ErrNotObtained))
 
-	if err := locker.Release(ctx, name, lease.Token); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		fmt.Println("release:", err)
 		return
 	}
@@ -345,4 +345,55 @@ func ExampleNewRedlock() {
 	// acquired on a quorum
 	// second caller not obtained: true
 	// released
+}
+
+// A lease taken by another process (`lockctl lock` printed its token) is
+// resumed by name and token, renewed, and given back one hold at a time.
+func ExampleLocker_Resume() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	name := exampleName("handover")
+
+	// The first process takes the lock, re-enters it once, and hands over
+	// the token.
+	first := lock.New(client, nil)
+	lease, err := first.Acquire(ctx, name, 30*time.Second, nil)
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	if _, err := first.Reenter(ctx, name, lease.Token); err != nil {
+		fmt.Println("re-enter:", err)
+		return
+	}
+	token := lease.Token
+
+	// Another process knows only the name and the token.
+	locker := lock.New(client, nil)
+	resumed, err := locker.Resume(ctx, name, token)
+	if err != nil {
+		fmt.Println("resume:", err)
+		return
+	}
+	fmt.Println("holds:", resumed.Holds, "same fence:", resumed.Fence == lease.Fence)
+	if err := resumed.Refresh(ctx, 0); err != nil {
+		fmt.Println("refresh:", err)
+		return
+	}
+	for resumed.Holds > 0 {
+		if err := resumed.Release(ctx); err != nil {
+			fmt.Println("release:", err)
+			return
+		}
+		fmt.Println("released one hold, left:", resumed.Holds)
+	}
+
+	_, err = locker.Resume(ctx, name, token)
+	fmt.Println("resumed again:", !errors.Is(err, lock.ErrNotHeld))
+	// Output:
+	// holds: 2 same fence: true
+	// released one hold, left: 1
+	// released one hold, left: 0
+	// resumed again: false
 }

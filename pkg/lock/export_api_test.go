@@ -2,26 +2,22 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
 // The tests of package lock_test reach unexported names through these.
 
+// Renewer is what the tests' watchdogs renew with.
 type Renewer = renewer
 
-var NewHeldError = newHeldError
-
-// StartWatchdog starts a watchdog whose schedule counts from now.
-func StartWatchdog(ctx context.Context, r Renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, error) {
-	return startWatchdog(ctx, r, name, token, ttl, time.Time{}, opt)
+// StartWatchdogNow starts a watchdog on r whose schedule counts from now.
+func StartWatchdogNow(ctx context.Context, r Renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, error) {
+	if r == nil {
+		return StartWatchdog(ctx, nil, name, token, ttl, time.Time{}, opt)
+	}
+	return StartWatchdog(ctx, r.Renew, name, token, ttl, time.Time{}, opt)
 }
-
-// StartWatchdogSince starts a watchdog whose schedule counts from since.
-func StartWatchdogSince(ctx context.Context, r Renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
-	return startWatchdog(ctx, r, name, token, ttl, since, opt)
-}
-
-func ScriptCommands() []string { return scriptCommands() }
 
 // ReleaseLease releases lease through l (recorded by l's Events).
 func (l *Locker) ReleaseLease(ctx context.Context, lease *Lease) error {
@@ -34,13 +30,29 @@ func (l *Locker) ReleaseHold(ctx context.Context, lease *Lease) (int, error) {
 	return l.releaseHoldRecorded(ctx, lease)
 }
 
-// ReleaseKey is Release on a raw Redis key.
+// ReleaseToken runs the release script for token on the lock called name,
+// as Lease.Release does, recorded: the scripts' own answers, without the
+// read Resume makes first.
+func (l *Locker) ReleaseToken(ctx context.Context, name, token string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty lock name", ErrInvalid)
+	}
+	return l.ReleaseKey(ctx, l.Key(name), token)
+}
+
+// ReleaseKey is ReleaseToken on a raw Redis key.
 func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
-	return l.releaseKeyRecorded(ctx, key, token)
+	left, err := l.releaseKey(ctx, key, token)
+	if l.events != nil {
+		l.recordRelease(ctx, l.nameOf(key), 0, left, err)
+	}
+	return err
+}
+
+// RenewToken runs the renew script for token on the lock called name, as
+// Lease.Refresh and a Watchdog do.
+func (l *Locker) RenewToken(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
+	return lockRenewer{l}.Renew(ctx, name, token, ttl)
 }
 
 func (l *Locker) Renewer(lease *Lease) Renewer { return l.renewerFor(lease) }
-
-func (l *Locker) HeldSince(ctx context.Context, name, token string) (time.Time, bool, error) {
-	return l.heldSince(ctx, name, token)
-}

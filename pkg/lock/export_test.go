@@ -1,13 +1,15 @@
 package lock
 
-import "github.com/lockctl/lockctl/internal/lockwire"
+import (
+	"time"
+
+	"github.com/lockctl/lockctl/internal/lockwire"
+)
 
 // Names the tests reach that are internal: the value's and Redisson's
 // parsers as Holders, and the key scheme.
 var (
 	ParseValue       = parseValue
-	ParseRedisson    = parseRedisson
-	ParseRedissonRW  = parseRedissonRW
 	ParseRedissonAny = parseRedissonAny
 	AuxKey           = lockwire.AuxKey
 	Channel          = lockwire.Channel
@@ -27,3 +29,26 @@ const (
 	RedissonRead  = lockwire.RedissonRead
 	RedissonWrite = lockwire.RedissonWrite
 )
+
+// ParseRedisson describes the holder of a Redisson lock hash; false when
+// fields are not one.
+func ParseRedisson(key string, fields map[string]string, ttl time.Duration) (Holder, bool) {
+	r, ok := lockwire.ParseRedisson(fields)
+	if !ok {
+		return Holder{}, false
+	}
+	return redissonHolder(key, r, ttl), true
+}
+
+// ParseRedissonRW describes every holder of a Redisson read-write lock hash.
+func ParseRedissonRW(key string, fields map[string]string, ttl time.Duration) ([]Holder, bool) {
+	rs, ok := lockwire.ParseRedissonRW(fields)
+	if !ok {
+		return nil, false
+	}
+	hs := make([]Holder, len(rs))
+	for i, r := range rs {
+		hs[i] = redissonHolder(key, r, ttl)
+	}
+	return hs, true
+}

@@ -53,7 +53,7 @@ func TestFencesGrow(t *testing.T) {
 			t.Errorf("Next %d, want more than %d", n, last)
 		}
 		last = n
-		if err := l.Release(ctx, name, lease.Token); err != nil {
+		if err := l.ReleaseToken(ctx, name, lease.Token); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -71,7 +72,7 @@ func slowLocker(t *testing.T, h *slowReplies) (*lock.Locker, *redis.Client) {
 // TTL minus the default margin lies ahead) and its token holds key.
 func heldNow(t *testing.T, c *redis.Client, lease *lock.Lease, key string, limit bool) {
 	t.Helper()
-	if left := time.Until(lease.Sent.Add(lease.TTL - lock.DefaultMargin(lease.TTL))); left <= 0 {
+	if left := time.Until(lease.Sent.Add(lease.TTL - leasetime.DefaultMargin(lease.TTL))); left <= 0 {
 		t.Errorf("Acquire returned a lease whose local deadline passed %v ago", -left)
 	}
 	if limit {
@@ -109,7 +110,7 @@ func TestLateGrantIsReconfirmed(t *testing.T) {
 	if lease.Fence < floor || lease.Fence >= floor+800*time.Millisecond.Microseconds() {
 		t.Errorf("fence %d (start %d): the re-confirmation must keep the grant's fence", lease.Fence, floor)
 	}
-	if !lease.Deadline().Equal(lease.Sent.Add(lease.TTL - lock.DefaultMargin(lease.TTL))) {
+	if !lease.Deadline().Equal(lease.Sent.Add(lease.TTL - leasetime.DefaultMargin(lease.TTL))) {
 		t.Errorf("Deadline %v does not follow the rule", lease.Deadline())
 	}
 }
@@ -176,12 +177,12 @@ func TestLateTwiceIsNotHeld(t *testing.T) {
 			lease, err := l.Acquire(ctx, name, time.Second, &o)
 			// Both replies slower than the lease allows: the link is too
 			// slow for it, which is no lock held elsewhere.
-			var slow *lock.SlowLinkError
+			var slow *lock.LateError
 			if !errors.As(err, &slow) || !errors.Is(err, lock.ErrSlowLink) || !errors.Is(err, lock.ErrLate) || errors.Is(err, lock.ErrNotObtained) {
 				t.Fatalf("got %+v, %v; want a slow link error, not 'not obtained'", lease, err)
 			}
-			if slow.RTT < 750*time.Millisecond || slow.TTL != time.Second || slow.Margin != lock.DefaultMargin(time.Second) || slow.Window() != 750*time.Millisecond {
-				t.Errorf("got %+v (window %s), want the re-confirmation's round trip against a 1s lease's 750ms", slow, slow.Window())
+			if window := leasetime.Deadline(time.Time{}, slow.TTL, 0).Sub(time.Time{}); !slow.Slow || slow.Took < 750*time.Millisecond || slow.TTL != time.Second || window != 750*time.Millisecond {
+				t.Errorf("got %+v (window %s), want the re-confirmation's round trip against a 1s lease's 750ms", slow, window)
 			}
 			// Given back at once, not left to expire.
 			key := l.Key(name)
@@ -246,7 +247,7 @@ func TestRedlockLateGrantIsReconfirmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left := time.Until(lease.Sent.Add(lease.TTL - lock.DefaultMargin(lease.TTL))); left <= 0 {
+	if left := time.Until(lease.Sent.Add(lease.TTL - leasetime.DefaultMargin(lease.TTL))); left <= 0 {
 		t.Errorf("Redlock returned a lease whose local deadline passed %v ago", -left)
 	}
 	if lease.Sent.Sub(start) < 800*time.Millisecond {

@@ -231,7 +231,7 @@ func (h slowHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 // A refresh answered after its own deadline does not count: the same
-// lease-validity rule as Locker.Renew (LeaseDeadline).
+// lease-validity rule as Locker.Renew (leasetime.Deadline).
 func TestLeaseRefreshLate(t *testing.T) {
 	l, _ := newLocker(t, nil)
 	lease, err := l.Acquire(ctx, uniqueName(t), time.Minute, nil)
@@ -299,7 +299,7 @@ func TestLeaseWatchRenewsAndReleaseStopsIt(t *testing.T) {
 }
 
 // Done closes when the watchdog loses the lease: the lock deleted, or taken
-// by another token. Locker.Watch and Lease.Watch both arm it.
+// by another token. Lease.Watch arms it, on a lease acquired or resumed.
 func TestLeaseDoneClosesOnLoss(t *testing.T) {
 	for _, steal := range []struct {
 		name string
@@ -315,19 +315,19 @@ func TestLeaseDoneClosesOnLoss(t *testing.T) {
 			return err
 		}, lock.ErrNotOwner},
 	} {
-		for _, via := range []string{"Lease.Watch", "Locker.Watch"} {
+		for _, via := range []string{"Acquire", "Resume"} {
 			t.Run(steal.name+"/"+via, func(t *testing.T) {
 				l, c := newLocker(t, nil)
 				lease, err := l.Acquire(ctx, uniqueName(t), 3*time.Second, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var w *lock.Watchdog
-				if via == "Lease.Watch" {
-					w, err = lease.Watch(ctx, nil)
-				} else {
-					w, err = l.Watch(ctx, lease, nil)
+				if via == "Resume" {
+					if lease, err = l.Resume(ctx, lease.Name, lease.Token); err != nil {
+						t.Fatal(err)
+					}
 				}
+				w, err := lease.Watch(ctx, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/identity"
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
@@ -26,7 +27,7 @@ type Options struct {
 	RawKeys bool
 	// Clock drives waiting (deadlines and polling timers); nil is the real
 	// monotonic clock.
-	Clock Clock
+	Clock leasetime.Clock
 	// WaitReplicas > 0 makes every lock write (acquire, renew) wait until
 	// that many replicas acknowledged it, or fail with *ReplicationError:
 	// an acquire is then given back, and a renewal does not move the
@@ -61,7 +62,7 @@ type Options struct {
 type Locker struct {
 	b        backend
 	prefix   string
-	clock    Clock
+	clock    leasetime.Clock
 	replicas int
 	poll     time.Duration
 	events   EventSink
@@ -88,7 +89,7 @@ func newLocker(opts *Options) *Locker {
 		l.prefix = DefaultPrefix
 	}
 	if l.clock == nil {
-		l.clock = realClock()
+		l.clock = leasetime.Real()
 	}
 	if l.poll <= 0 {
 		l.poll = time.Second
@@ -169,7 +170,7 @@ type AcquireOptions struct {
 	OnBusy func(Holder)
 	// OnLate, if set, is called each time an attempt's grant came too late
 	// to count and was given back, with why: a *LateError, or a
-	// *SlowLinkError when its re-confirmation was late as well. A wait
+	// *LateError with Slow set when its re-confirmation was late as well. A wait
 	// goes on after either (the link may recover); this says why it does
 	// not get the lock meanwhile.
 	OnLate func(error)
@@ -208,17 +209,18 @@ type Lease struct {
 	// 1 for an acquisition, more for a Reenter.
 	Holds int
 
-	l    *Locker // the Locker that granted it
-	mu   sync.Mutex
-	done chan struct{} // closed once the lease is lost or given back
-	dogs []*Watchdog   // the watchdogs started on it
+	l       *Locker // the Locker that granted it
+	resumed bool    // Resume built it from the stored value, not a grant
+	mu      sync.Mutex
+	done    chan struct{} // closed once the lease is lost or given back
+	dogs    []*Watchdog   // the watchdogs started on it
 }
 
 // Acquire takes the lock called name for ttl, waiting as o.Wait says.
 //
 // Errors: *HeldError (errors.Is ErrNotObtained) when the lock is held and no
 // wait remains; *LateError (errors.Is ErrNotObtained) when the last grant
-// came too late to count; *SlowLinkError (not ErrNotObtained) when it and
+// came too late to count; a slow *LateError (not ErrNotObtained) when it and
 // its re-confirmation both did, so that no grant can count on this link;
 // *WrongTypeError when the key is not a lock; ErrInvalid;
 // the context's error (with its cause) when ctx ends first, which also
@@ -363,8 +365,7 @@ func isLate(err error) bool {
 		return false
 	}
 	var late *LateError
-	var slow *SlowLinkError
-	return errors.As(err, &late) || errors.As(err, &slow)
+	return errors.As(err, &late)
 }
 
 // attempt is one Acquire call: its arguments and start on the waiter's clock.
@@ -388,11 +389,11 @@ type attempt struct {
 	deadline time.Time
 	// slow is the last attempt whose grant and re-confirmation both came
 	// too late: it says why a wait that ends on a late grant got nothing.
-	slow *SlowLinkError
+	slow *LateError
 }
 
 // try takes the lock if it can. It returns a lease that counts as held
-// (LeaseDeadline) when its reply arrived, or the holder that refused it, or
+// (leasetime.Deadline) when its reply arrived, or the holder that refused it, or
 // an error: a *LateError when the grant came too late to count, was
 // re-confirmed once, that came too late as well, and the lease was given
 // back.
@@ -426,7 +427,7 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 		// Two replies in a row slower than the lease allows: the link (or
 		// the server) is, not a pause of this process between them.
 		late := err.(*LateError)
-		a.slow = &SlowLinkError{Key: a.key, RTT: late.Took, TTL: late.TTL, Margin: DefaultMargin(late.TTL)}
+		a.slow = &LateError{Key: a.key, Op: late.Op, TTL: late.TTL, Took: late.Took, Slow: true}
 		return nil, Holder{}, a.slow
 	}
 	return lease, held, nil
@@ -501,6 +502,9 @@ func (l *Locker) replicated(key string, r reply) error {
 	return nil
 }
 
+// lockRenewer renews a lock by its name for a Watchdog.
+type lockRenewer struct{ l *Locker }
+
 // Renew sets the TTL of the lock called name to ttl if token holds it, and
 // returns the new TTL. ttl 0 means the TTL the lease was taken with (which
 // its stored value records); a lock whose value records none (a foreign
@@ -509,15 +513,15 @@ func (l *Locker) replicated(key string, r reply) error {
 // Errors: ErrNotHeld when there is no lock; *HeldError (errors.Is
 // ErrNotOwner) when another token holds it; *WrongTypeError; ErrInvalid;
 // *ReplicationError (the lease was renewed on the master); Redis errors.
-func (l *Locker) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
-	key, err := l.key(name)
+func (r lockRenewer) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
+	key, err := r.l.key(name)
 	if err != nil {
 		return 0, err
 	}
-	return l.renewKey(ctx, key, token, ttl)
+	return r.l.renewKey(ctx, key, token, ttl)
 }
 
-// renewKey is Renew on a raw Redis key.
+// renewKey renews the lease token holds at key (lockRenewer.Renew).
 func (l *Locker) renewKey(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)
@@ -578,38 +582,9 @@ func noLeaseTTL(key string) error {
 	return fmt.Errorf("%w: %s does not record the TTL it was taken with (not a lockctl lock?); name a ttl", ErrInvalid, key)
 }
 
-// Release deletes the lock called name if token holds it, and wakes its
-// waiters: the release of a lease known by its name and token, such as one
-// taken by another process. A lease at hand is released with Lease.Release.
-//
-// A token that re-entered its lease (Reenter) gives back one hold per
-// release; the last one deletes the lock. A semaphore or shared slot is
-// found by its token.
-//
-// A *WakeError (errors.Is ErrNotWoken) means the lock was released but the
-// server refused to publish the wake-up: a warning, not a failure.
-//
-// Errors: ErrNotHeld when there is no lock; *HeldError (errors.Is
-// ErrNotOwner) carrying the holder's owner and TTL when another token holds
-// it (nothing is deleted); *WrongTypeError; ErrInvalid; Redis errors.
-func (l *Locker) Release(ctx context.Context, name, token string) error {
-	key, err := l.key(name)
-	if err != nil {
-		return err
-	}
-	return l.releaseKeyRecorded(ctx, key, token)
-}
-
-// releaseKeyRecorded is Release on a raw Redis key, recorded (Options.Events).
-func (l *Locker) releaseKeyRecorded(ctx context.Context, key, token string) error {
-	left, err := l.releaseKey(ctx, key, token)
-	if l.events != nil {
-		l.recordRelease(ctx, l.nameOf(key), 0, left, err)
-	}
-	return err
-}
-
-// releaseKey is releaseKeyRecorded, unrecorded, returning the holds the token has left.
+// releaseKey releases one hold of token's lease at key, a lock or a
+// semaphore or shared slot, unrecorded, returning the holds the token has
+// left.
 func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error) {
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)

@@ -86,7 +86,7 @@ func TestRenewWithoutTTLUsesTheLeasesOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	redisDo(t, c, "PEXPIRE", lease.Key, 5000)
-	got, err := l.Renew(ctx, name, lease.Token, 0)
+	got, err := l.RenewToken(ctx, name, lease.Token, 0)
 	if err != nil || got != 10*time.Minute {
 		t.Fatalf("renew with ttl 0: %v %v, want 10m", got, err)
 	}
@@ -94,10 +94,10 @@ func TestRenewWithoutTTLUsesTheLeasesOwn(t *testing.T) {
 		t.Fatalf("pttl %d after renew with ttl 0, want about 10m", pttl)
 	}
 	// an explicit ttl still wins, and the recorded one stays
-	if got, err := l.Renew(ctx, name, lease.Token, 2*time.Minute); err != nil || got != 2*time.Minute {
+	if got, err := l.RenewToken(ctx, name, lease.Token, 2*time.Minute); err != nil || got != 2*time.Minute {
 		t.Fatalf("renew 2m: %v %v", got, err)
 	}
-	if got, _ := l.Renew(ctx, name, lease.Token, 0); got != 10*time.Minute {
+	if got, _ := l.RenewToken(ctx, name, lease.Token, 0); got != 10*time.Minute {
 		t.Fatalf("renew with ttl 0 after an explicit one: %v, want 10m", got)
 	}
 	// semaphore slots too
@@ -105,12 +105,12 @@ func TestRenewWithoutTTLUsesTheLeasesOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := l.Renew(ctx, name+"s", slot.Token, 0); err != nil || got != 7*time.Minute {
+	if got, err := l.RenewToken(ctx, name+"s", slot.Token, 0); err != nil || got != 7*time.Minute {
 		t.Fatalf("semaphore renew with ttl 0: %v %v, want 7m", got, err)
 	}
 	// a foreign lock records no TTL: refused, nothing changed
 	redisDo(t, c, "SET", lease.Key+"f", "foreign-token", "PX", 5000)
-	if _, err := l.Renew(ctx, name+"f", "foreign-token", 0); !errors.Is(err, lock.ErrInvalid) {
+	if _, err := l.RenewToken(ctx, name+"f", "foreign-token", 0); !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("renew a foreign lock with ttl 0: %v, want ErrInvalid", err)
 	}
 }
@@ -228,7 +228,7 @@ func TestRedlockStaleReleaseOnAMinorityIsRefused(t *testing.T) {
 		}
 	}
 	var he *lock.HeldError
-	if err := l.Release(ctx, name, oldTok); !errors.As(err, &he) || !errors.Is(err, lock.ErrNotOwner) || he.Holder.Owner != "new" {
+	if err := l.ReleaseToken(ctx, name, oldTok); !errors.As(err, &he) || !errors.Is(err, lock.ErrNotOwner) || he.Holder.Owner != "new" {
 		t.Fatalf("release by the old token beside a majority of the new one: %v, want held by new", err)
 	}
 	for _, s := range srvs[1:] {

@@ -75,9 +75,9 @@ func FuzzPlantedLock(f *testing.F) {
 				check("ReleaseLease", l.ReleaseLease(ctx, lease))
 			}
 		}
-		_, err := l.Renew(ctx, name, "0123456789abcdef0123456789abcdef", time.Second)
+		_, err := l.RenewToken(ctx, name, "0123456789abcdef0123456789abcdef", time.Second)
 		check("Renew", err)
-		check("Release", l.Release(ctx, name, "0123456789abcdef0123456789abcdef"))
+		check("Release", l.ReleaseToken(ctx, name, "0123456789abcdef0123456789abcdef"))
 		if h, err := l.Get(ctx, name); err == nil && (h.Key != key || h.TTL < -1) {
 			t.Fatalf("Get with %q planted at %s: %+v", plant.Abbrev(payload), at, h)
 		} else {

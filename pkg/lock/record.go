@@ -64,7 +64,7 @@ func (l *Locker) nameOf(key string) string {
 // rebuilt from a token), which is only as good as the two clocks agree.
 func (l *Locker) heldFor(lease *Lease) time.Duration {
 	switch {
-	case !lease.Sent.IsZero() && lease.Holds <= 1:
+	case !lease.Sent.IsZero() && lease.Holds <= 1 && !lease.resumed:
 		return max(l.clock.Now().Sub(lease.Sent), time.Microsecond)
 	case !lease.AcquiredAt.IsZero():
 		if d := time.Since(lease.AcquiredAt); d > 0 {

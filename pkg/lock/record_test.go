@@ -108,7 +108,7 @@ func TestEventsOfAcquireAndRelease(t *testing.T) {
 		t.Fatalf("stale release: %v", err)
 	}
 	// By name and token: the hold time is not known.
-	if err := l.Release(ctx, name+".b", c.Token); err != nil {
+	if err := l.ReleaseToken(ctx, name+".b", c.Token); err != nil {
 		t.Fatal(err)
 	}
 
@@ -172,7 +172,7 @@ func TestEventsNotRecordedWithoutAnOutcome(t *testing.T) {
 	if _, err := l.Acquire(ctx, name, time.Second, nil); !errors.Is(err, errPartition) {
 		t.Fatalf("acquire cut off: %v", err)
 	}
-	if err := l.Release(ctx, name, "tok"); !errors.Is(err, errPartition) {
+	if err := l.ReleaseToken(ctx, name, "tok"); !errors.Is(err, errPartition) {
 		t.Fatalf("release cut off: %v", err)
 	}
 	hook.cut.Store(false)
@@ -249,7 +249,7 @@ func TestEventsOfWatchdogRecoveringFromFailedRenewals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := l.Watch(ctx, lease, &lock.WatchdogOptions{RenewEvery: time.Second})
+	w, err := lease.Watch(ctx, &lock.WatchdogOptions{RenewEvery: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestEventsOfWatchdogLosingTheLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := l.Watch(ctx, lease, &lock.WatchdogOptions{RenewEvery: 200 * time.Millisecond})
+		w, err := lease.Watch(ctx, &lock.WatchdogOptions{RenewEvery: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func TestEventsOfWatchdogLosingTheLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := l.Watch(ctx, lease, nil)
+		w, err := lease.Watch(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

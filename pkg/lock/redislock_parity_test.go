@@ -40,9 +40,6 @@ func TestNilLeaseIsSafe(t *testing.T) {
 	if w, err := lease.Watch(ctx, nil); w != nil || !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("nil lease's Watch: %v, %v, want no watchdog and ErrNotHeld", w, err)
 	}
-	if w, err := l.Watch(ctx, nil, nil); w != nil || !errors.Is(err, lock.ErrNotHeld) {
-		t.Errorf("Locker.Watch of a nil lease: %v, %v, want no watchdog and ErrNotHeld", w, err)
-	}
 	if !closed(lease.Done(), 0) {
 		t.Error("nil lease's Done is not closed: nothing is held")
 	}

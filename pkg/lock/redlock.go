@@ -26,7 +26,7 @@ import (
 //
 //   - Acquire succeeds when a quorum acquired (or already held the lock with
 //     the same token) and the lease still counts as held by the rule every
-//     lease follows (LeaseDeadline: the acquire's send time + ttl - margin
+//     lease follows (leasetime.Deadline: the acquire's send time + ttl - margin
 //     has not passed when the quorum's answers, fence write-back included,
 //     are in). The margin, at least ttl/4 for leases of 200ms and more, is
 //     also the allowance for the nodes' clocks running faster than ours.
@@ -88,10 +88,6 @@ var (
 	raiseScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + raiseLua })
 )
 
-// ErrNoQuorum is the error of a Redlock call that too few nodes answered
-// (*QuorumError).
-var ErrNoQuorum = errors.New("lock: no quorum of Redlock nodes")
-
 // QuorumError reports that a Redlock call could not reach a quorum of nodes
 // in time. It
 // wraps every node's error, so errors.Is and errors.As find network errors
@@ -112,10 +108,9 @@ func (e *QuorumError) Error() string {
 	return e.Reason + ": " + strings.Join(msgs, "; ")
 }
 
-// Is makes a *QuorumError match ErrNoQuorum.
-func (e *QuorumError) Is(target error) bool { return target == ErrNoQuorum }
-
-func (e *QuorumError) Unwrap() []error { return e.Errs }
+// Unwrap returns ErrNoQuorum, which a *QuorumError matches, and the nodes'
+// errors.
+func (e *QuorumError) Unwrap() []error { return causes(ErrNoQuorum, e.Errs...) }
 
 // NewRedlock returns a Locker whose locks live on a majority of the given
 // independent masters. At least 3 are required, since with 2 the quorum is
@@ -316,7 +311,7 @@ func (r *redlock) acquire(ctx context.Context, key string, a acquireArgs) (reply
 // fence settles the fence of an acquisition that a quorum granted: the
 // maximum of the acquiring nodes' fences, written back to them (see the
 // comment at the top of this file). Whether the lease is still valid is
-// the caller's rule, LeaseDeadline, as for every backend.
+// the caller's rule, leasetime.Deadline, as for every backend.
 func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []nodeResult[reply], d time.Duration) (reply, error) {
 	var f int64
 	idx := make([]int, len(got))

@@ -19,7 +19,7 @@ import (
 //   - Reenter leaves the TTL alone: whoever already renews the lease keeps
 //     doing so, and a nested holder renewing with the lease's own TTL never
 //     shortens it;
-//   - each release (Lease.Release, Locker.Release) gives back one hold; the last one
+//   - each release (Lease.Release) gives back one hold; the last one
 //     deletes the key, normally the outermost holder's;
 //   - Acquire with the token that holds the lock stays an idempotent retry
 //     (a lost reply must not leave a hold nobody gives back): only Reenter
@@ -75,7 +75,7 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 	// Sent+TTL is that moment, as a watchdog (Watch) expects.
 	lease.Sent = start.Add(r.PTTL - lease.TTL)
 	if now := l.clock.Now(); !now.Before(lease.Deadline()) {
-		// The lease rule (LeaseDeadline), as for any grant: too late to
+		// The lease rule (leasetime.Deadline), as for any grant: too late to
 		// count on. Give this hold back.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()

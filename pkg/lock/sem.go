@@ -85,34 +85,6 @@ func (s *single) slotValue(ctx context.Context, key, token string) (string, erro
 	return v, err
 }
 
-// heldSince is when the lease token holds on the lock called name was
-// acquired, whether it holds the lock, a semaphore slot or a shared slot;
-// ok is false when token holds nothing there (or the value does not say).
-// It reads, and does not check the lease's validity: for reports, such as
-// the hold time of a release.
-func (l *Locker) heldSince(ctx context.Context, name, token string) (at time.Time, ok bool, err error) {
-	h, err := l.Get(ctx, name)
-	if errors.Is(err, ErrNotHeld) {
-		return time.Time{}, false, nil
-	}
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	if h.Token == token {
-		return h.AcquiredAt, !h.AcquiredAt.IsZero(), nil
-	}
-	if h.Reason != ReasonSemaphore && h.Reason != ReasonShared {
-		return time.Time{}, false, nil
-	}
-	// Get describes the slot that frees first; token's own is in the hash.
-	v, err := l.b.slotValue(ctx, h.Key, token)
-	if err != nil || v == "" {
-		return time.Time{}, false, err
-	}
-	at = parseValue(h.Key, v, -1).AcquiredAt
-	return at, !at.IsZero(), nil
-}
-
 // semRenewer renews semaphore slots for a Watchdog.
 type semRenewer struct{ l *Locker }
 
@@ -164,13 +136,13 @@ func (l *Locker) releaseSem(ctx context.Context, key, token string) (int, error)
 	return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 }
 
-// renewerFor returns what renews lease: the Locker itself for a lock, or a
+// renewerFor returns what renews lease: a renewer of a lock, or a
 // renewer of its semaphore slot. Watchdogs renew with it.
 func (l *Locker) renewerFor(lease *Lease) renewer {
 	if lease.Limit > 0 || lease.Shared {
 		return semRenewer{l}
 	}
-	return l
+	return lockRenewer{l}
 }
 
 // releaseHoldRecorded releases lease, whether a lock or a semaphore slot,

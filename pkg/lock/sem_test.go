@@ -85,16 +85,16 @@ func TestSemaphoreSlotsExpireAndCarryTTLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Renew(ctx, name, a.Token, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := l.RenewToken(ctx, name, a.Token, time.Second); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("renewing an expired slot: %v", err)
 	}
-	if _, err := l.Renew(ctx, name, b.Token, 5*time.Second); err != nil {
+	if _, err := l.RenewToken(ctx, name, b.Token, 5*time.Second); err != nil {
 		t.Errorf("renew by token: %v", err)
 	}
-	if err := l.Release(ctx, name, b.Token); err != nil {
+	if err := l.ReleaseToken(ctx, name, b.Token); err != nil {
 		t.Errorf("release by token: %v", err)
 	}
-	if err := l.Release(ctx, name, b.Token); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.ReleaseToken(ctx, name, b.Token); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second release: %v", err)
 	}
 }

@@ -226,7 +226,7 @@ func TestSharedRenewReleaseAndReentry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Renew by name and token, with the lease's own TTL.
-	ttl, err := l.Renew(ctx, name, s.Token, 0)
+	ttl, err := l.RenewToken(ctx, name, s.Token, 0)
 	if err != nil || ttl != 2*time.Second {
 		t.Fatalf("renew: %s, %v", ttl, err)
 	}
@@ -241,10 +241,10 @@ func TestSharedRenewReleaseAndReentry(t *testing.T) {
 		t.Fatalf("inner release: %d left, %v", left, err)
 	}
 	// Another token cannot release it.
-	if err := l.Release(ctx, name, "not-the-token"); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.ReleaseToken(ctx, name, "not-the-token"); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("release by a stranger: %v", err)
 	}
-	if err := l.Release(ctx, name, s.Token); err != nil {
+	if err := l.ReleaseToken(ctx, name, s.Token); err != nil {
 		t.Fatal(err)
 	}
 	if n := redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindSem, key)).(int64); n != 0 {
@@ -415,7 +415,7 @@ func TestLocalSharedWaitersAllEnterWhenTheWriterLeaves(t *testing.T) {
 	}
 }
 
-func TestHeldSinceFindsEachHoldersOwnAcquisition(t *testing.T) {
+func TestResumeFindsEachHoldersOwnAcquisition(t *testing.T) {
 	l, _ := newLocker(t, nil)
 	name := uniqueName(t)
 	a, err := l.Acquire(ctx, name, 10*time.Second, shared(0))
@@ -428,19 +428,19 @@ func TestHeldSinceFindsEachHoldersOwnAcquisition(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range []*lock.Lease{a, b} {
-		at, ok, err := l.HeldSince(ctx, name, x.Token)
-		if err != nil || !ok || !at.Equal(x.AcquiredAt) {
-			t.Errorf("HeldSince(%s): %v %v %v; want %v", x.Token[:8], at, ok, err, x.AcquiredAt)
+		r, err := l.Resume(ctx, name, x.Token)
+		if err != nil || !r.AcquiredAt.Equal(x.AcquiredAt) || !r.Shared || r.Holds != 1 {
+			t.Errorf("Resume(%s): %+v %v; want acquired at %v", x.Token[:8], r, err, x.AcquiredAt)
 		}
 	}
-	if _, ok, err := l.HeldSince(ctx, name, "stranger"); ok || err != nil {
-		t.Errorf("a stranger's token: ok %v, %v", ok, err)
+	if r, err := l.Resume(ctx, name, "stranger"); r != nil || !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("a stranger's token: %v, %v", r, err)
 	}
 	_ = l.ReleaseLease(ctx, a)
 	_ = l.ReleaseLease(ctx, b)
 	x, _ := l.Acquire(ctx, name, 10*time.Second, nil)
-	if at, ok, _ := l.HeldSince(ctx, name, x.Token); !ok || !at.Equal(x.AcquiredAt) {
-		t.Errorf("exclusive: %v %v; want %v", at, ok, x.AcquiredAt)
+	if r, err := l.Resume(ctx, name, x.Token); err != nil || !r.AcquiredAt.Equal(x.AcquiredAt) || r.Shared {
+		t.Errorf("exclusive: %+v %v; want acquired at %v", r, err, x.AcquiredAt)
 	}
 	_ = l.ReleaseLease(ctx, x)
 }

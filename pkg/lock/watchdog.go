@@ -8,19 +8,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockinternal/hook"
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/pkg/events"
 )
 
-// ErrLost is the error of a Watchdog that gave up a lease, either because
-// a renewal was refused or because its local deadline passed without a
-// successful renewal (*LostError).
-var ErrLost = errors.New("lock: lost")
+// renewer extends a lease for a Watchdog: a lock, a semaphore or shared
+// slot (renewerFor), or what StartWatchdog is given. Renew returns the TTL
+// the lease now has; an error matching ErrNotHeld, ErrNotOwner or
+// ErrWrongType means the lease is gone for good.
+type renewer interface {
+	Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error)
+}
 
-// renewer extends a lease. *Locker satisfies it. Renew returns the TTL the
-// lease now has; an error matching ErrNotHeld, ErrNotOwner or ErrWrongType
-// means the lease is gone for good.
-type renewer = hook.Renewer
+// renewFunc is a function as a renewer.
+type renewFunc func(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error)
+
+func (f renewFunc) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
+	return f(ctx, name, token, ttl)
+}
 
 // LostError says why a Watchdog gave up a lease.
 type LostError struct {
@@ -44,22 +49,20 @@ func (e *LostError) Error() string {
 	return msg
 }
 
-// Is makes a *LostError match ErrLost.
-func (e *LostError) Is(target error) bool { return target == ErrLost }
-
-func (e *LostError) Unwrap() error { return e.Err }
+// Unwrap returns ErrLost, which a *LostError matches, and Err.
+func (e *LostError) Unwrap() []error { return causes(ErrLost, e.Err) }
 
 // WatchdogOptions tune a Watchdog. A nil *WatchdogOptions takes every default.
 type WatchdogOptions struct {
-	// RenewEvery is the renewal period; 0 means DefaultRenewEvery(ttl). It
+	// RenewEvery is the renewal period; 0 means leasetime.DefaultRenewEvery(ttl). It
 	// must leave room for at least one renewal before the deadline:
 	// RenewEvery < ttl-Margin.
 	RenewEvery time.Duration
 	// Margin is how long before the lease would expire on the server the
-	// lock already counts as lost; 0 means DefaultMargin(ttl).
+	// lock already counts as lost; 0 means leasetime.DefaultMargin(ttl).
 	Margin time.Duration
 	// Clock drives the watchdog's schedules; nil is the real, monotonic clock.
-	Clock Clock
+	Clock leasetime.Clock
 	// RetryMin and RetryMax bound the back-off between attempts after a
 	// failed renewal (Redis unreachable, timeout, a failover under way);
 	// 0 means 100ms and min(1s, RenewEvery, Margin/3), so that several
@@ -73,55 +76,8 @@ type WatchdogOptions struct {
 	// that did not count (refused, failed and retried, answered with a
 	// *ReplicationError, answered too late, or still unanswered at the
 	// deadline) and lease_lost when the lease is lost; nil records nothing.
-	// Locker.Watch passes the Locker's Options.Events unless this is set.
+	// Lease.Watch passes the Locker's Options.Events unless this is set.
 	Events EventSink
-}
-
-// DefaultMargin is ttl/4, at least 100ms, at most ttl/2.
-//
-// At the local deadline the server still holds the lease for at least the
-// margin (the deadline counts from a renewal's send time, which is no later
-// than the moment the server applied it). That remainder absorbs clock-rate
-// differences between this host and the server (well under 1%) and the time
-// the holder needs to stop its work after the loss: a quarter of the TTL
-// fits the default 5s SIGTERM-to-SIGKILL grace of a 30s lease, and leaves
-// four renewals (DefaultRenewEvery) plus fast retries before the deadline
-// at 3ttl/4.
-func DefaultMargin(ttl time.Duration) time.Duration {
-	m := ttl / 4
-	if m < 100*time.Millisecond {
-		m = 100 * time.Millisecond
-	}
-	if m > ttl/2 {
-		m = ttl / 2
-	}
-	return m
-}
-
-// DefaultRenewEvery is ttl/6, the renewal period when none is set.
-//
-// A lease rides through a stretch in which its key cannot be written (a
-// failover, a stalled master) if a renewal gets through before the local
-// deadline. At the worst phase the stretch starts just before a renewal is
-// due, a period after the last successful one, so the longest stretch
-// survived is ttl - margin - period: with the default margin (ttl/4) and
-// ttl/6 that is 7ttl/12, about 58% of the TTL (ttl/3 would leave 5ttl/12,
-// 42%). Renewing twice as often costs one small script call per period.
-func DefaultRenewEvery(ttl time.Duration) time.Duration { return ttl / 6 }
-
-// RideThrough is the longest time the lease's key may stay unwritable (a
-// failover, a stalled master) that a Watchdog with this ttl, period and
-// margin survives at the worst phase of its renewal cycle: ttl - margin -
-// every, less the round trip of the renewal that gets through. 0 for
-// every or margin means the default.
-func RideThrough(ttl, every, margin time.Duration) time.Duration {
-	if margin <= 0 {
-		margin = DefaultMargin(ttl)
-	}
-	if every <= 0 {
-		every = DefaultRenewEvery(ttl)
-	}
-	return max(LeaseDeadline(time.Time{}, ttl, margin).Sub(time.Time{})-every, 0)
 }
 
 // Watchdog keeps a lease alive by renewing it in the background and decides
@@ -164,7 +120,7 @@ type Watchdog struct {
 	retryMin, retryMax time.Duration
 	onErr              func(error)
 	events             EventSink
-	clk                Clock
+	clk                leasetime.Clock
 	lost               chan error
 	kick               chan struct{}
 	stop               chan struct{}
@@ -172,20 +128,28 @@ type Watchdog struct {
 	done               chan struct{}
 	mu                 sync.Mutex
 	renewals           int64
-	last, deadline     time.Time
+	deadline           time.Time
 	err                error
 	// onLost, if set before the watchdog starts, is called once with the
 	// loss (Lease.Done closes on it).
 	onLost func()
 }
 
-// startWatchdog starts renewing name's lease, held with token, for ttl at a
-// time. since is the send time of the command that acquired (or last
-// renewed) the lease; zero means "now", which is later than the truth and
-// so gives a later deadline: callers pass the time they took just before
-// sending the acquire. Cancelling ctx stops it like Stop (cancellation is
-// not a loss).
-func startWatchdog(ctx context.Context, r renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
+// StartWatchdog starts renewing name's lease, held with token, with renew,
+// for ttl at a time: a watchdog on a lease that no Locker granted, such as a
+// once claim (a Lease has Watch). renew returns the TTL the lease now has;
+// an error matching ErrNotHeld, ErrNotOwner or ErrWrongType means the lease
+// is gone for good. since is the send time of the command that acquired (or
+// last renewed) the lease; zero means "now", which is later than the truth
+// and so gives a later deadline: callers pass the time they took just
+// before sending the acquire. opt may be nil. Cancelling ctx stops it like
+// Stop (cancellation is not a loss).
+func StartWatchdog(ctx context.Context, renew func(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error),
+	name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
+	var r renewer
+	if renew != nil {
+		r = renewFunc(renew)
+	}
 	w, since, err := newWatchdog(r, name, token, ttl, since, opt)
 	if err != nil {
 		return nil, err
@@ -194,7 +158,7 @@ func startWatchdog(ctx context.Context, r renewer, name, token string, ttl time.
 	return w, nil
 }
 
-// newWatchdog is startWatchdog without the start: the watchdog and the
+// newWatchdog is StartWatchdog without the start: the watchdog and the
 // send time its schedule counts from.
 func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, time.Time, error) {
 	if opt == nil {
@@ -219,13 +183,13 @@ func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Ti
 		return nil, time.Time{}, fmt.Errorf("%w: ttl %v", ErrInvalid, ttl)
 	}
 	if w.clk == nil {
-		w.clk = realClock()
+		w.clk = leasetime.Real()
 	}
 	if w.margin == 0 {
-		w.margin = DefaultMargin(ttl)
+		w.margin = leasetime.DefaultMargin(ttl)
 	}
 	if w.every == 0 {
-		w.every = DefaultRenewEvery(ttl)
+		w.every = leasetime.DefaultRenewEvery(ttl)
 	}
 	if w.margin < 0 || w.margin >= ttl {
 		return nil, time.Time{}, fmt.Errorf("%w: margin %v must be in [0, ttl %v)", ErrInvalid, w.margin, ttl)
@@ -242,38 +206,8 @@ func newWatchdog(r renewer, name, token string, ttl time.Duration, since time.Ti
 	if since.IsZero() {
 		since = w.clk.Now()
 	}
-	w.last = since
-	w.deadline = LeaseDeadline(since, ttl, w.margin)
+	w.deadline = leasetime.Deadline(since, ttl, w.margin)
 	return w, since, nil
-}
-
-// Watch starts a Watchdog on lease: renewed as the lease's kind needs (a
-// lock, or a semaphore or shared slot), from the lease's own send time, so
-// that its deadline starts at lease.Deadline(). opt may be nil. The
-// watchdog's loss closes lease.Done(), and lease.Release
-// stops it before releasing. Lease.Watch is the same call; a nil lease is an
-// error that matches ErrNotHeld.
-func (l *Locker) Watch(ctx context.Context, lease *Lease, opt *WatchdogOptions) (*Watchdog, error) {
-	if lease == nil {
-		return nil, errNilLease
-	}
-	o := WatchdogOptions{}
-	if opt != nil {
-		o = *opt
-	}
-	if o.Clock == nil {
-		o.Clock = l.clock
-	}
-	if o.Events == nil {
-		o.Events = l.events
-	}
-	w, since, err := newWatchdog(l.renewerFor(lease), lease.Name, lease.Token, lease.TTL, lease.Sent, &o)
-	if err != nil {
-		return nil, err
-	}
-	lease.attach(w)
-	go w.run(ctx, since)
-	return w, nil
 }
 
 // Lost delivers one *LostError when the lease is lost. It is never closed,
@@ -292,14 +226,6 @@ func (w *Watchdog) Renewals() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.renewals
-}
-
-// LastRenewal is the send time of the last successful renewal (Since before
-// the first one).
-func (w *Watchdog) LastRenewal() time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.last
 }
 
 // Deadline is the moment the lease counts as lost unless renewed before.
@@ -470,10 +396,9 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 					ttl = res.ttl
 				}
 				w.mu.Lock()
-				if d := LeaseDeadline(res.sent, ttl, w.margin); d.After(w.deadline) {
+				if d := leasetime.Deadline(res.sent, ttl, w.margin); d.After(w.deadline) {
 					w.deadline = d
 				}
-				w.last = res.sent
 				w.renewals++
 				w.mu.Unlock()
 				next = res.sent.Add(w.every)

@@ -11,9 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Real-time tests against redis-server: the Locker is the Renewer.
-
-var _ lock.Renewer = (*lock.Locker)(nil)
+// Real-time tests against redis-server: the Locker's lock renewer is the
+// Renewer.
 
 // partitionHook fails every command while cut is set, as a network
 // partition between lockctl and Redis would.
@@ -43,7 +42,7 @@ func acquireWatched(t *testing.T, l *lock.Locker, ttl time.Duration) (*lock.Leas
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := lock.StartWatchdogSince(ctx, l, name, lease.Token, ttl, sent, nil)
+	w, err := lock.StartWatchdog(ctx, l.Renewer(lease).Renew, name, lease.Token, ttl, sent, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +77,7 @@ func TestWatchdogKeepsRealLeaseAlive(t *testing.T) {
 		t.Errorf("only %d renewals in three TTLs", n)
 	}
 	w.Stop()
-	if err := l.Release(ctx, lease.Name, lease.Token); err != nil {
+	if err := l.ReleaseToken(ctx, lease.Name, lease.Token); err != nil {
 		t.Errorf("release after Stop: %v", err)
 	}
 }

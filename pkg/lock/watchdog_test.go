@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -50,7 +51,7 @@ const ttl = 3 * time.Second // default every 500ms (ttl/6), margin 750ms, first 
 // through r; the watchdog stops when the test ends.
 func startWatchdog(t *testing.T, r lock.Renewer, opt *lock.WatchdogOptions) *lock.Watchdog {
 	t.Helper()
-	w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, opt)
+	w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +77,7 @@ func TestWatchdogRenewsAndCounts(t *testing.T) {
 		if n := w.Renewals(); n != 21 {
 			t.Errorf("Renewals() = %d after 10.5s at 500ms intervals, want 21", n)
 		}
-		if got, want := w.LastRenewal(), start.Add(10500*time.Millisecond); !got.Equal(want) {
-			t.Errorf("LastRenewal = +%v, want +10.5s", got.Sub(start))
-		}
+		// The last renewal was sent at +10.5s: the deadline counts from it.
 		if got, want := w.Deadline(), start.Add(10500*time.Millisecond+ttl-750*time.Millisecond); !got.Equal(want) {
 			t.Errorf("Deadline = +%v, want +12.75s", got.Sub(start))
 		}
@@ -160,7 +159,7 @@ func TestWatchdogRecoversFromErrorsBeforeDeadline(t *testing.T) {
 
 func TestWatchdogNotOwnerIsLostAtOnce(t *testing.T) {
 	for _, refusal := range []error{
-		lock.NewHeldError(lock.ErrNotOwner, lock.Holder{Key: "lock:deploy", Owner: "b@h:2", TTL: time.Second}),
+		&lock.HeldError{Err: lock.ErrNotOwner, Holder: lock.Holder{Key: "lock:deploy", Owner: "b@h:2", TTL: time.Second}},
 		lock.ErrNotHeld,
 		&lock.WrongTypeError{Key: "lock:deploy", Type: "list"},
 	} {
@@ -229,7 +228,7 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) lock.Timer {
+func (c *fakeClock) NewTimer(d time.Duration) leasetime.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: make(chan time.Time, 1), at: c.now.Add(d), fc: c}
@@ -339,7 +338,7 @@ func TestWatchdogStopCancelsInFlightRenewal(t *testing.T) {
 			cancelled.Store(true)
 			return 0, ctx.Err()
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,7 +367,7 @@ func TestWatchdogRejectsUnusableSchedules(t *testing.T) {
 		{"period past deadline", 3 * time.Second, &lock.WatchdogOptions{RenewEvery: 2250 * time.Millisecond}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := lock.StartWatchdog(context.Background(), always(tc.ttl), "n", "tok", tc.ttl, tc.opt)
+			w, err := lock.StartWatchdogNow(context.Background(), always(tc.ttl), "n", "tok", tc.ttl, tc.opt)
 			if !errors.Is(err, lock.ErrInvalid) {
 				if w != nil {
 					w.Stop()
@@ -386,7 +385,7 @@ func TestDefaultMargin(t *testing.T) {
 		{300 * time.Millisecond, 100 * time.Millisecond},
 		{100 * time.Millisecond, 50 * time.Millisecond},
 	} {
-		if got := lock.DefaultMargin(tc.ttl); got != tc.want {
+		if got := leasetime.DefaultMargin(tc.ttl); got != tc.want {
 			t.Errorf("DefaultMargin(%v) = %v, want %v", tc.ttl, got, tc.want)
 		}
 	}
@@ -407,7 +406,7 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 			calls.Add(1)
 			return d, short
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{
+		w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{
 			OnRenewError: func(err error) {
 				if errors.Is(err, lock.ErrNotReplicated) {
 					reported.Add(1)
@@ -418,7 +417,7 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		want := lock.LeaseDeadline(start, ttl, 0)
+		want := leasetime.Deadline(start, ttl, 0)
 		time.Sleep(want.Sub(start) - time.Millisecond)
 		synctest.Wait()
 		if err := lostNow(t, w); err != nil || !w.Held() {
@@ -454,7 +453,7 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 			}
 			return d, nil
 		})
-		w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, nil)
+		w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -478,12 +477,12 @@ func TestWatchStartsAtLeaseDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := l.Watch(ctx, lease, nil)
+	w, err := lease.Watch(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(lock.LeaseDeadline(lease.Sent, ttl, 0)) {
+	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(leasetime.Deadline(lease.Sent, ttl, 0)) {
 		t.Errorf("watchdog deadline %v, lease deadline %v", d, lease.Deadline())
 	}
 }
@@ -558,7 +557,7 @@ func TestWatchdogRetriesAtOnceOnClosedConnection(t *testing.T) {
 // returns the *PanicError its loss carries (failing when there is none).
 func panicLoss(t *testing.T, r lock.Renewer, opt *lock.WatchdogOptions) *lock.PanicError {
 	t.Helper()
-	w, err := lock.StartWatchdog(context.Background(), r, "deploy", "tok", ttl, opt)
+	w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

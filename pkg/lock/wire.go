@@ -19,8 +19,6 @@ const (
 	FormatRedisson Format = lockwire.FormatRedisson // a Redisson hash lock
 )
 
-func (f Format) String() string { return string(f) }
-
 // Reason is what keeps a name taken when it is not (only) a holder of the
 // lock key: semaphore slots, shared holders, earlier FIFO waiters, or
 // exclusive acquirers that go first.
@@ -33,8 +31,6 @@ const (
 	ReasonQueue     Reason = "queue"                // FIFO: the lock is free, but earlier waiters go first
 	ReasonWriters   Reason = lockwire.TypeWriters   // exclusive acquirers wait, and go first
 )
-
-func (r Reason) String() string { return string(r) }
 
 // Kind is the one word that describes h in listings and reports: its
 // Reason when it has one, else its Format.
@@ -60,28 +56,7 @@ func redissonHolder(key string, r lockwire.Redisson, ttl time.Duration) Holder {
 		Reentry: r.Count, Holders: r.Holders}
 }
 
-// parseRedisson, parseRedissonRW and parseRedissonAny are lockwire's, as
-// Holders.
-func parseRedisson(key string, fields map[string]string, ttl time.Duration) (Holder, bool) {
-	r, ok := lockwire.ParseRedisson(fields)
-	if !ok {
-		return Holder{}, false
-	}
-	return redissonHolder(key, r, ttl), true
-}
-
-func parseRedissonRW(key string, fields map[string]string, ttl time.Duration) ([]Holder, bool) {
-	rs, ok := lockwire.ParseRedissonRW(fields)
-	if !ok {
-		return nil, false
-	}
-	hs := make([]Holder, len(rs))
-	for i, r := range rs {
-		hs[i] = redissonHolder(key, r, ttl)
-	}
-	return hs, true
-}
-
+// parseRedissonAny is lockwire.ParseRedissonAny, as a Holder.
 func parseRedissonAny(key string, fields map[string]string, ttl time.Duration) (Holder, bool) {
 	r, ok := lockwire.ParseRedissonAny(fields)
 	if !ok {

@@ -24,7 +24,7 @@ var (
 	// local deadline (the Keeper's Err).
 	ErrLost = errors.New("once: claim lost")
 	// ErrLate is the error of a claim whose reply arrived after its local
-	// deadline (lock.LeaseDeadline) and could not be re-confirmed in time:
+	// deadline (leasetime.Deadline) and could not be re-confirmed in time:
 	// the claim was given up and the command must not run.
 	ErrLate = errors.New("once: claim reply after its local deadline")
 	// ErrUnknown is the error of a claim of a KEY whose at-most-once claim

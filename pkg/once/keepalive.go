@@ -7,14 +7,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockinternal"
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
 // Keeper renews a claim in the background while its command runs. A claim
 // is a lease and follows the lease rule of pkg/lock: it counts as held until
 // the send time of the claim (or of its last successful renewal) plus TTL
-// minus lock.DefaultMargin(TTL) (lock.LeaseDeadline), and a lock.Watchdog
+// minus leasetime.DefaultMargin(TTL) (leasetime.Deadline), and a lock.Watchdog
 // does the renewing, so loss, retries and a process stopped past the
 // deadline behave exactly as for a lock held by `lockctl run`.
 type Keeper struct {
@@ -33,11 +33,11 @@ type Keeper struct {
 // no renewal has succeeded by the deadline: the claim may then have
 // expired on the server whether or not the server can be reached to say so.
 func (c *Claim) KeepAlive(ctx context.Context, every time.Duration) *Keeper {
-	if every <= 0 || every >= c.TTL-lock.DefaultMargin(c.TTL) {
+	if every <= 0 || every >= c.TTL-leasetime.DefaultMargin(c.TTL) {
 		every = c.TTL / 3
 	}
 	k := &Keeper{lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	wd, err := lockinternal.StartWatchdog(ctx, claimRenewer{c}, c.Key, c.Token, c.TTL, c.sent, &lock.WatchdogOptions{RenewEvery: every})
+	wd, err := lock.StartWatchdog(ctx, claimRenewer{c}.Renew, c.Key, c.Token, c.TTL, c.sent, &lock.WatchdogOptions{RenewEvery: every})
 	if err != nil {
 		// Only a claim TTL too short to renew gets here (under ~3ms).
 		k.err = fmt.Errorf("%w: %s: %w", ErrLost, c.Key, err)

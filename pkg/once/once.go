@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/identity"
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -211,19 +212,19 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 	return nil, fmt.Errorf("once: %s: %w", k, redisreply.Unexpected("script status", strconv.Quote(status)))
 }
 
-// confirm applies the lease rule (lock.LeaseDeadline) to a claim whose
+// confirm applies the lease rule (leasetime.Deadline) to a claim whose
 // reply just arrived. A late claim is re-confirmed by one renewal from a
 // fresh send time; if that fails or is late too, the claim is given up
 // and the error matches ErrLate (and, when the renewal was late too,
-// lock.ErrSlowLink: a *lock.SlowLinkError).
+// lock.ErrSlowLink: a slow *lock.LateError).
 func (c *Claim) confirm(ctx context.Context) error {
-	if time.Now().Before(lock.LeaseDeadline(c.sent, c.TTL, 0)) {
+	if time.Now().Before(leasetime.Deadline(c.sent, c.TTL, 0)) {
 		return nil
 	}
 	took := time.Since(c.sent)
 	sent := time.Now()
 	err := c.Renew(ctx)
-	late := !time.Now().Before(lock.LeaseDeadline(sent, c.TTL, 0))
+	late := !time.Now().Before(leasetime.Deadline(sent, c.TTL, 0))
 	if err == nil && !late {
 		c.sent = sent
 		return nil
@@ -239,12 +240,12 @@ func (c *Claim) confirm(ctx context.Context) error {
 		cancel()
 	}
 	msg := fmt.Sprintf("%s: the claim's reply came %s after it was sent, past its local deadline (ttl %s - margin %s), and re-confirming it failed",
-		c.Key, took.Round(time.Millisecond), c.TTL, lock.DefaultMargin(c.TTL))
+		c.Key, took.Round(time.Millisecond), c.TTL, leasetime.DefaultMargin(c.TTL))
 	if late && (err == nil || errors.Is(err, ErrLost)) {
 		// Both replies slower than the claim allows (the first one's
 		// delay may have let the claim expire, and nobody else took
 		// it): the link is, and no claim can count on it.
-		slow := &lock.SlowLinkError{Key: c.Key, RTT: time.Since(sent), TTL: c.TTL, Margin: lock.DefaultMargin(c.TTL)}
+		slow := &lock.LateError{Key: c.Key, Op: "claim", TTL: c.TTL, Took: time.Since(sent), Slow: true}
 		return fmt.Errorf("%w: %w", ErrLate, slow)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,18 +13,20 @@ import (
 
 const root = "../../.."
 
-// pkg/lock offers what a library user needs: the lease-centric API, and no
-// name that only lockctl's own packages use (those are reached through
-// internal/lockinternal).
+// pkg/lock offers what a library user needs: the lease-centric API (a lease
+// known by name and token is resumed, then renewed and released as a
+// Lease), and no name that only lockctl's own packages use (those live in
+// internal packages that pkg/lock imports, such as internal/lockwire).
 func TestLockSurface(t *testing.T) {
 	names := surface(filepath.Join(root, "pkg/lock"))
 	for _, want := range []string{"Lease.Release", "Lease.Refresh", "Lease.Done", "Lease.Watch", "Lease.Fence",
-		"Locker.Release", "Locker.Renew", "Locker.Get", "Locker.Watch"} {
+		"Lease.Holds", "Locker.Resume", "Locker.Reenter", "Locker.Get", "HeldError.Err", "HeldError.Holder",
+		"DataError.Err", "LostError.Err", "StartWatchdog", "ScriptCommands"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("pkg/lock has no %s", want)
 		}
 	}
-	for _, internal := range []string{"StartWatchdog", "Renewer", "NewHeldError", "DataErrorOf", "ScriptCommands",
+	for _, internal := range []string{"Locker.Release", "Locker.Renew", "Locker.Watch", "Renewer", "NewHeldError", "DataErrorOf",
 		"WatchMasterSwitch", "NewToken", "DefaultOwner", "OwnerWithPID", "SystemClock",
 		"Locker.ReleaseKey", "Locker.ReleaseLease", "Locker.ReleaseHold", "Locker.RenewKey", "Locker.GetKey",
 		"Locker.Wake", "Locker.HeldSince", "Locker.Renewer", "WatchdogOptions.Since",
@@ -79,5 +82,28 @@ func TestSentinelErrorDocs(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("only %d sentinel errors found: the packages were not read", n)
+	}
+}
+
+// pkg/lock's surface does not grow back: top-level names plus methods
+// (fields are not counted), and the lines of `go doc -short`. The bounds are
+// the figures the library has now; lower them as names go.
+func TestLockSurfaceSize(t *testing.T) {
+	const maxNames, maxDocLines = 92, 30
+	n := 0
+	for _, name := range surface(filepath.Join(root, "pkg/lock")) {
+		if !fields[name] {
+			n++
+		}
+	}
+	if n > maxNames {
+		t.Errorf("pkg/lock has %d top-level names and methods, more than %d", n, maxNames)
+	}
+	out, err := exec.Command("go", "doc", "-short", filepath.Join(root, "pkg/lock")).Output()
+	if err != nil {
+		t.Skipf("go doc: %v", err)
+	}
+	if lines := strings.Count(string(out), "\n"); lines > maxDocLines {
+		t.Errorf("go doc -short pkg/lock is %d lines, more than %d", lines, maxDocLines)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockinternal"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -285,7 +284,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: Unknown, Call: call, Return: ret, Ghost: c.TTL})
 		return
 	}
-	wd, err := lockinternal.StartWatchdog(ctx, c.Locker, c.Name, lease.Token, c.TTL, lease.Sent, nil)
+	wd, err := lease.Watch(ctx, nil)
 	if err != nil {
 		e.T.Errorf("watchdog: %v", err)
 		return
@@ -320,7 +319,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 	e.Res.Leave(holder)
 	wd.Stop()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	err = c.Locker.Release(rctx, c.Name, lease.Token)
+	err = lease.Release(rctx)
 	cancel()
 	kind := Release
 	if err != nil {

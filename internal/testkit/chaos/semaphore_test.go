@@ -55,7 +55,7 @@ func TestLimit3(t *testing.T) {
 				e.Res.Leave(holder)
 				// A lease that ran out meanwhile is no failure here: the
 				// resource's records are what the test checks.
-				_ = l.Release(context.WithoutCancel(ctx), "sem", lease.Token)
+				_ = lease.Release(context.WithoutCancel(ctx))
 				mu.Lock()
 				inproc++
 				mu.Unlock()
@@ -153,13 +153,13 @@ func TestFIFO(t *testing.T) {
 			e.Res.Enter(holder)
 			time.Sleep(20 * time.Millisecond)
 			e.Res.Leave(holder)
-			_ = l.Release(context.WithoutCancel(ctx), "fifo", lease.Token) // as above: the order is what is checked
+			_ = lease.Release(context.WithoutCancel(ctx)) // as above: the order is what is checked
 		}()
 		waitQueued(t, srv, 6+i+1)
 	}
 	// On a loaded machine first may have run out already: either way the
 	// queue moves on, and the order is what is checked.
-	_ = l.Release(ctx, "fifo", first.Token)
+	_ = first.Release(ctx)
 	for _, p := range procs {
 		p.Wait()
 	}
