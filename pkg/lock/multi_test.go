@@ -506,3 +506,69 @@ func TestAcquireMultiOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// A set waiter that a release wakes for nothing (another name of its set
+// is still held) passes the wake-up on: the next waiter of the released
+// name gets it at once, not at its poll (an hour here).
+func TestAcquireMultiWaiterPassesOnAWakeUpItCannotUse(t *testing.T) {
+	ctx := redistest.Context(t)
+	l := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour})
+	names := setNames(t, 2)
+	ha, err := l.Acquire(ctx, names[0], time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := l.Acquire(ctx, names[1], time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.Release(ctx)
+	busy := func() (func(lock.Holder), chan struct{}) {
+		ch := make(chan struct{}, 1)
+		return func(lock.Holder) {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}, ch
+	}
+	onSet, setBusy := busy()
+	setDone := make(chan error, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		lease, err := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour}).AcquireMulti(wctx, names, time.Minute,
+			&lock.AcquireOptions{Wait: -1, OnBusy: onSet})
+		if lease != nil {
+			_ = lease.Release(context.Background())
+		}
+		setDone <- err
+	}()
+	<-setBusy // listed first on names[0]
+	onOne, oneBusy := busy()
+	oneDone := make(chan error, 1)
+	// Bounded by its context, whose end is no last attempt (a bounded
+	// Wait tries once more at its deadline).
+	octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
+	defer ocancel()
+	go func() {
+		lease, err := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour}).Acquire(octx, names[0], time.Minute,
+			&lock.AcquireOptions{Wait: -1, OnBusy: onOne})
+		if lease != nil {
+			_ = lease.Release(context.Background())
+		}
+		oneDone <- err
+	}()
+	<-oneBusy
+	time.Sleep(200 * time.Millisecond)
+	if err := ha.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-oneDone; err != nil {
+		t.Fatalf("the lone waiter of %s after its release: %v (the set waiter kept the wake-up)", names[0], err)
+	}
+	cancel()
+	if err := <-setDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("set waiter: %v", err)
+	}
+}
