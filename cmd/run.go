@@ -75,10 +75,10 @@ Several NAMEs before -- (or with -c) are held together, as one set: taken
 in one step, all of them or none (never some while waiting for the rest),
 renewed and released in one step, and lost together when any one of them
 is lost (exit 76). CMD gets LOCKCTL_NAME, LOCKCTL_KEY and LOCKCTL_FENCE of
-the first NAME, LOCKCTL_SET_SIZE and, for each NAME in the order given,
-LOCKCTL_NAME_<i>, LOCKCTL_KEY_<i> and LOCKCTL_FENCE_<i> (i from 1). On a
-Redis Cluster, the names must share a hash tag ({tag}a {tag}b). A set has
-no --limit, --fifo or --shared, and no Redlock.
+the first NAME, LOCKCTL_SET_SIZE, and each NAME's own in the order given:
+LOCKCTL_NAME_1, LOCKCTL_KEY_1, LOCKCTL_FENCE_1, then LOCKCTL_NAME_2 and so
+on. On a Redis Cluster, the names must share a hash tag ({tag}a {tag}b). A
+set has no --limit, --fifo or --shared, and no Redlock.
 
 While waiting, a line on stderr names the holder (and its CI job URL): on a
 terminal after 2s and every 5s; elsewhere after 5s, then after 10s, 20s,
