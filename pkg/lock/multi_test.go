@@ -417,14 +417,22 @@ func TestAcquireMultiInvalid(t *testing.T) {
 	l, _ := newLocker(t, nil)
 	n := setNames(t, 2)
 	for what, call := range map[string]func() (*lock.Lease, error){
-		"no names":  func() (*lock.Lease, error) { return l.AcquireMulti(ctx, nil, time.Minute, nil) },
-		"empty":     func() (*lock.Lease, error) { return l.AcquireMulti(ctx, []string{n[0], ""}, time.Minute, nil) },
-		"twice":     func() (*lock.Lease, error) { return l.AcquireMulti(ctx, []string{n[0], n[1], n[0]}, time.Minute, nil) },
-		"ttl":       func() (*lock.Lease, error) { return l.AcquireMulti(ctx, n, 0, nil) },
-		"limit":     func() (*lock.Lease, error) { return l.AcquireMulti(ctx, n, time.Minute, &lock.AcquireOptions{Limit: 2}) },
-		"fifo":      func() (*lock.Lease, error) { return l.AcquireMulti(ctx, n, time.Minute, &lock.AcquireOptions{FIFO: true}) },
-		"shared":    func() (*lock.Lease, error) { return l.AcquireMulti(ctx, n, time.Minute, &lock.AcquireOptions{Shared: true}) },
-		"bad token": func() (*lock.Lease, error) { return l.AcquireMulti(ctx, n, time.Minute, &lock.AcquireOptions{Token: `a"b`}) },
+		"no names": func() (*lock.Lease, error) { return l.AcquireMulti(ctx, nil, time.Minute, nil) },
+		"empty":    func() (*lock.Lease, error) { return l.AcquireMulti(ctx, []string{n[0], ""}, time.Minute, nil) },
+		"twice":    func() (*lock.Lease, error) { return l.AcquireMulti(ctx, []string{n[0], n[1], n[0]}, time.Minute, nil) },
+		"ttl":      func() (*lock.Lease, error) { return l.AcquireMulti(ctx, n, 0, nil) },
+		"limit": func() (*lock.Lease, error) {
+			return l.AcquireMulti(ctx, n, time.Minute, &lock.AcquireOptions{Limit: 2})
+		},
+		"fifo": func() (*lock.Lease, error) {
+			return l.AcquireMulti(ctx, n, time.Minute, &lock.AcquireOptions{FIFO: true})
+		},
+		"shared": func() (*lock.Lease, error) {
+			return l.AcquireMulti(ctx, n, time.Minute, &lock.AcquireOptions{Shared: true})
+		},
+		"bad token": func() (*lock.Lease, error) {
+			return l.AcquireMulti(ctx, n, time.Minute, &lock.AcquireOptions{Token: `a"b`})
+		},
 	} {
 		if lease, err := call(); lease != nil || !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("%s: %v, %v; want ErrInvalid", what, lease, err)
@@ -570,5 +578,23 @@ func TestAcquireMultiWaiterPassesOnAWakeUpItCannotUse(t *testing.T) {
 	cancel()
 	if err := <-setDone; !errors.Is(err, context.Canceled) {
 		t.Errorf("set waiter: %v", err)
+	}
+}
+
+// Redlock's masters each decide alone: a set cannot be taken in one step
+// there, and is refused before anything is written.
+func TestAcquireMultiRefusedByRedlock(t *testing.T) {
+	l, nodes := redlockNodes(t, nil)
+	names := setNames(t, 2)
+	lease, err := l.AcquireMulti(context.Background(), names, time.Minute, nil)
+	if lease != nil || !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "Redlock") {
+		t.Fatalf("AcquireMulti on Redlock = %v, %v", lease, err)
+	}
+	for _, s := range nodes {
+		for _, name := range names {
+			if v := get(t, s, l.Key(name)); v != "" {
+				t.Errorf("%s written on %s by a refused set", name, s.Addr)
+			}
+		}
 	}
 }

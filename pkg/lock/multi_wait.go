@@ -112,7 +112,8 @@ func (a *setAttempt) wait(ctx context.Context, o *AcquireOptions, down error) (*
 // subscribe subscribes to every channel a release of one of the set's
 // names may wake this waiter on, and merges their wake-ups into one
 // channel. Without pub/sub (an ACL without it, say) the channel never
-// fires and the wait polls. stop closes the subscriptions.
+// fires and the wait polls; so it does for the names after a subscription
+// that failed. stop closes the subscriptions.
 func (a *setAttempt) subscribe(ctx context.Context) (wake <-chan struct{}, stop func()) {
 	sctx, cancel := ctx, context.CancelFunc(func() {})
 	if !a.deadline.IsZero() {
@@ -122,11 +123,15 @@ func (a *setAttempt) subscribe(ctx context.Context) (wake <-chan struct{}, stop 
 	merged := make(chan struct{}, 1)
 	done := make(chan struct{})
 	var subs []subscription
+subscribing:
 	for _, key := range a.keys {
 		for _, ch := range []string{lockwire.Channel(key), lockwire.WaiterChannel(key, a.args.token)} {
 			sub, err := a.l.b.subscribe(sctx, ch)
 			if err != nil {
-				continue
+				// Refused, or Redis unreachable (each further attempt
+				// would wait for its confirmation in vain): the
+				// subscriptions made still wake, the poll does the rest.
+				break subscribing
 			}
 			sub.named(a.args.token)
 			subs = append(subs, sub)
