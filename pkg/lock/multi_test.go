@@ -151,7 +151,7 @@ func TestAcquireMultiFencesPerName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer second.Release(ctx)
+	defer func() { _ = second.Release(ctx) }()
 	for _, name := range names {
 		if second.FenceOf(name) <= first.FenceOf(name) {
 			t.Errorf("%s: second set's fence %d not above the first's %d", name, second.FenceOf(name), first.FenceOf(name))
@@ -181,7 +181,7 @@ func TestAcquireMultiRenewKeepsAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.Release(ctx)
+	defer func() { _ = lease.Release(ctx) }()
 	if err := lease.Refresh(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestAcquireMultiWaitTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Release(ctx)
+	defer func() { _ = held.Release(ctx) }()
 	_, err = l.AcquireMulti(ctx, names, time.Minute, &lock.AcquireOptions{Wait: 300 * time.Millisecond})
 	if !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("bounded wait on a held set = %v", err)
@@ -530,7 +530,7 @@ func TestAcquireMultiWaiterPassesOnAWakeUpItCannotUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hb.Release(ctx)
+	defer func() { _ = hb.Release(ctx) }()
 	busy := func() (func(lock.Holder), chan struct{}) {
 		ch := make(chan struct{}, 1)
 		return func(lock.Holder) {
