@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -96,7 +97,12 @@ func (l *Locker) AcquireMulti(ctx context.Context, names []string, ttl time.Dura
 		cancel()
 	}
 	if l.events != nil {
-		for _, name := range names {
+		var held *HeldError
+		for i, name := range names {
+			if lease == nil && errors.As(err, &held) && held.Holder.Key != a.keys[i] {
+				// Refused by another name: this one was not busy.
+				continue
+			}
 			l.recordAcquire(ctx, name, o.Wait, lease, err)
 		}
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
+	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -596,5 +598,64 @@ func TestAcquireMultiRefusedByRedlock(t *testing.T) {
 				t.Errorf("%s written on %s by a refused set", name, s.Addr)
 			}
 		}
+	}
+}
+
+// eventLog collects the events a Locker records.
+type eventLog struct {
+	mu sync.Mutex
+	ev []events.Event
+}
+
+func (e *eventLog) Record(_ context.Context, ev events.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ev = append(e.ev, ev)
+}
+
+func (e *eventLog) take() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.ev {
+		out = append(out, ev.Kind+" "+ev.Name)
+	}
+	e.ev = nil
+	return out
+}
+
+// Each name of a set records its own outcome: acquired and released for
+// every name, busy only for the name that refused the set.
+func TestAcquireMultiEvents(t *testing.T) {
+	ctx := context.Background()
+	log := &eventLog{}
+	l, _ := newLocker(t, &lock.Options{Events: log})
+	names := setNames(t, 3)
+	other, err := lock.New(newClient(t), nil).Acquire(ctx, names[1], time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AcquireMulti(ctx, names, time.Minute, nil); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(log.take(), "; "), events.Busy+" "+names[1]; got != want {
+		t.Errorf("refused set recorded %q, want %q", got, want)
+	}
+	_ = other.Release(ctx)
+	lease, err := l.AcquireMulti(ctx, names, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, kind := range []string{events.Acquired, events.Released} {
+		for _, name := range names {
+			want = append(want, kind+" "+name)
+		}
+	}
+	if got := log.take(); strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("set recorded %q, want %q", got, want)
 	}
 }
