@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -657,5 +658,42 @@ func TestAcquireMultiEvents(t *testing.T) {
 	}
 	if got := log.take(); strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("set recorded %q, want %q", got, want)
+	}
+}
+
+// BenchmarkAcquireMultiRelease: a set of n names taken and released, one
+// script each, beside one lock (n=1 through Acquire) on the same server.
+func BenchmarkAcquireMultiRelease(b *testing.B) {
+	ctx := context.Background()
+	l := lock.New(benchClient(b), nil)
+	b.Run("acquire", func(b *testing.B) {
+		name := uniqueName(b)
+		for i := 0; i < b.N; i++ {
+			lease, err := l.Acquire(ctx, name, 30*time.Second, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := lease.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, n := range []int{1, 3, 10} {
+		b.Run(fmt.Sprintf("set=%d", n), func(b *testing.B) {
+			base := uniqueName(b)
+			names := make([]string, n)
+			for i := range names {
+				names[i] = fmt.Sprintf("%s.%d", base, i)
+			}
+			for i := 0; i < b.N; i++ {
+				lease, err := l.AcquireMulti(ctx, names, 30*time.Second, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := lease.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
