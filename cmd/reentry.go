@@ -12,7 +12,8 @@ import (
 // environment proves it holds name (LOCKCTL_KEY is name's key and
 // LOCKCTL_TOKEN holds it now on the server, as inside `lockctl run name`)
 // takes one more hold of that lease at once instead of waiting for itself
-// forever. The hold is given back by the release at the end (run) or by
+// forever; so does a caller inside a run of a set that has name
+// (LOCKCTL_KEY_<i>, run_set.go). The hold is given back by the release at the end (run) or by
 // `lockctl release` (lock); the key goes with the last one. --no-reentry
 // waits like any other caller.
 func (w *waitFlags) take(ctx context.Context, f *Factory, l *lock.Locker, name string, opts *lock.AcquireOptions) (*lock.Lease, error) {
@@ -24,7 +25,7 @@ func (w *waitFlags) take(ctx context.Context, f *Factory, l *lock.Locker, name s
 
 func (w *waitFlags) reenter(ctx context.Context, f *Factory, l *lock.Locker, name string) (*lock.Lease, error) {
 	token := f.Getenv("LOCKCTL_TOKEN")
-	if w.noReentry || token == "" || f.Getenv("LOCKCTL_KEY") != l.Key(name) {
+	if w.noReentry || token == "" || !envHolds(f.Getenv, l.Key(name)) {
 		return nil, nil
 	}
 	lease, err := l.Reenter(ctx, name, token)

@@ -50,6 +50,7 @@ var EnvironmentTable = []RefRow{
 	{"`LOCKCTL_NO_CI_OUTPUT`", "`--no-ci-output`: no GitHub Actions annotations or step summary"},
 	{"`LOCKCTL_KEY`, `LOCKCTL_TOKEN`", "the lease a caller holds: `renew` and `release` take the token from them when `LOCKCTL_KEY` is NAME's key, `run` and `lock` re-enter it, `fence check` presents `LOCKCTL_TOKEN`"},
 	{"`LOCKCTL_FENCE`, `LOCKCTL_MODE`", "set for the child of `run` with `LOCKCTL_HELD`, `LOCKCTL_NAME`, `LOCKCTL_TTL_MS`, `LOCKCTL_OWNER`, `LOCKCTL_ACQUIRED_AT` and `LOCKCTL_WAITED_MS`; `fence check` inside `run --shared` checks as a reader"},
+	{"`LOCKCTL_SET_SIZE`, `LOCKCTL_NAME_`i, `LOCKCTL_KEY_`i, `LOCKCTL_FENCE_`i", "set for the child of a `run` of several NAMEs: how many, and each one's name, key and fence (i from 1, in the order given); a nested `run` or `lock` of one of them re-enters it"},
 	{"`NO_COLOR`, `CLICOLOR`, `CLICOLOR_FORCE`", "colour, with `--color`: none when `NO_COLOR` is set, always when `CLICOLOR_FORCE` is"},
 	{"`XDG_CONFIG_HOME`, `HOME`", "where the user's config file is"},
 	{"`GITHUB_SERVER_URL`, `GITHUB_REPOSITORY`, `GITHUB_RUN_ID`; `CI_JOB_URL`; `BUILDKITE_BUILD_URL`; `BUILD_URL`", "the CI job URL (GitHub Actions, GitLab CI, Buildkite, Jenkins) that `run` and `lock` record with the lock"},

@@ -34,7 +34,7 @@ type runOptions struct {
 func newRunCmd(f *Factory) *cobra.Command {
 	o := &runOptions{}
 	c := &cobra.Command{
-		Use:   "run NAME [flags] -- CMD [ARGS...]",
+		Use:   "run NAME... [flags] -- CMD [ARGS...]",
 		Short: "Run a command while holding a lock",
 		Long: `Hold NAME while CMD runs: acquire (waiting by default, like flock), renew the
 lease in the background, run CMD in its own process group, release once the
@@ -71,6 +71,15 @@ A 'lockctl run NAME' (or 'lock NAME') inside CMD re-enters the lock at once
 (same token and fence, a hold count) instead of waiting for itself; the key
 goes with the last release. --no-reentry waits instead.
 
+Several NAMEs before -- (or with -c) are held together, as one set: taken
+in one step, all of them or none (never some while waiting for the rest),
+renewed and released in one step, and lost together when any one of them
+is lost (exit 76). CMD gets LOCKCTL_NAME, LOCKCTL_KEY and LOCKCTL_FENCE of
+the first NAME, LOCKCTL_SET_SIZE, and each NAME's own in the order given:
+LOCKCTL_NAME_1, LOCKCTL_KEY_1, LOCKCTL_FENCE_1, then LOCKCTL_NAME_2 and so
+on. On a Redis Cluster, the names must share a hash tag ({tag}a {tag}b). A
+set has no --limit, --fifo or --shared, and no Redlock.
+
 While waiting, a line on stderr names the holder (and its CI job URL): on a
 terminal after 2s and every 5s; elsewhere after 5s, then after 10s, 20s,
 40s and every 60s. A refusal that -E 0 turns into success prints nothing;
@@ -79,11 +88,11 @@ GitHub Actions, refusals, timeouts and losses are also annotations, and a
 row goes to $GITHUB_STEP_SUMMARY (--no-ci-output: neither).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			name, argv, err := runArgs(c, o, args)
+			names, argv, err := runArgs(c, o, args)
 			if err != nil {
 				return err
 			}
-			return runRun(c, f, o, name, argv)
+			return runRun(c, f, o, names, argv)
 		},
 	}
 	o.register(c)
@@ -99,49 +108,63 @@ row goes to $GITHUB_STEP_SUMMARY (--no-ci-output: neither).`,
 	return c
 }
 
-// runArgs splits NAME from the command after "--". Words after "--" are
-// the command's, never NAME: `run -n -- echo hi` would otherwise take a lock
-// called echo and run hi.
-func runArgs(c *cobra.Command, o *runOptions, args []string) (string, []string, error) {
+// runArgs splits the NAMEs from the command after "--". Words after "--"
+// are the command's, never a NAME: `run -n -- echo hi` would otherwise take
+// a lock called echo and run hi. Without "--" only -c gives the command,
+// and every word is a NAME.
+func runArgs(c *cobra.Command, o *runOptions, args []string) ([]string, []string, error) {
 	dash := c.ArgsLenAtDash()
 	if dash == 0 {
-		return "", nil, &UsageError{Err: errors.New("missing lock NAME before --"),
-			Hints: []string{"usage: lockctl run NAME [flags] -- CMD [ARGS...]"}}
-	}
-	name, err := newName(args, "lock NAME")
-	if err != nil {
-		return "", nil, err
+		return nil, nil, &UsageError{Err: errors.New("missing lock NAME before --"),
+			Hints: []string{"usage: lockctl run NAME... [flags] -- CMD [ARGS...]"}}
 	}
 	scripted := c.Flags().Changed("command")
+	nnames := dash
 	switch {
-	case dash > 1 || (dash == -1 && len(args) > 1):
-		return "", nil, &UsageError{Err: fmt.Errorf("unexpected argument %q before --", args[1]),
-			Hints: []string{"usage: lockctl run NAME [flags] -- CMD [ARGS...]"}}
-	case scripted && len(args) > 1:
-		return "", nil, usageErrorf("-c and a command after -- exclude each other")
-	case scripted && o.script == "":
-		return "", nil, usageErrorf("-c needs a command string")
-	case !scripted && len(args) < 2:
-		return "", nil, &UsageError{Err: errors.New("missing the command to run"),
-			Hints: []string{"usage: lockctl run NAME [flags] -- CMD [ARGS...] or lockctl run NAME -c 'STRING'"}}
+	case dash == -1 && scripted:
+		nnames = len(args)
+	case dash == -1 && len(args) > 1:
+		return nil, nil, &UsageError{Err: fmt.Errorf("unexpected argument %q before --", args[1]),
+			Hints: []string{"usage: lockctl run NAME... [flags] -- CMD [ARGS...]"}}
+	case dash == -1:
+		nnames = 1
 	}
-	return name, args[1:], nil
+	if _, err := newName(args, "lock NAME"); err != nil {
+		return nil, nil, err
+	}
+	names := args[:nnames]
+	for _, name := range names[1:] {
+		if _, err := newName([]string{name}, "lock NAME"); err != nil {
+			return nil, nil, err
+		}
+	}
+	switch {
+	case scripted && len(args) > nnames:
+		return nil, nil, usageErrorf("-c and a command after -- exclude each other")
+	case scripted && o.script == "":
+		return nil, nil, usageErrorf("-c needs a command string")
+	case !scripted && len(args) <= nnames:
+		return nil, nil, &UsageError{Err: errors.New("missing the command to run"),
+			Hints: []string{"usage: lockctl run NAME... [flags] -- CMD [ARGS...] or lockctl run NAME... -c 'STRING'"}}
+	}
+	return names, args[nnames:], nil
 }
 
 // runReport is the --report-file record.
 type runReport struct {
-	Name        string  `json:"name"`
-	Key         string  `json:"key"`
-	Owner       string  `json:"owner"`
-	Fence       int64   `json:"fence"`
-	Acquired    bool    `json:"acquired"`
-	WaitedMS    int64   `json:"waited_ms"`
-	HeldMS      int64   `json:"held_ms"`
-	Renewals    int64   `json:"renewals"`
-	Lost        bool    `json:"lost"`
-	ChildExit   *int    `json:"child_exit"`   // null when no child ran or it died of a signal
-	ChildSignal *string `json:"child_signal"` // e.g. "SIGTERM"; null unless it died of one
-	Exit        int     `json:"exit"`
+	Name        string      `json:"name"`
+	Key         string      `json:"key"`
+	Owner       string      `json:"owner"`
+	Fence       int64       `json:"fence"`
+	Set         []setMember `json:"set,omitempty"` // several NAMEs: each one's key and fence
+	Acquired    bool        `json:"acquired"`
+	WaitedMS    int64       `json:"waited_ms"`
+	HeldMS      int64       `json:"held_ms"`
+	Renewals    int64       `json:"renewals"`
+	Lost        bool        `json:"lost"`
+	ChildExit   *int        `json:"child_exit"`   // null when no child ran or it died of a signal
+	ChildSignal *string     `json:"child_signal"` // e.g. "SIGTERM"; null unless it died of one
+	Exit        int         `json:"exit"`
 }
 
 func (o *runOptions) validate(c *cobra.Command) error {
@@ -157,7 +180,8 @@ func (o *runOptions) validate(c *cobra.Command) error {
 	return nil
 }
 
-func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []string) (err error) {
+func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []string) (err error) {
+	name := setName(names)
 	if err := o.validate(c); err != nil {
 		return err
 	}
@@ -174,7 +198,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 	if owner == "" {
 		owner = identity.Owner()
 	}
-	rep := &runReport{Name: name, Key: l.Key(name), Owner: owner}
+	rep := &runReport{Name: names[0], Key: l.Key(names[0]), Owner: owner}
 	if o.metricsFile != "" {
 		started := time.Now()
 		defer func() { writeRunMetrics(f, o.metricsFile, rep, started, runExit(ctx, err)) }()
@@ -200,7 +224,12 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		return err
 	}
 	out := runner.Run(ctx, &runner.Job{
-		Acquire:   func(ctx context.Context) (*lock.Lease, error) { return o.take(ctx, f, l, name, opts) },
+		Acquire: func(ctx context.Context) (*lock.Lease, error) {
+			if len(names) > 1 {
+				return o.takeSet(ctx, f, l, names, opts)
+			}
+			return o.take(ctx, f, l, name, opts)
+		},
 		Locker:    l,
 		LockerFor: func(sink lock.EventSink) *lock.Locker { return f.lockerRecordingTo(l, sink) },
 		Events:    f.eventSink(),
@@ -215,7 +244,8 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 			})
 		},
 		Command: func(lease *lock.Lease) child.Spec {
-			return f.commandSpec(child.Spec{Argv: argv, Script: o.script, Env: childEnv(lease)})
+			env, unset := childSetEnv(l, lease, names, f.Getenv)
+			return f.commandSpec(child.Spec{Argv: argv, Script: o.script, Env: append(childEnv(lease), env...), Unset: unset})
 		},
 		Supervise:      f.supervision(runner.Config{OnLost: onLost, KillAfter: o.killAfter, MaxRuntime: o.maxRuntime}),
 		ReleaseTimeout: f.G.Timeout,
@@ -230,6 +260,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, name string, argv []str
 		return o.refused(c, name, out.Err, out.Waited)
 	}
 	rep.Acquired, rep.Fence = true, out.Lease.Fence
+	rep.Set = setMembers(l, out.Lease, names)
 	rep.HeldMS, rep.Renewals, rep.Lost = out.Held.Milliseconds(), out.Renewals, out.Lost
 	if out.Ran {
 		if s := out.Result.Status.Signal; s != 0 {

@@ -103,6 +103,10 @@ var Codes = map[string]map[int64]string{
 	"fence_next.lua":    {FenceIssued: "issued"},
 	"redlock_raise.lua": {RaiseLost: "token lost", RaiseDone: "raised"},
 	"forcerelease.lua":  {ForceNone: "nothing held", ForceReleased: "released", ForceOther: "another holder", ForceNotLock: "not a lock"},
+	// The scripts of a set of locks (multi.go).
+	"multi_acquire.lua": multiCodes["multi_acquire.lua"],
+	"multi_renew.lua":   multiCodes["multi_renew.lua"],
+	"multi_release.lua": multiCodes["multi_release.lua"],
 }
 
 // Types a refusal names besides Redis's own (string, hash, ...).

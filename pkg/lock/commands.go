@@ -7,5 +7,6 @@ import "github.com/lockctl/lockctl/internal/scriptcmds"
 // besides EVALSHA and EVAL themselves (an ACL applies inside scripts too).
 func ScriptCommands() []string {
 	return scriptcmds.Calls(fenceLua, holderLua, acquireLua, renewLua, releaseLua, inspectLua, checkLua, fenceNextLua,
-		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua, reenterLua, wakeLua)
+		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua, reenterLua, wakeLua,
+		multiAcquireLua, multiRenewLua, multiReleaseLua)
 }

@@ -101,9 +101,12 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	sent := l.l.clock.Now()
 	var got time.Duration
 	var err error
-	if l.Limit > 0 || l.Shared {
+	switch {
+	case l.set != nil:
+		got, err = l.l.renewSet(ctx, l.set, l.Token, ttl)
+	case l.Limit > 0 || l.Shared:
 		got, err = l.l.renewSem(ctx, l.Key, l.Token, ttl)
-	} else {
+	default:
 		got, err = l.l.renewKey(ctx, l.Key, l.Token, ttl)
 	}
 	if err == nil {

@@ -209,8 +209,9 @@ type Lease struct {
 	// 1 for an acquisition, more for a Reenter.
 	Holds int
 
-	l       *Locker // the Locker that granted it
-	resumed bool    // Resume built it from the stored value, not a grant
+	l       *Locker   // the Locker that granted it
+	resumed bool      // Resume built it from the stored value, not a grant
+	set     *leaseSet // the names, keys and fences of a set of locks (AcquireMulti); nil for one lock
 	mu      sync.Mutex
 	done    chan struct{} // closed once the lease is lost or given back
 	dogs    []*Watchdog   // the watchdogs started on it

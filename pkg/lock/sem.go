@@ -139,6 +139,9 @@ func (l *Locker) releaseSem(ctx context.Context, key, token string) (int, error)
 // renewerFor returns what renews lease: a renewer of a lock, or a
 // renewer of its semaphore slot. Watchdogs renew with it.
 func (l *Locker) renewerFor(lease *Lease) renewer {
+	if lease.set != nil {
+		return setRenewer{l, lease.set}
+	}
 	if lease.Limit > 0 || lease.Shared {
 		return semRenewer{l}
 	}
@@ -151,6 +154,9 @@ func (l *Locker) renewerFor(lease *Lease) renewer {
 // were not given back yet (the lock then stays until its TTL unless they
 // are). Errors as Release.
 func (l *Locker) releaseHoldRecorded(ctx context.Context, lease *Lease) (int, error) {
+	if lease.set != nil {
+		return l.releaseSetRecorded(ctx, lease)
+	}
 	left, err := l.releaseHold(ctx, lease)
 	if l.events != nil {
 		name := lease.Name
@@ -163,6 +169,10 @@ func (l *Locker) releaseHoldRecorded(ctx context.Context, lease *Lease) (int, er
 }
 
 func (l *Locker) releaseHold(ctx context.Context, lease *Lease) (int, error) {
+	if lease.set != nil {
+		left, _, err := l.releaseSet(ctx, lease.set, lease.Token)
+		return left, err
+	}
 	if lease.Limit > 0 || lease.Shared {
 		return l.releaseSem(ctx, lease.Key, lease.Token)
 	}

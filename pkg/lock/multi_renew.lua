@@ -1,0 +1,37 @@
+-- Renews a set of locks in one step: all of them, or none when the token
+-- no longer holds one of them (the set is lost).
+--
+-- KEYS the set's lock keys (one Redis Cluster slot). ARGV[1] token;
+-- ARGV[2] ttl in ms, 0 for the TTL the set was taken with.
+-- Replies: {1, ttl in ms} every key renewed; {0, i} key i is gone;
+-- {2, i, type, ...} another holder has key i, as held() describes; {4, i}
+-- ttl 0, but key i's value records no TTL. Only {1, ...} renewed anything.
+local token, ttl = ARGV[1], ARGV[2]
+local prefix = tokenPrefix(token)
+for i, key in ipairs(KEYS) do
+  -- pcall: see renew.lua.
+  local v = redis.pcall('GET', key)
+  if v == false then
+    return {0, i}
+  end
+  local r
+  if type(v) ~= 'string' then
+    r = held(2, key, redis.call('TYPE', key)['ok'])
+  elseif not owns(v, token, prefix) then
+    r = held(2, key, 'string', v)
+  end
+  if r then
+    table.insert(r, 2, i)
+    return r
+  end
+  if ttl == '0' then
+    ttl = leaseTTL(v)
+    if not ttl then
+      return {4, i}
+    end
+  end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('PEXPIRE', key, ttl)
+end
+return {1, tonumber(ttl)}
