@@ -57,6 +57,6 @@ func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, que
 }
 
 func (s *single) fifoLeave(ctx context.Context, key, token string) error {
-	keys := append(queueKeys(key), lockwire.AuxKey(lockwire.KindWriters, key), key)
+	keys := append(queueKeys(key), lockwire.AuxKey(lockwire.KindWriters, key), key, lockwire.AuxKey(lockwire.KindWaiting, key))
 	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, keys, token, lockwire.Channel(key), lockwire.AuxKey(lockwire.KindWake, key)).Err(), keys...)
 }

@@ -65,6 +65,9 @@ type Locker struct {
 	replicas int
 	poll     time.Duration
 	events   EventSink
+	// realTime: no Clock was injected, so waiters may sleep on the
+	// server's blocking reads (sleep.go).
+	realTime bool
 }
 
 // New returns a Locker on c. opts may be nil.
@@ -77,13 +80,13 @@ func New(c redis.UniversalClient, opts *Options) *Locker {
 	if wt <= 0 {
 		wt = time.Second
 	}
-	l.b = &single{c: c, hub: &hub{c: c}, replicas: opts.WaitReplicas, replicasTimeout: wt}
+	l.b = &single{c: c, hub: &hub{c: c}, replicas: opts.WaitReplicas, replicasTimeout: wt, blocked: make(chan struct{}, maxBlocked)}
 	return l
 }
 
 // newLocker is a Locker without a backend: the settings every backend shares.
 func newLocker(opts *Options) *Locker {
-	l := &Locker{prefix: opts.Prefix, clock: opts.Clock, replicas: opts.WaitReplicas, poll: opts.PollInterval, events: opts.Events}
+	l := &Locker{prefix: opts.Prefix, clock: opts.Clock, replicas: opts.WaitReplicas, poll: opts.PollInterval, events: opts.Events, realTime: opts.Clock == nil}
 	if l.prefix == "" && !opts.RawKeys {
 		l.prefix = DefaultPrefix
 	}
@@ -262,6 +265,10 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 		// A waiting exclusive acquire keeps new shared holders out while
 		// it is refused (shared.go).
 		a.args.intent = l.queueTTL()
+	}
+	if o.Wait != 0 && (o.Limit > 0 || (o.Shared && !o.FIFO)) {
+		// Listed too, so that a release wakes it (wake.lua).
+		a.args.waiting = l.queueTTL()
 	}
 	lease, err := a.run(ctx, o)
 	if lease == nil && (a.fifo || a.listed) {
@@ -477,7 +484,7 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 			lease.AcquiredAt = now
 		}
 	default:
-		if a.args.intent > 0 {
+		if a.args.intent > 0 || a.args.waiting > 0 {
 			a.listed = true
 		}
 		h, err := holderOf(r, a.key)
