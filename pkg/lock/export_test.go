@@ -24,6 +24,7 @@ const (
 	KindWake      = lockwire.KindWake
 	KindChecked   = lockwire.KindChecked
 	KindWriters   = lockwire.KindWriters
+	KindWaiting   = lockwire.KindWaiting
 	RedissonRead  = lockwire.RedissonRead
 	RedissonWrite = lockwire.RedissonWrite
 )

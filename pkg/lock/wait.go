@@ -212,6 +212,11 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 		if again, err = sl.sleep(ctx, delay); err != nil {
 			return nil, ctxErr(ctx, a.key)
 		}
+		if again > 0 {
+			// Next in line behind a waiter just woken: give it its grace
+			// before looking, unless woken meanwhile.
+			retry = false
+		}
 	}
 }
 
