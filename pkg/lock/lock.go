@@ -80,7 +80,7 @@ func New(c redis.UniversalClient, opts *Options) *Locker {
 	if wt <= 0 {
 		wt = time.Second
 	}
-	l.b = &single{c: c, hub: &hub{c: c}, replicas: opts.WaitReplicas, replicasTimeout: wt, blocked: make(chan struct{}, maxBlocked)}
+	l.b = &single{c: c, hub: &hub{c: c}, replicas: opts.WaitReplicas, replicasTimeout: wt, blocked: blockedFor(c)}
 	return l
 }
 

@@ -3,18 +3,37 @@ package lock
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/redis/go-redis/v9"
 )
 
-// maxBlocked bounds the waiters of one Locker that sleep on a wake-up stream
+// blockedOn bounds the waiters on one client that sleep on a wake-up stream
 // of their own, each blocking a pooled connection while it sleeps (a lockctl
-// process waits once, with one connection). Waiters beyond it share the
+// process waits once, with one connection): to half the client's pool, so
+// that the others always find a connection. Waiters beyond it share their
 // Locker's one pub/sub connection (hub.go), so that a crowd of goroutines
-// waiting in one process never drains the client's pool.
-const maxBlocked = 8
+// waiting in one process never drains the pool. Lockers on one client share
+// the bound.
+var blockedOn sync.Map // redis.UniversalClient -> chan struct{}
+
+func blockedFor(c redis.UniversalClient) chan struct{} {
+	if ch, ok := blockedOn.Load(c); ok {
+		return ch.(chan struct{})
+	}
+	pool := 10 * runtime.GOMAXPROCS(0) // go-redis's default
+	switch c := c.(type) {
+	case *redis.Client:
+		pool = c.Options().PoolSize
+	case *redis.ClusterClient:
+		pool = c.Options().PoolSize
+	}
+	ch, _ := blockedOn.LoadOrStore(c, make(chan struct{}, max(1, pool/2)))
+	return ch.(chan struct{})
+}
 
 // wakeGrace is wake.lua's wakeGraceMS, with room for the woken waiter's
 // attempt to arrive: a waiter told it is next in line ('2') looks again
@@ -41,7 +60,7 @@ type streamSleep struct {
 }
 
 // streamSleeper returns a sleeper on token's wake-up stream, or nil when
-// the Locker's waiters blocking a connection each are maxBlocked already.
+// the client's waiters blocking a connection each are at their bound.
 // listing is how long the waiter stays listed without a new attempt.
 func (s *single) streamSleeper(key, token string, listing, poll time.Duration) *streamSleep {
 	if s.blocked == nil {
