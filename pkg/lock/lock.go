@@ -46,10 +46,13 @@ type Options struct {
 	// within [50ms, 1s] for acquire and renew, and 1s for other calls.
 	// Each client's own timeouts apply too. Ignored by New.
 	NodeTimeout time.Duration
-	// PollInterval is the longest a waiter sleeps between attempts when no
-	// release message arrives (a lock freed by expiry, or deleted by a
-	// client that does not publish). A waiter also retries as soon as the
-	// holder's TTL runs out. 0 means 1s.
+	// PollInterval scales how long a waiter stays listed without a new
+	// attempt (the FIFO queue's heartbeat and the other waiters' listings:
+	// 3× PollInterval, at least 3s). A waiter sleeps on a wake-up of its
+	// own until a release lets it in, the holder's TTL runs out or its
+	// listing needs renewing, and does not poll; only waiters beyond the
+	// ones a client lets block on a connection each, and Redlock's, which
+	// listen on pub/sub, retry at least every PollInterval. 0 means 1s.
 	PollInterval time.Duration
 	// Events, if set, receives how each Acquire, Release and watchdog
 	// renewal ended (see record.go), e.g. an *events.Recorder. Nil records
