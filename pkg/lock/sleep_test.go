@@ -348,3 +348,36 @@ func TestWaitingProcess(t *testing.T) {
 	l := lock.New(c, &lock.Options{PollInterval: time.Hour})
 	_, _ = l.Acquire(context.Background(), os.Getenv("LOCKCTL_TEST_WAIT_NAME"), time.Minute, &lock.AcquireOptions{Wait: -1})
 }
+
+// On a Cluster the wake-up stream lies in the lock's slot, so the release
+// script reaches it: the waiter is woken by the release, not by its poll
+// (an hour).
+func TestWaiterOnClusterWokenByRelease(t *testing.T) {
+	cl, err := redistest.StartCluster(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	newCC := func() *redis.ClusterClient {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	holder := lock.New(newCC(), nil)
+	name := uniqueName(t) + "{tag}"
+	first, err := holder.Acquire(ctx, name, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fifo := range []bool{false, true} {
+		w := lock.New(newCC(), &lock.Options{PollInterval: time.Hour})
+		got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1, FIFO: fifo})
+		time.Sleep(300 * time.Millisecond) // listed, and asleep
+		if err := holder.ReleaseLease(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		first = gotWithin(t, got, 10*time.Second, fmt.Sprintf("the waiter on a Cluster (fifo %v; its poll is an hour)", fifo))
+		holder = w
+	}
+	_ = holder.ReleaseLease(ctx, first)
+}
