@@ -112,7 +112,7 @@ func TestWaiterSleepsOnOneConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := gotWithin(t, got, 10*time.Second, "the waiter (its poll is an hour)")
-	defer lease.Release(ctx)
+	defer func() { _ = lease.Release(ctx) }()
 }
 
 // A waiter does not poll: sleeping 3s behind a holder, it sends a few
@@ -142,7 +142,7 @@ func TestWaiterDoesNotPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := gotWithin(t, got, 10*time.Second, "the waiter")
-	defer lease.Release(ctx)
+	defer func() { _ = lease.Release(ctx) }()
 }
 
 // A holder that dies without releasing is noticed when its key expires:
@@ -158,7 +158,7 @@ func TestWaiterWokenByHolderExpiry(t *testing.T) {
 	start := time.Now()
 	got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1})
 	lease := gotWithin(t, got, 10*time.Second, "the waiter behind an expiring holder")
-	defer lease.Release(ctx)
+	defer func() { _ = lease.Release(ctx) }()
 	t.Logf("acquired %v after the holder's 700ms TTL started", time.Since(start))
 }
 
@@ -259,7 +259,7 @@ func TestSemaphoreWaitersWokenOneBySlot(t *testing.T) {
 			t.Fatal(err)
 		}
 		lease := gotWithin(t, results, 10*time.Second, fmt.Sprintf("a waiter for freed slot %d (the poll is an hour)", i))
-		defer lease.Release(ctx)
+		defer func() { _ = lease.Release(ctx) }()
 		select {
 		case a := <-results:
 			t.Fatalf("one freed slot let in two waiters (%v)", a.err)
@@ -294,7 +294,7 @@ func TestFIFODeadHeadStallsNoLongerThanItsHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := gotWithin(t, got, 10*time.Second, "the FIFO waiter behind a dead head")
-	defer lease.Release(ctx)
+	defer func() { _ = lease.Release(ctx) }()
 	t.Logf("acquired %v after the dead head's last heartbeat", time.Since(now))
 }
 
@@ -317,8 +317,12 @@ func TestKilledWaiterStallsTheNextOneOnlyItsGrace(t *testing.T) {
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Wait()
-	defer p.Process.Kill()
+	defer func() {
+		// Killed already, unless the test failed before: either way,
+		// reaped.
+		_ = p.Process.Kill()
+		_ = p.Wait()
+	}()
 	listedWithin(t, admin, writers, 1)
 	time.Sleep(200 * time.Millisecond)
 	if err := p.Process.Kill(); err != nil {
@@ -333,7 +337,7 @@ func TestKilledWaiterStallsTheNextOneOnlyItsGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := gotWithin(t, got, 10*time.Second, "the waiter behind a killed one (its poll is an hour)")
-	defer lease.Release(ctx)
+	defer func() { _ = lease.Release(ctx) }()
 	t.Logf("acquired %v after the release that woke the killed waiter", time.Since(start))
 }
 
