@@ -141,8 +141,11 @@ type single struct {
 	replicas        int
 	replicasTimeout time.Duration
 	// blocked holds a token per waiter sleeping on its wake-up stream
-	// (sleep.go); nil under Redlock, whose waiters use the hub.
-	blocked chan struct{}
+	// (sleep.go); nil under Redlock, whose waiters use the hub. sleeping
+	// marks, by channel, the locks one of them waits for.
+	blocked  chan struct{}
+	mu       sync.Mutex
+	sleeping map[string]bool
 
 	// With replicas, a NOSCRIPT costs a whole WAIT timeout, since the WAIT
 	// pipelined after the EVALSHA runs anyway: twice the time for the
@@ -348,8 +351,6 @@ func (s *single) publish(ctx context.Context, channel string) error {
 func (s *single) subscribe(ctx context.Context, channel string) (subscription, error) {
 	return s.hub.subscribe(ctx, channel)
 }
-
-func (s *single) queued(channel string) int { return s.hub.queued(channel) }
 
 // lazyScript defers a script's source concatenation and SHA-1 to its first
 // use: every lockctl invocation links all the scripts, and most run one or

@@ -46,10 +46,11 @@ const wakeGrace = 500*time.Millisecond + 20*time.Millisecond
 // wake-up between a refusal and the read is not lost. It sleeps on the
 // connection its attempts use: one per waiting process, and no pub/sub.
 type streamSleep struct {
-	s    *single
-	key  string
-	last string        // the ID of the last entry read
-	beat time.Duration // the listing's life: the waiter renews it in time
+	s       *single
+	channel string // the lock's, which names it in single.sleeping
+	key     string
+	last    string        // the ID of the last entry read
+	beat    time.Duration // the listing's life: the waiter renews it in time
 	// broken: the server refused XREAD (an ACL): the waiter sleeps on a
 	// timer instead, bounded as a poll.
 	broken bool
@@ -62,8 +63,19 @@ type streamSleep struct {
 // streamSleeper returns a sleeper on token's wake-up stream, or nil when
 // the client's waiters blocking a connection each are at their bound.
 // listing is how long the waiter stays listed without a new attempt.
+//
+// A Locker lets one waiter per lock sleep so; its other waiters for that
+// lock queue behind it in the hub, as they did behind each other (see
+// attempt.run), so that a goroutine that releases and acquires again does
+// not barge in ahead of the waiters of its own process.
 func (s *single) streamSleeper(key, token string, listing, poll time.Duration) *streamSleep {
 	if s.blocked == nil {
+		return nil
+	}
+	channel := lockwire.Channel(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sleeping[channel] {
 		return nil
 	}
 	select {
@@ -71,7 +83,23 @@ func (s *single) streamSleeper(key, token string, listing, poll time.Duration) *
 	default:
 		return nil
 	}
-	return &streamSleep{s: s, key: lockwire.WakeKey(key, token), last: "0-0", beat: listing, poll: poll}
+	if s.sleeping == nil {
+		s.sleeping = map[string]bool{}
+	}
+	s.sleeping[channel] = true
+	return &streamSleep{s: s, channel: channel, key: lockwire.WakeKey(key, token), last: "0-0", beat: listing, poll: poll}
+}
+
+// queued counts this Locker's waiters for the lock whose channel is
+// channel: the hub's and the one asleep on its wake-up stream.
+func (s *single) queued(channel string) int {
+	n := s.hub.queued(channel)
+	s.mu.Lock()
+	if s.sleeping[channel] {
+		n++
+	}
+	s.mu.Unlock()
+	return n
 }
 
 // longest renews the listing (the queue's heartbeat) before it lapses: at
@@ -157,6 +185,9 @@ func (w *streamSleep) passOn()            {}
 
 // close gives the slot back, after a read still blocked has ended.
 func (w *streamSleep) close() {
+	w.s.mu.Lock()
+	delete(w.s.sleeping, w.channel)
+	w.s.mu.Unlock()
 	if w.pending == nil {
 		<-w.s.blocked
 		return

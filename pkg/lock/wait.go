@@ -89,8 +89,11 @@ func transientReply(msg string) bool {
 // failed on the way to Redis.
 func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, down error) (*Lease, error) {
 	var sl sleeper
-	if s, ok := a.l.b.(*single); ok && a.l.realTime {
+	if s, ok := a.l.b.(*single); ok && a.l.realTime && retry {
 		// Not on an injected Clock: a blocked read sleeps in server time.
+		// Not without a first attempt either: only that lists the waiter,
+		// so that a release wakes it; one that queues behind the local
+		// waiters (retry false) waits with them in the hub.
 		if ss := s.streamSleeper(a.key, a.args.token, a.l.queueTTL(), a.l.poll); ss != nil {
 			sl = ss
 		}
