@@ -21,10 +21,11 @@ import (
 // release between the two is not missed. It sleeps no later than the
 // holder's TTL runs out (an expiry wakes nobody) and the wait's deadline,
 // and wakes before its listing lapses to renew it (the queue's heartbeat).
-// Beyond a few such waiters per Locker, and under Redlock, a waiter listens
-// on pub/sub instead (hubSleeper): it subscribes to the lock's channel
-// first (and waits for the server's confirmation), then tries again, and
-// polls no less often than PollInterval.
+// A Locker lets one waiter per lock sleep so (and a client half its pool);
+// its other waiters, and Redlock's, listen on pub/sub instead (hubSleeper):
+// such a waiter subscribes to the lock's channel first (and waits for the
+// server's confirmation), then tries again, and polls no less often than
+// PollInterval.
 //
 // retry false skips that first retry: the caller queued behind local
 // waiters, one of which the next release wakes.
