@@ -16,9 +16,10 @@ const (
 	KindSemVal  = "semval"  // semaphore holders' values: HASH token -> lockctl JSON value
 	KindQueueHB = "queuehb" // FIFO waiters' heartbeats: ZSET token -> expiry (server ms)
 	KindChannel = "chan"    // pub/sub channel a release publishes on
-	KindWake    = "wake"    // with ":<token>", a listed waiter's own channel (wake.lua)
+	KindWake    = "wake"    // with ":<token>", a listed waiter's own wake-up stream and channel (wake.lua)
 	KindChecked = "checked" // highest fence accepted by Check, per resource
 	KindWriters = "writers" // exclusive acquirers waiting (see shared.go): ZSET token -> expiry (server ms)
+	KindWaiting = "waiting" // shared and semaphore acquirers waiting (wake.lua): ZSET token -> expiry (server ms)
 )
 
 // AuxKey names the auxiliary key of the given kind for lock key key. It lives
@@ -155,6 +156,11 @@ func KeyOfAux(aux string) (kind, key string, ok bool) {
 
 // Channel is the pub/sub channel a release of key publishes on.
 func Channel(key string) string { return AuxKey(KindChannel, key) }
+
+// WakeKey is the wake-up stream of one waiter (token) of key, to which a
+// release that can let it in appends (wake.lua) while it blocks reading it.
+// It lies in key's cluster slot, and has the name of its WaiterChannel.
+func WakeKey(key, token string) string { return AuxKey(KindWake, key) + ":" + token }
 
 // WaiterChannel is the channel of one listed waiter (token) of key, on
 // which a release that names it wakes it (wake.lua).

@@ -126,6 +126,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	semVals := p.HGetAll(ctx, d.SemValKey)
 	writers := liveMembers(ctx, p, d.WritersKey, clk.now())
 	fair := fairWaiters(ctx, p, key, clk)
+	listed := announced(ctx, p, key)
 	numsub := p.PubSubNumSub(ctx, lockwire.Channel(key), RedissonChannel(key), RedissonRWChannel(key))
 	shardsub := p.PubSubShardNumSub(ctx, RedissonChannel(key), RedissonRWChannel(key))
 	if _, err := p.Exec(ctx); pipeErr(err) != nil {
@@ -143,7 +144,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
 	d.Fence, _ = fence.Int64()
-	d.Subscribers = numsub.Val()[lockwire.Channel(key)]
+	d.Subscribers = max(numsub.Val()[lockwire.Channel(key)], listed.Val())
 	d.Queue = waiters(queue.Val(), hb.Val(), clk)
 	d.Writers = writersOf(writers.Val(), clk)
 	d.RedissonQueued = fair.Val()

@@ -186,9 +186,11 @@ func TestWaitersCountSubscribersAndQueue(t *testing.T) {
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The waiters' shared subscription follows their first attempt.
+	// The waiters list themselves among the exclusive acquirers waiting
+	// with their first attempt (they sleep on wake-up streams, and do not
+	// subscribe).
 	waitFor(t, func() bool {
-		return c.PubSubNumSub(ctx, lockwire.Channel(prefix+"q")).Val()[lockwire.Channel(prefix+"q")] >= 2
+		return c.ZCard(ctx, lockwire.AuxKey(lockwire.KindWriters, prefix+"q")).Val() >= 2
 	})
 	d, err := in.Lock(ctx, "q")
 	if err != nil {

@@ -25,7 +25,9 @@ type Lock struct {
 	// unknown (foreign locks do not record it).
 	Age time.Duration
 	// Subscribers listen on the lock's release channel (waiting lockctl
-	// processes) and, for a Redisson lock, on Redisson's (its waiting
+	// processes of earlier versions), or, when more, are listed as waiting
+	// (exclusive, shared and semaphore acquirers, each asleep on a wake-up
+	// stream of its own), and, for a Redisson lock, on Redisson's (its waiting
 	// processes, one subscription each); Queued wait in its FIFO queue, if
 	// it has one.
 	Subscribers int64
@@ -288,6 +290,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 	pttls := make([]*redis.DurationCmd, n)
 	gets := make([]*redis.StringCmd, n)
 	zcards := make([]*redis.IntCmd, n)
+	listed := make([]listedCount, n)
 	chans := make([]string, n)
 	rchans := make([]string, n)
 	for i, k := range keys {
@@ -298,6 +301,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		gets[i] = pipe.Get(ctx, k)
 		// The FIFO queue (a sorted set of waiting tokens).
 		zcards[i] = pipe.ZCard(ctx, lockwire.AuxKey(lockwire.KindQueue, k))
+		listed[i] = announced(ctx, pipe, k)
 		chans[i] = lockwire.Channel(k)
 		rchans[i] = RedissonChannel(k)
 	}
@@ -322,7 +326,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		switch types[i].Val() {
 		case "string":
 			h := parseValue(k, gets[i].Val(), ttl)
-			out = append(out, in.record(h, clk, subs[chans[i]], zcards[i].Val()))
+			out = append(out, in.record(h, clk, max(subs[chans[i]], listed[i].Val()), zcards[i].Val()))
 		case "hash":
 			hashes = append(hashes, i)
 		}
@@ -359,7 +363,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 				continue
 			}
 			ttl := ttlOf(pttls[i].Val())
-			waiting := subs[chans[i]] + subs[rchans[i]] + shards[rchans[i]]
+			waiting := max(subs[chans[i]], listed[i].Val()) + subs[rchans[i]] + shards[rchans[i]]
 			// A fair lock's waiters each listen on a channel of their own:
 			// its queue counts them (those whose place has not timed out).
 			queued += zcards[i].Val()
@@ -373,7 +377,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 			if !ok {
 				continue
 			}
-			waiting = subs[chans[i]] + rwsubs.Val()[rwchans[j]] + rwshards.Val()[rwchans[j]]
+			waiting = max(subs[chans[i]], listed[i].Val()) + rwsubs.Val()[rwchans[j]] + rwshards.Val()[rwchans[j]]
 			for _, h := range hs {
 				out = append(out, in.record(h, clk, waiting, queued))
 			}
@@ -400,11 +404,13 @@ func (in *Inspector) readSems(ctx context.Context, node redis.UniversalClient, k
 	sems := make([]*redis.ZSliceCmd, len(keys))
 	vals := make([]*redis.MapStringStringCmd, len(keys))
 	queues := make([]*redis.IntCmd, len(keys))
+	listed := make([]listedCount, len(keys))
 	chans := make([]string, len(keys))
 	for i, k := range keys {
 		sems[i] = liveHolders(ctx, pipe, k, now)
 		vals[i] = pipe.HGetAll(ctx, lockwire.AuxKey(lockwire.KindSemVal, k))
 		queues[i] = pipe.ZCard(ctx, lockwire.AuxKey(lockwire.KindQueue, k))
+		listed[i] = announced(ctx, pipe, k)
 		chans[i] = lockwire.Channel(k)
 	}
 	numsub := pipe.PubSubNumSub(ctx, chans...)
@@ -419,7 +425,7 @@ func (in *Inspector) readSems(ctx context.Context, node redis.UniversalClient, k
 				return nil, err
 			}
 		}
-		out = append(out, in.semHolders(k, sems[i].Val(), vals[i].Val(), clk, subs[chans[i]], queues[i].Val())...)
+		out = append(out, in.semHolders(k, sems[i].Val(), vals[i].Val(), clk, max(subs[chans[i]], listed[i].Val()), queues[i].Val())...)
 	}
 	return out, nil
 }
@@ -433,6 +439,20 @@ func liveHolders(ctx context.Context, p redis.Pipeliner, key string, now time.Ti
 
 // liveMembers queues a read of the members of a zset of token -> expiry
 // (server ms) that have not expired by now.
+// announced counts the waiters of lock key that listed themselves outside
+// its FIFO queue: exclusive acquirers waiting, and shared and semaphore
+// ones. Waiting lockctl processes sleep on wake-up streams of their own
+// rather than subscribe (earlier versions subscribed, and are listed too
+// when exclusive), so this stands beside the channel's subscribers.
+// The count is read once the pipeline ran.
+func announced(ctx context.Context, p redis.Pipeliner, key string) listedCount {
+	return listedCount{p.ZCard(ctx, lockwire.AuxKey(lockwire.KindWriters, key)), p.ZCard(ctx, lockwire.AuxKey(lockwire.KindWaiting, key))}
+}
+
+type listedCount [2]*redis.IntCmd
+
+func (c listedCount) Val() int64 { return c[0].Val() + c[1].Val() }
+
 func liveMembers(ctx context.Context, p redis.Pipeliner, zset string, now time.Time) *redis.ZSliceCmd {
 	return p.ZRangeByScoreWithScores(ctx, zset, &redis.ZRangeBy{
 		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"})

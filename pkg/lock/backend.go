@@ -83,6 +83,10 @@ type acquireArgs struct {
 	// keepOwner: the caller named no owner, so a re-acquire by the token
 	// that holds the lock keeps the stored one (value.lua's withMembers).
 	keepOwner bool
+	// waiting > 0: a shared or semaphore acquire (not FIFO) that waits
+	// when refused; it is listed as waiting for that long, so that a
+	// release wakes it (wake.lua).
+	waiting time.Duration
 }
 
 // keep is keepOwner as the acquire scripts take it.
@@ -136,6 +140,12 @@ type single struct {
 	hub             *hub
 	replicas        int
 	replicasTimeout time.Duration
+	// blocked holds a token per waiter sleeping on its wake-up stream
+	// (sleep.go); nil under Redlock, whose waiters use the hub. sleeping
+	// marks, by channel, the locks one of them waits for.
+	blocked  chan struct{}
+	mu       sync.Mutex
+	sleeping map[string]bool
 
 	// With replicas, a NOSCRIPT costs a whole WAIT timeout, since the WAIT
 	// pipelined after the EVALSHA runs anyway: twice the time for the
@@ -200,8 +210,8 @@ func (s *single) reloadSlots(err error) {
 
 func (s *single) release(ctx context.Context, key, token string) (reply, error) {
 	// The channel is no key, but is built with them: one allocation.
-	keys := lockwire.WithAux(key, lockwire.KindSem, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWriters, lockwire.KindChannel, lockwire.KindWake)
-	keys, channel, base := keys[:5], keys[5], keys[6]
+	keys := lockwire.WithAux(key, lockwire.KindSem, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWriters, lockwire.KindWaiting, lockwire.KindChannel, lockwire.KindWake)
+	keys, channel, base := keys[:6], keys[6], keys[7]
 	v, err := releaseScript().Run(ctx, s.c, keys, token, channel, base).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys...)
@@ -341,8 +351,6 @@ func (s *single) publish(ctx context.Context, channel string) error {
 func (s *single) subscribe(ctx context.Context, channel string) (subscription, error) {
 	return s.hub.subscribe(ctx, channel)
 }
-
-func (s *single) queued(channel string) int { return s.hub.queued(channel) }
 
 // lazyScript defers a script's source concatenation and SHA-1 to its first
 // use: every lockctl invocation links all the scripts, and most run one or

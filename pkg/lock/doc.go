@@ -63,17 +63,21 @@
 //   - A key of another type at the lock's name is reported as such
 //     (*WrongTypeError), never as a lock that is busy forever. Plain string
 //     locks written by other clients and Redisson hash locks are recognised.
-//   - Waiters wake on a release message and also poll by the holder's TTL,
-//     so a release costs them about one round trip and an expiry is noticed
-//     when it happens. All local deadlines use the monotonic clock.
-//     Waiters of one Locker share a single pub/sub connection. Exclusive
-//     waiters list themselves in Redis, and a release names the one that
-//     can take the lock (the FIFO queue's head, else the one listed
-//     longest ago): only that waiter wakes, in whichever process it waits,
-//     so N waiting processes cost one attempt per hand-off, not N (see
-//     wake.lua). A release that names nobody wakes the longest-waiting
-//     waiter of each Locker, and later waiting Acquires in the same process
-//     queue behind it instead of barging in.
+//   - A waiter lists itself in Redis (the FIFO queue, the exclusive, shared
+//     or semaphore acquirers waiting) and sleeps on a wake-up stream of its
+//     own with XREAD BLOCK, on the one connection its attempts use: no
+//     pub/sub and no polling. A release appends to the stream of the waiter
+//     that can take the lock (the FIFO queue's head, else the exclusive
+//     acquirer listed longest ago, else the shared waiters, or for a freed
+//     semaphore slot one semaphore waiter), so N waiting processes cost one
+//     attempt per hand-off, not N (see wake.lua). A waiter also wakes when
+//     the holder's TTL runs out (an expiry is noticed when it happens), at
+//     its deadline, and to renew its listing; the waiter next in line looks
+//     again after a short grace, so a woken waiter that died stalls nobody.
+//     Waiters beyond half the client's pool, and Redlock's, share their
+//     Locker's single pub/sub connection and poll by Options.PollInterval;
+//     releases keep publishing for them (and for earlier lockctl versions).
+//     All local deadlines use the monotonic clock.
 //   - Options.WaitReplicas makes lock writes wait for replica
 //     acknowledgement (WAIT), which narrows the failover window; WAIT is not
 //     a consensus protocol, so fencing is still what makes a lock safe.

@@ -26,6 +26,7 @@ const (
 	KindWake      = lockwire.KindWake
 	KindChecked   = lockwire.KindChecked
 	KindWriters   = lockwire.KindWriters
+	KindWaiting   = lockwire.KindWaiting
 	RedissonRead  = lockwire.RedissonRead
 	RedissonWrite = lockwire.RedissonWrite
 )

@@ -23,10 +23,11 @@ import (
 // that gives up (timeout, -n, interrupt) leaves at once and wakes the rest.
 //
 // Only the head can take the lock, so a release must wake it and not
-// another waiter: each refusal tells the waiter its arrival in the queue,
-// and a release wakes, in every process, the local waiter that arrived
-// first (hub.go). That one is the head whenever the head waits in that
-// process.
+// another waiter: the release appends to the head's wake-up stream
+// (wake.lua, sleep.go). Waiters that listen on pub/sub instead (hub.go)
+// learn their arrival from each refusal, and a release wakes, in every
+// process, the local waiter that arrived first, which is the head whenever
+// the head waits in that process.
 //
 // Fairness holds among waiters that all use FIFO: a plain Acquire of the
 // same lock does not look at the queue and may take the lock first.
@@ -57,6 +58,6 @@ func (s *single) fifoAcquire(ctx context.Context, key string, a acquireArgs, que
 }
 
 func (s *single) fifoLeave(ctx context.Context, key, token string) error {
-	keys := append(queueKeys(key), lockwire.AuxKey(lockwire.KindWriters, key), key)
+	keys := append(queueKeys(key), lockwire.AuxKey(lockwire.KindWriters, key), key, lockwire.AuxKey(lockwire.KindWaiting, key))
 	return s.dataError(ctx, fifoLeaveScript().Run(ctx, s.c, keys, token, lockwire.Channel(key), lockwire.AuxKey(lockwire.KindWake, key)).Err(), keys...)
 }

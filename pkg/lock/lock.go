@@ -47,10 +47,13 @@ type Options struct {
 	// within [50ms, 1s] for acquire and renew, and 1s for other calls.
 	// Each client's own timeouts apply too. Ignored by New.
 	NodeTimeout time.Duration
-	// PollInterval is the longest a waiter sleeps between attempts when no
-	// release message arrives (a lock freed by expiry, or deleted by a
-	// client that does not publish). A waiter also retries as soon as the
-	// holder's TTL runs out. 0 means 1s.
+	// PollInterval scales how long a waiter stays listed without a new
+	// attempt (the FIFO queue's heartbeat and the other waiters' listings:
+	// 3× PollInterval, at least 3s). A waiter sleeps on a wake-up of its
+	// own until a release lets it in, the holder's TTL runs out or its
+	// listing needs renewing, and does not poll; only waiters beyond the
+	// ones a client lets block on a connection each, and Redlock's, which
+	// listen on pub/sub, retry at least every PollInterval. 0 means 1s.
 	PollInterval time.Duration
 	// Events, if set, receives how each Acquire, Release and watchdog
 	// renewal ended (see record.go), e.g. an *events.Recorder. Nil records
@@ -66,6 +69,9 @@ type Locker struct {
 	replicas int
 	poll     time.Duration
 	events   EventSink
+	// realTime: no Clock was injected, so waiters may sleep on the
+	// server's blocking reads (sleep.go).
+	realTime bool
 }
 
 // New returns a Locker on c. opts may be nil.
@@ -78,13 +84,13 @@ func New(c redis.UniversalClient, opts *Options) *Locker {
 	if wt <= 0 {
 		wt = time.Second
 	}
-	l.b = &single{c: c, hub: &hub{c: c}, replicas: opts.WaitReplicas, replicasTimeout: wt}
+	l.b = &single{c: c, hub: &hub{c: c}, replicas: opts.WaitReplicas, replicasTimeout: wt, blocked: blockedFor(c)}
 	return l
 }
 
 // newLocker is a Locker without a backend: the settings every backend shares.
 func newLocker(opts *Options) *Locker {
-	l := &Locker{prefix: opts.Prefix, clock: opts.Clock, replicas: opts.WaitReplicas, poll: opts.PollInterval, events: opts.Events}
+	l := &Locker{prefix: opts.Prefix, clock: opts.Clock, replicas: opts.WaitReplicas, poll: opts.PollInterval, events: opts.Events, realTime: opts.Clock == nil}
 	if l.prefix == "" && !opts.RawKeys {
 		l.prefix = DefaultPrefix
 	}
@@ -265,6 +271,10 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 		// A waiting exclusive acquire keeps new shared holders out while
 		// it is refused (shared.go).
 		a.args.intent = l.queueTTL()
+	}
+	if o.Wait != 0 && (o.Limit > 0 || (o.Shared && !o.FIFO)) {
+		// Listed too, so that a release wakes it (wake.lua).
+		a.args.waiting = l.queueTTL()
 	}
 	lease, err := a.run(ctx, o)
 	if lease == nil && (a.fifo || a.listed) {
@@ -479,7 +489,7 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 			lease.AcquiredAt = now
 		}
 	default:
-		if a.args.intent > 0 {
+		if a.args.intent > 0 || a.args.waiting > 0 {
 			a.listed = true
 		}
 		h, err := holderOf(r, a.key)

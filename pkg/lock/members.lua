@@ -46,3 +46,21 @@ local function expire(z, ms, keys)
     redis.call('PEXPIRE', k, string.format('%d', ttl))
   end
 end
+
+-- listWaiter lists token among the shared and semaphore acquirers waiting (s,
+-- token -> expiry in server ms; wake.lua) for ttl ms, so that a release
+-- wakes it; ttl '0' (a caller that does not wait) lists nothing. unlistWaiter
+-- takes it off once it holds a slot. s carries the TTL of its latest
+-- entry.
+local function listWaiter(s, token, ms, ttl)
+  if ttl == '0' then
+    return
+  end
+  redis.call('ZADD', s, string.format('%d', ms + tonumber(ttl)), token)
+  expire(s, ms, {s})
+end
+local function unlistWaiter(s, token, ms, ttl)
+  if ttl ~= '0' and redis.call('ZREM', s, token) > 0 then
+    expire(s, ms, {s})
+  end
+end

@@ -1,7 +1,8 @@
 -- KEYS[1] lock key; KEYS[2] its semaphore (lockwire.AuxKey KindSem); KEYS[3],
 -- KEYS[4] the FIFO queue and its heartbeats; KEYS[5] the exclusive
--- acquirers waiting (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel
--- waiters subscribe to; ARGV[3] the base of the waiters' own channels
+-- acquirers waiting; KEYS[6] the shared and semaphore acquirers waiting
+-- (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel waiters subscribe
+-- to; ARGV[3] the base of the waiters' own streams and channels
 -- (wake.lua). Replies: {0} no lock and no semaphore; {3} no
 -- lock, but a semaphore; {1} deleted; {5, error, channel, command}
 -- deleted, but the server refused the wake-up (wake.lua); {4, holds left} the token had re-entered:
@@ -29,10 +30,10 @@ if type(v) == 'string' then
       return {4, n - 1}
     end
     redis.call('DEL', key)
-    -- Waiters sleep until this message (or their holder's TTL), so the
+    -- Waiters sleep until this wake-up (or their holder's TTL), so the
     -- hand-off costs one round trip instead of a polling interval; it
-    -- wakes the one waiter that can take the lock where one is listed.
-    local err, refused, command = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5])
+    -- wakes the waiters that can take the lock where any is listed.
+    local err, refused, command = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5], KEYS[6], false)
     if err then
       return {5, err, refused, command or false}
     end

@@ -55,8 +55,8 @@ func semKeys(key string) []string {
 }
 
 func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquireArgs) (reply, error) {
-	r, err := s.writeRaw(ctx, semAcquireScript(), append(semKeys(key), lockwire.AuxKey(lockwire.KindFence, key), key), 0, lockwire.DecodeSemAcquire,
-		a.token, ms(a.ttl), strconv.Itoa(limit), lockwire.ValuePrefix(a.token), a.rest, a.keep())
+	r, err := s.writeRaw(ctx, semAcquireScript(), append(semKeys(key), lockwire.AuxKey(lockwire.KindFence, key), key, lockwire.AuxKey(lockwire.KindWaiting, key)), 0, lockwire.DecodeSemAcquire,
+		a.token, ms(a.ttl), strconv.Itoa(limit), lockwire.ValuePrefix(a.token), a.rest, a.keep(), ms(a.waiting))
 	if err == nil && r.Code == lockwire.SemAcquireLimit {
 		return reply{}, &LimitError{Key: key, Limit: int(r.Num), Want: limit}
 	}
@@ -68,8 +68,8 @@ func (s *single) semRenew(ctx context.Context, key, token string, ttl time.Durat
 }
 
 func (s *single) semRelease(ctx context.Context, key, token string) (reply, error) {
-	keys := lockwire.WithAux(key, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWriters, lockwire.KindChannel, lockwire.KindWake)
-	keys, channel, base := keys[1:6], keys[6], keys[7]
+	keys := lockwire.WithAux(key, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWriters, lockwire.KindWaiting, lockwire.KindChannel, lockwire.KindWake)
+	keys, channel, base := keys[1:7], keys[7], keys[8]
 	v, err := semReleaseScript().Run(ctx, s.c, keys, token, channel, base).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys[:2]...)

@@ -1,9 +1,12 @@
 -- KEYS[1] semaphore zset (token -> expiry in server ms); KEYS[2] holders'
 -- values (hash token -> lockctl JSON value); KEYS[3] fence counter; KEYS[4]
--- the lock key of the same name.
+-- the lock key of the same name; KEYS[5] the shared and semaphore
+-- acquirers waiting (wake.lua).
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] limit; ARGV[4] value prefix;
 -- ARGV[5] the value's members after the fence; ARGV[6] '1' when the caller
--- named no owner (as acquire.lua's ARGV[5]), else '0'.
+-- named no owner (as acquire.lua's ARGV[5]), else '0'; ARGV[7] '0', or, for
+-- a caller that will wait when refused, how long in ms it stays listed in
+-- KEYS[5] without a new attempt.
 --
 -- Replies: {1, fence, server ms} acquired a slot; {2, stored value, server
 -- ms} the token already held one, its expiry refreshed; {0, 'semaphore',
@@ -29,10 +32,12 @@ if redis.call('ZSCORE', z, ARGV[1]) then
     redis.call('HSET', vals, ARGV[1], nv)
     v = nv
   end
+  unlistWaiter(KEYS[5], ARGV[1], ms, ARGV[7])
   return {2, v, ms}
 end
 local lt = redis.call('TYPE', KEYS[4])['ok']
 if lt ~= 'none' then
+  listWaiter(KEYS[5], ARGV[1], ms, ARGV[7])
   return held(0, KEYS[4], lt)
 end
 local n = redis.call('ZCARD', z)
@@ -57,7 +62,9 @@ if n < tonumber(ARGV[3]) then
   redis.call('ZADD', z, exp, ARGV[1])
   redis.call('HSET', vals, ARGV[1], v)
   expire(z, ms, {z, vals})
+  unlistWaiter(KEYS[5], ARGV[1], ms, ARGV[7])
   return {1, fence, ms}
 end
+listWaiter(KEYS[5], ARGV[1], ms, ARGV[7])
 local first = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
 return {0, 'semaphore', redis.call('HGET', vals, first[1]) or first[1], tonumber(first[2]) - ms, n}

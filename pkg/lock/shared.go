@@ -56,9 +56,10 @@ var (
 
 func (s *single) sharedAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
 	keys := append(append(semKeys(key), lockwire.AuxKey(lockwire.KindFence, key), key, lockwire.AuxKey(lockwire.KindWriters, key)), queueKeys(key)...)
+	keys = append(keys, lockwire.AuxKey(lockwire.KindWaiting, key))
 	dec := func(v any) (reply, error) { return lockwire.DecodeSharedAcquire(v, queueTTL > 0) }
 	r, err := s.writeRaw(ctx, sharedAcquireScript(), keys, 0, dec,
-		a.token, ms(a.ttl), lockwire.ValuePrefix(a.token), a.rest, ms(queueTTL), a.keep())
+		a.token, ms(a.ttl), lockwire.ValuePrefix(a.token), a.rest, ms(queueTTL), a.keep(), ms(a.waiting))
 	if err == nil && r.Code == lockwire.SharedAcquireLimit {
 		return reply{}, &LimitError{Key: key, Limit: int(r.Num), Want: 0}
 	}

@@ -3,11 +3,15 @@
 -- lockctl JSON value with "mode":"shared"); KEYS[3] fence counter; KEYS[4]
 -- the lock key, where an exclusive holder lives; KEYS[5] the exclusive
 -- acquirers waiting (zset token -> expiry in server ms); KEYS[6], KEYS[7]
--- the FIFO queue and its heartbeats (fifo_acquire.lua).
+-- the FIFO queue and its heartbeats (fifo_acquire.lua); KEYS[8] the shared
+-- and semaphore acquirers waiting (wake.lua).
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] value prefix; ARGV[4] the
 -- value's members after the fence; ARGV[5] '0', or for a FIFO waiter how
 -- long in ms its place in the queue is kept without a new attempt; ARGV[6]
--- '1' when the caller named no owner (as acquire.lua's ARGV[5]), else '0'.
+-- '1' when the caller named no owner (as acquire.lua's ARGV[5]), else '0';
+-- ARGV[7] '0', or, for a caller that will wait when refused (and is not
+-- FIFO, whose queue lists it), how long in ms it stays listed in KEYS[8]
+-- without a new attempt.
 --
 -- Replies: {1, fence, server ms} acquired: the fence is the counter's
 -- current value (an exclusive acquisition increments it, a shared one does
@@ -23,6 +27,7 @@ local ms, us = now()
 trim(z, ms, {vals})
 local exp = string.format('%d', ms + tonumber(ARGV[2]))
 local function leave()
+  unlistWaiter(KEYS[8], token, ms, ARGV[7])
   if fifo then
     redis.call('ZREM', q, token)
     redis.call('ZREM', hb, token)
@@ -53,6 +58,7 @@ if fifo then
   arrival = tonumber(redis.call('ZSCORE', q, token))
 end
 local function refuse(r)
+  listWaiter(KEYS[8], token, ms, ARGV[7])
   if fifo then
     table.insert(r, rank)
     table.insert(r, arrival)

@@ -13,12 +13,19 @@ import (
 )
 
 // wait keeps trying until the lock is ours, the wait's deadline passes or
-// ctx ends. It must not sleep through a release: it subscribes to the
-// lock's channel first (and waits for the server's confirmation), then
-// tries again, so a release between the failed attempt and the
-// subscription is seen by that retry and a release after it arrives as a
-// message. Between messages it polls no later than the holder's TTL runs
-// out (an expiry publishes nothing) and no less often than PollInterval.
+// ctx ends. It must not sleep through a release. On one server, Sentinel or
+// Cluster a waiter sleeps on a wake-up stream of its own (streamSleeper),
+// which the release that can let it in appends to: it is listed (in the
+// queue, among the exclusive, shared or semaphore acquirers waiting) by the
+// attempt that was refused, and reads the stream from its beginning, so a
+// release between the two is not missed. It sleeps no later than the
+// holder's TTL runs out (an expiry wakes nobody) and the wait's deadline,
+// and wakes before its listing lapses to renew it (the queue's heartbeat).
+// A Locker lets one waiter per lock sleep so (and a client half its pool);
+// its other waiters, and Redlock's, listen on pub/sub instead (hubSleeper):
+// such a waiter subscribes to the lock's channel first (and waits for the
+// server's confirmation), then tries again, and polls no less often than
+// PollInterval.
 //
 // retry false skips that first retry: the caller queued behind local
 // waiters, one of which the next release wakes.
@@ -82,65 +89,59 @@ func transientReply(msg string) bool {
 // waitFrom is wait; down is the error of the attempt before, when it
 // failed on the way to Redis.
 func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, down error) (*Lease, error) {
+	var sl sleeper
+	if s, ok := a.l.b.(*single); ok && a.l.realTime && retry {
+		// Not on an injected Clock: a blocked read sleeps in server time.
+		// Not without a first attempt either: only that lists the waiter,
+		// so that a release wakes it; one that queues behind the local
+		// waiters (retry false) waits with them in the hub.
+		if ss := s.streamSleeper(a.key, a.args.token, a.l.queueTTL(), a.l.poll); ss != nil {
+			sl = ss
+		}
+	}
+	if sl == nil {
+		hs, err := a.hubSleeper(ctx, retry, down)
+		if err != nil {
+			return nil, err
+		}
+		sl, retry = hs, hs.retry
+	}
+	defer sl.close()
+	return a.loop(ctx, o, retry, down, sl)
+}
+
+// sleeper is how a waiter sleeps between attempts.
+type sleeper interface {
+	// longest is the longest sleep between attempts, whatever else bounds
+	// it; unheld (a refusal without a holder's TTL: earlier FIFO waiters or
+	// exclusive acquirers go first) asks for the bound of such a refusal.
+	longest(unheld bool) time.Duration
+	// sleep returns once woken, after d, or when ctx ends (ctx.Err()).
+	// again > 0 asks for the next attempt no later than that after this
+	// one: the waiter is next in line behind one that was woken.
+	sleep(ctx context.Context, d time.Duration) (again time.Duration, err error)
+	// fifo and passOn tell the hub about FIFO places and shared holds.
+	fifo(token string, arrival int64)
+	passOn()
+	close()
+}
+
+func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down error, sl sleeper) (*Lease, error) {
 	var downSince time.Time
 	if down != nil {
 		downSince = a.l.clock.Now()
 	}
 	deadline := a.deadline
-	// The subscription is bounded by the wait too: on a link slower than
-	// the wait, polling is all the time left allows.
-	sctx, scancel := ctx, context.CancelFunc(func() {})
-	if !deadline.IsZero() {
-		// On the Locker's clock, as the deadline is.
-		sctx, scancel = context.WithTimeout(ctx, deadline.Sub(a.l.clock.Now()))
-	}
-	sub, err := a.l.b.subscribe(sctx, lockwire.Channel(a.key))
-	var own subscription
-	if err == nil && a.args.intent > 0 {
-		// An exclusive waiter is listed, and a release that names it
-		// publishes on a channel of its own (wake.lua), so that only its
-		// process wakes. Without it (refused, say), the common channel
-		// and the poll still wake it.
-		if o, oerr := a.l.b.subscribe(sctx, lockwire.WaiterChannel(a.key, a.args.token)); oerr == nil {
-			own = o
-			// Waiting is over when this returns; a failed close cannot
-			// change its outcome.
-			defer func() { _ = own.Close() }()
-			own.named(a.args.token)
-		}
-	}
-	scancel()
-	if down != nil && err != nil {
-		// Unreachable still: poll until it answers.
-		sub, err = nil, nil
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctxErr(ctx, a.key)
-		}
-		// No pub/sub (an ACL without it, say): polling still works, only
-		// hand-offs are slower.
-		sub, retry = nil, true
-	}
-	var wake <-chan struct{} // nil (never ready) without pub/sub
-	if sub != nil {
-		defer func() { _ = sub.Close() }() // as for own above
-		wake = sub.C()
-		sub.named(a.args.token)
-		if a.fifo {
-			// Before the next attempt: a release after it must find
-			// this waiter marked.
-			sub.fifo(a.args.token, 0)
-		}
-	}
-	var named <-chan struct{} // nil (never ready) without a channel of its own
-	if own != nil {
-		named = own.C()
+	if a.fifo {
+		// Before the next attempt: a release after it must find this
+		// waiter marked.
+		sl.fifo(a.args.token, 0)
 	}
 	var held Holder
 	var late error // the last attempt's grant came too late to count
+	var again time.Duration
 	for {
-		delay := a.l.poll
+		delay := sl.longest(false)
 		if retry {
 			lease, h, err := a.try(ctx)
 			switch {
@@ -162,20 +163,20 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 				if o.OnLate != nil {
 					o.OnLate(err)
 				}
-				if a.fifo && sub != nil {
-					sub.fifo(a.args.token, 0)
+				if a.fifo {
+					sl.fifo(a.args.token, 0)
 				}
 			case lease != nil || err != nil:
-				if lease != nil && a.shared && sub != nil {
+				if lease != nil && a.shared {
 					// Shared holders enter together: the release that
 					// woke this one may let in the next local waiter too.
-					sub.passOn()
+					sl.passOn()
 				}
 				return lease, err
 			default:
 				held, late, down, downSince = h, nil, nil, time.Time{}
-				if a.fifo && sub != nil {
-					sub.fifo(a.args.token, h.arrival)
+				if a.fifo {
+					sl.fifo(a.args.token, h.arrival)
 				}
 				if o.OnBusy != nil {
 					o.OnBusy(held)
@@ -184,8 +185,13 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 					// Retry as the key expires; the extra millisecond
 					// covers PTTL's rounding down.
 					delay = min(delay, held.TTL+time.Millisecond)
+				} else {
+					delay = min(delay, sl.longest(true))
 				}
 			}
+		}
+		if again > 0 {
+			delay, again = min(delay, again), 0
 		}
 		retry = true
 		if !deadline.IsZero() {
@@ -206,15 +212,110 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 			}
 			delay = min(delay, left)
 		}
-		t := a.l.clock.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		var err error
+		if again, err = sl.sleep(ctx, delay); err != nil {
 			return nil, ctxErr(ctx, a.key)
-		case <-wake:
-		case <-named:
-		case <-t.C():
 		}
-		t.Stop()
+		if again > 0 {
+			// Next in line behind a waiter just woken: give it its grace
+			// before looking, unless woken meanwhile.
+			retry = false
+		}
+	}
+}
+
+// hubSleeper subscribes a waiter to the lock's channel (and, for a listed
+// exclusive waiter, to its own) on the Locker's shared pub/sub connection.
+// Without pub/sub (an ACL without it, say) it polls: only hand-offs are
+// slower. Its retry is the waiter's retry, which a failed subscription
+// turns on.
+func (a *attempt) hubSleeper(ctx context.Context, retry bool, down error) (*hubSleep, error) {
+	deadline := a.deadline
+	// The subscription is bounded by the wait too: on a link slower than
+	// the wait, polling is all the time left allows.
+	sctx, scancel := ctx, context.CancelFunc(func() {})
+	if !deadline.IsZero() {
+		// On the Locker's clock, as the deadline is.
+		sctx, scancel = context.WithTimeout(ctx, deadline.Sub(a.l.clock.Now()))
+	}
+	defer scancel()
+	h := &hubSleep{l: a.l, retry: retry}
+	sub, err := a.l.b.subscribe(sctx, lockwire.Channel(a.key))
+	if err == nil && a.args.intent > 0 {
+		// An exclusive waiter is listed, and a release that names it
+		// publishes on a channel of its own (wake.lua), so that only its
+		// process wakes. Without it (refused, say), the common channel
+		// and the poll still wake it.
+		if o, oerr := a.l.b.subscribe(sctx, lockwire.WaiterChannel(a.key, a.args.token)); oerr == nil {
+			h.own = o
+			o.named(a.args.token)
+		}
+	}
+	if down != nil && err != nil {
+		// Unreachable still: poll until it answers.
+		sub, err = nil, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			h.close()
+			return nil, ctxErr(ctx, a.key)
+		}
+		sub, h.retry = nil, true
+	}
+	if sub != nil {
+		h.sub = sub
+		sub.named(a.args.token)
+	}
+	return h, nil
+}
+
+type hubSleep struct {
+	l        *Locker
+	sub, own subscription
+	retry    bool
+}
+
+func (h *hubSleep) longest(bool) time.Duration { return h.l.poll }
+
+func (h *hubSleep) sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
+	var wake, named <-chan struct{} // nil (never ready) without pub/sub
+	if h.sub != nil {
+		wake = h.sub.C()
+	}
+	if h.own != nil {
+		named = h.own.C()
+	}
+	t := h.l.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-wake:
+	case <-named:
+	case <-t.C():
+	}
+	return 0, nil
+}
+
+func (h *hubSleep) fifo(token string, arrival int64) {
+	if h.sub != nil {
+		h.sub.fifo(token, arrival)
+	}
+}
+
+func (h *hubSleep) passOn() {
+	if h.sub != nil {
+		h.sub.passOn()
+	}
+}
+
+// close leaves the hub: waiting is over, and a failed close cannot change
+// its outcome.
+func (h *hubSleep) close() {
+	if h.own != nil {
+		_ = h.own.Close()
+	}
+	if h.sub != nil {
+		_ = h.sub.Close()
 	}
 }
