@@ -54,7 +54,7 @@ func Exec(ctx context.Context, spec child.Spec, cfg Config) (Result, error) {
 	if verbosef == nil {
 		verbosef = func(string, ...any) {}
 	}
-	verbosef("started %s (pid %d, its own process group)", name, c.Pid())
+	verbosef("started %s (pid %d, process group %d)", name, c.CommandPid(), c.Pid())
 	cfg.Signals = sigs
 	res := Supervise(ctx, c, &cfg)
 	verbosef("%s: %s", name, res.Status)
