@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The helper: one small process per command, which is both its guard and
@@ -28,18 +26,19 @@ import (
 // guard (GuardArg), in a group of its own, and to no witness: every signal
 // is forwarded.
 //
-// At the end the helper is told "done" once the command's group has
-// nothing left in it but the helper, and ends without killing anything;
-// the group is gone once it has been reaped, which is quick, as it waits
-// idle in a read. Telling "nothing but the helper" costs one
-// getpriority(2) call: the helper runs one nice level below lockctl, and
-// PRIO_PGRP reports the highest priority in the group, so a higher one
-// than the helper's is a process of the command's. While that holds (a
+// At the end the helper is ended (see done) once the command's group has
+// nothing left in it but the helper; the group is gone once the helper
+// has been reaped, which is quick. Telling "nothing but the helper" costs one
+// ioprio_get(2) call on Linux: the helper is put in the idle I/O class
+// (it does no I/O, and its CPU share is untouched; a lower CPU priority
+// was tried and made it slow to die on a loaded machine), and
+// IOPRIO_WHO_PGRP reports the best class among the group's members, so
+// any other class is a process of the command's. While that holds (a
 // background job outlived the command's first process) the helper stays
-// and keeps guarding the group. When it cannot tell (lockctl already at
-// nice 19, or a member that lowered its own priority) the helper goes, and
-// should the group still be there, a guard of the old shape (guard.go)
-// takes over for the rest of it.
+// and keeps guarding the group. When it cannot tell (lockctl itself in the
+// idle class, a member that put itself there, a system without I/O
+// classes) the helper goes, and should the group still be there, a guard
+// of the other shape (guard.go) takes over for the rest of it.
 
 // helperScript reads the group to kill ("-" for none: a command not
 // under a lease), reports each Forwarded signal by name once its traps are
@@ -76,7 +75,7 @@ type Helper struct {
 
 	cmd    *exec.Cmd
 	in     *os.File      // the helper's input
-	prio   int           // its priority as getpriority(2) reports it; 0: unknown
+	marked bool          // it can be told from the command's processes (markHelper)
 	exited chan struct{} // it has been reaped (or given up on)
 	synced chan struct{} // receives each "synced"
 	w      *witness      // its reports
@@ -132,7 +131,7 @@ func (h *Helper) start() error {
 	h.cmd, h.in = cmd, inW
 	h.exited, h.synced = make(chan struct{}), make(chan struct{}, 1)
 	h.w = newWitness()
-	h.prio = lowerPriority(cmd.Process.Pid)
+	h.marked = markHelper(cmd.Process.Pid)
 	go func() {
 		// An error here is the helper reaped by the group's reaping
 		// (groupAlive) first: it is gone all the same.
@@ -141,20 +140,6 @@ func (h *Helper) start() error {
 	}()
 	go h.read(outR)
 	return nil
-}
-
-// lowerPriority sets pid's nice level one above this process's and
-// returns its priority as getpriority(2) reports it (20 - nice), or 0 when
-// it could not (this process is at nice 19 already).
-func lowerPriority(pid int) int {
-	self, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
-	if err != nil || self <= 1 {
-		return 0
-	}
-	if unix.Setpriority(unix.PRIO_PROCESS, pid, 20-self+1) != nil {
-		return 0
-	}
-	return self - 1
 }
 
 // ready waits for the start and reports whether there is a helper.
@@ -219,39 +204,32 @@ func (h *Helper) sync() {
 }
 
 // othersInGroup reports whether pgid surely has a member other than the
-// helper: one whose priority is higher than the helper's. false means
-// either none, or none that can be told from the helper.
+// helper. false means either none, or none that can be told from the
+// helper.
 func (h *Helper) othersInGroup(pgid int) bool {
-	if h.prio == 0 {
-		return false
-	}
-	p, err := unix.Getpriority(unix.PRIO_PGRP, pgid)
-	return err == nil && p > h.prio
+	return h.marked && unmarkedIn(pgid)
 }
 
 // done ends the helper without it killing anything, and returns once it
-// has been reaped (killed when it does not end within witnessEnd), so
-// that it no longer counts as a member of the group.
+// has been reaped, so that it no longer counts as a member of the group.
+// It is killed rather than asked to end: it may still be starting (a
+// command as short as `true` ends first), and its shell's start-up would
+// otherwise be waited for. "done" goes first, so that a helper that reads
+// its input before the kill lands ends quietly all the same.
 func (h *Helper) done() {
 	_, _ = io.WriteString(h.in, "done\n")
+	_ = h.cmd.Process.Kill() // by pidfd: never another process
 	_ = h.in.Close()
-	t := time.NewTimer(witnessEnd)
+	t := time.NewTimer(witnessReap)
 	defer t.Stop()
-	select {
-	case <-h.exited:
-		return
-	case <-t.C:
-	}
-	_ = h.cmd.Process.Kill()
-	t.Reset(witnessReap)
 	select {
 	case <-h.exited:
 	case <-t.C:
 	}
 }
 
-// witnessEnd is how long the helper has to answer or to end by itself;
-// witnessReap bounds the wait for it to be reaped once killed.
+// witnessEnd is how long the helper has to answer a "sync"; witnessReap
+// bounds the wait for it to be reaped once killed.
 const (
 	witnessEnd  = 500 * time.Millisecond
 	witnessReap = time.Second
