@@ -21,3 +21,6 @@ func (c *Child) Polls() int { return c.polls }
 
 // HasWitness reports whether the child's group got a witness (a helper).
 func (c *Child) HasWitness() bool { return c.witness != nil }
+
+// WaitStarted waits until h's start has been tried.
+func WaitStarted(h *Helper) { h.ready() }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/child"
 )
 
 // guardedParent starts the test binary as a process that runs script
@@ -128,5 +130,25 @@ func TestGuardKillsWhatOutlivesTheCommand(t *testing.T) {
 	_ = parent.Wait()
 	if !waitGone(pid, 3*time.Second) {
 		t.Fatalf("the background job %d outlived lockctl's SIGKILL", pid)
+	}
+}
+
+// BenchmarkStartWaitGuarded is what `run` pays around a trivial command
+// once the lock is held: the helper was started during the acquire (here:
+// before the timer), the command starts in its group, and the group is
+// found gone.
+func BenchmarkStartWaitGuarded(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		h := child.StartHelper()
+		child.WaitStarted(h)
+		b.StartTimer()
+		c, err := child.Start(child.Spec{Argv: []string{"/bin/true"}, Guard: true, Helper: h})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st := c.Wait(); st != (child.Status{}) {
+			b.Fatal(st)
+		}
 	}
 }
