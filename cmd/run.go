@@ -223,44 +223,42 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	if err != nil {
 		return err
 	}
+	// Its fork and exec overlap the acquire's round trip.
+	helper := child.StartHelper()
+	started := time.Now()
+	var lease *lock.Lease
+	if len(names) > 1 {
+		lease, err = o.takeSet(ctx, f, l, names, opts)
+	} else {
+		lease, err = o.take(ctx, f, l, name, opts)
+	}
+	if err != nil {
+		helper.Close()
+		waited := time.Since(started)
+		rep.WaitedMS = waited.Milliseconds()
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return o.refused(c, name, err, waited)
+	}
+	rep.WaitedMS = lease.Waited.Milliseconds()
+	logAcquired(f, lease)
+	setEnv, setUnset := childSetEnv(l, lease, names, f.Getenv)
+	switched, stopSwitch := masterSwitches(f)
 	out := runner.Run(ctx, &runner.Job{
-		Acquire: func(ctx context.Context) (*lock.Lease, error) {
-			if len(names) > 1 {
-				return o.takeSet(ctx, f, l, names, opts)
-			}
-			return o.take(ctx, f, l, name, opts)
-		},
-		Locker:    l,
-		LockerFor: func(sink lock.EventSink) *lock.Locker { return f.lockerRecordingTo(l, sink) },
-		Events:    f.eventSink(),
-		Watch:     &lock.WatchdogOptions{RenewEvery: o.renewEvery, OnRenewError: renewWarning(f, name)},
-		// Renew at once on a Sentinel failover, and again a little later:
-		// the first may still meet the old master, when the announcement
-		// reached lockctl before the client dropped its connections there.
-		OnWatch: func(renewNow func()) func() {
-			return f.OnMasterSwitch(func() {
-				renewNow()
-				time.AfterFunc(switchRenewAgain, renewNow)
-			})
-		},
-		Command: func(lease *lock.Lease) child.Spec {
-			env, unset := childSetEnv(l, lease, names, f.Getenv)
-			return f.commandSpec(child.Spec{Argv: argv, Script: o.script, Env: append(childEnv(lease), env...), Unset: unset})
-		},
+		Lease:          lease,
+		Locker:         l,
+		Events:         f.eventSink(),
+		Watch:          &lock.WatchdogOptions{RenewEvery: o.renewEvery, OnRenewError: renewWarning(f, name)},
+		Switched:       switched,
+		Command:        f.commandSpec(child.Spec{Argv: argv, Script: o.script, Env: append(childEnv(lease), setEnv...), Unset: setUnset, Helper: helper}),
 		Supervise:      f.supervision(runner.Config{OnLost: onLost, KillAfter: o.killAfter, MaxRuntime: o.maxRuntime}),
 		ReleaseTimeout: f.G.Timeout,
-		Released:       releaseWarning(f),
-		Acquired:       func(lease *lock.Lease) { logAcquired(f, lease) },
+		Releaser:       runReleaser{f, l},
 	})
-	rep.WaitedMS = out.Waited.Milliseconds()
-	if out.Lease == nil {
-		if errors.Is(out.Err, context.Canceled) {
-			return out.Err
-		}
-		return o.refused(c, name, out.Err, out.Waited)
-	}
-	rep.Acquired, rep.Fence = true, out.Lease.Fence
-	rep.Set = setMembers(l, out.Lease, names)
+	stopSwitch()
+	rep.Acquired, rep.Fence = true, lease.Fence
+	rep.Set = setMembers(l, lease, names)
 	rep.HeldMS, rep.Renewals, rep.Lost = out.Held.Milliseconds(), out.Renewals, out.Lost
 	if out.Ran {
 		if s := out.Result.Status.Signal; s != 0 {
@@ -291,24 +289,46 @@ func renewWarning(f *Factory, name string) func(error) {
 	}
 }
 
-// releaseWarning words what the release at the end of run found, when it
-// is worth a warning: holds of the token left behind, or a release that
+// masterSwitches tells of each Sentinel failover (--sentinel), until stop
+// is called; nil without Sentinels.
+func masterSwitches(f *Factory) (switched <-chan struct{}, stop func()) {
+	ch := make(chan struct{}, 1)
+	stop = f.OnMasterSwitch(func() {
+		select {
+		case ch <- struct{}{}:
+		default: // one renewal is pending already
+		}
+	})
+	return ch, stop
+}
+
+// runReleaser is run's side of the release at the end (runner.Releaser).
+type runReleaser struct {
+	f *Factory
+	l *lock.Locker
+}
+
+func (r runReleaser) LockerFor(sink lock.EventSink) *lock.Locker {
+	return r.f.lockerRecordingTo(r.l, sink)
+}
+
+// Released words what the release at the end of run found, when it is
+// worth a warning: holds of the token left behind, or a release that
 // failed for another reason than the lock being gone or taken (those are
 // the run's outcome, see uncoveredEnd) or the lease lost before it.
-func releaseWarning(f *Factory) func(lease *lock.Lease, left int, err error, lost bool) {
-	return func(lease *lock.Lease, left int, err error, lost bool) {
-		gone := errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner)
-		switch {
-		case err == nil && left > 0 && lease.Holds == 1:
-			// The outermost holder is done, but holds taken by re-entry
-			// were not given back (a nested `lockctl lock` never released,
-			// or a nested holder still running).
-			f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name, left)
-		case err == nil, lost, gone:
-		case notWoken(f, "released "+lease.Name, err):
-		default:
-			f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
-		}
+func (r runReleaser) Released(lease *lock.Lease, left int, err error, lost bool) {
+	f := r.f
+	gone := errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner)
+	switch {
+	case err == nil && left > 0 && lease.Holds == 1:
+		// The outermost holder is done, but holds taken by re-entry
+		// were not given back (a nested `lockctl lock` never released,
+		// or a nested holder still running).
+		f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name, left)
+	case err == nil, lost, gone:
+	case notWoken(f, "released "+lease.Name, err):
+	default:
+		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
 	}
 }
 
@@ -427,7 +447,3 @@ func ttlFor(d, every time.Duration) time.Duration {
 		}
 	}
 }
-
-// switchRenewAgain is how long after a Sentinel's +switch-master run renews
-// a second time (see OnMasterSwitch).
-const switchRenewAgain = 200 * time.Millisecond

@@ -70,6 +70,10 @@ type Spec struct {
 	// Guard kills the group should this process die while the group
 	// runs (see guard.go): for a command run under a lease.
 	Guard bool
+	// Helper is the command's helper (helper.go), started beforehand so
+	// that its start overlaps other work; nil starts one now. Start owns
+	// it from the call on, whatever it returns.
+	Helper *Helper
 }
 
 // Child is a started command and its process group.
@@ -85,8 +89,10 @@ type Child struct {
 	killer *time.Timer // pending SIGKILL of a Terminate
 
 	tty     int      // the terminal handed to the child's group, or -1
-	guard   *guard   // nil without Spec.Guard
-	witness *witness // nil when none could be started
+	guarded bool     // Spec.Guard
+	helper  *Helper  // the group's leader; nil once gone, or without one
+	guard   *guard   // a guard of the other shape (guard.go), or nil
+	witness *witness // the helper's reports; nil without a helper
 	polls   int      // times wait slept for the group to go, read after done
 }
 
@@ -97,6 +103,10 @@ const pollGroup = 20 * time.Millisecond
 // *StartError (ErrNotFound, ErrNotExecutable) when the command cannot be
 // run, or other errors when the system refused the fork.
 func Start(spec Spec) (*Child, error) {
+	h := spec.Helper
+	if h == nil {
+		h = StartHelper()
+	}
 	argv := spec.Argv
 	if spec.Script != "" {
 		sh := spec.Shell
@@ -109,12 +119,14 @@ func Start(spec Spec) (*Child, error) {
 		argv = []string{sh, "-c", spec.Script}
 	}
 	if len(argv) == 0 || argv[0] == "" {
+		h.Close()
 		return nil, &StartError{Path: "", Err: errors.New("empty command"), kind: ErrNotFound}
 	}
 	cmd := command(argv[0], argv[1:]...)
 	if cmd.Err != nil {
 		// The lookup failed: nothing was found to run, or what was found
 		// cannot be run.
+		h.Close()
 		return nil, classify(argv[0], cmd.Path, cmd.Err)
 	}
 	if len(spec.Env) > 0 || len(spec.Unset) > 0 {
@@ -131,53 +143,87 @@ func Start(spec Spec) (*Child, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// On a terminal where lockctl is the foreground job, the child's new
-	// group becomes the foreground instead, as a shell would do: otherwise
-	// a child that reads the terminal (a confirmation prompt) is stopped by
-	// SIGTTIN, and ^C would reach lockctl rather than the job.
 	tty := foregroundTTY(cmd.Stdin)
+	becomeSubreaper()
+	c, err := startIn(cmd, argv[0], h, spec.Guard, tty)
+	if err != nil {
+		return nil, err
+	}
+	go c.wait()
+	return c, nil
+}
+
+// startIn starts cmd in h's process group, armed as the guard when
+// guarded, or, without a helper, in a new group of its own under a guard of
+// the other shape. On a terminal where lockctl is the foreground job (tty),
+// the child's group becomes the foreground instead, as a shell would do:
+// otherwise a child that reads the terminal (a confirmation prompt) is
+// stopped by SIGTTIN, and ^C would reach lockctl rather than the job.
+func startIn(cmd *exec.Cmd, name string, h *Helper, guarded bool, tty int) (*Child, error) {
+	c := &Child{cmd: cmd, exited: make(chan struct{}), done: make(chan struct{}), tty: tty, guarded: guarded}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if tty >= 0 {
 		cmd.SysProcAttr.Foreground = true
 		cmd.SysProcAttr.Ctty = 0 // the child's stdin, which is the terminal
 	}
-	becomeSubreaper()
-	var g *guard
-	if spec.Guard {
-		// Before the command: from its first instant on, lockctl's death
-		// ends it.
+	if h.ready() {
+		// Armed before the command starts: from its first instant on,
+		// lockctl's death ends it.
+		pgid := h.cmd.Process.Pid
+		armed := -1
+		if guarded {
+			armed = pgid
+		}
+		if h.arm(armed) == nil {
+			c.helper, c.witness, c.pgid = h, h.w, pgid
+			cmd.SysProcAttr.Pgid = pgid
+		} else {
+			h.Close() // gone already: the group would be too
+		}
+	}
+	if c.helper == nil && guarded {
 		var err error
-		if g, err = startGuard(); err != nil {
+		if c.guard, err = startGuard(); err != nil {
 			return nil, err
 		}
 	}
 	if err := cmd.Start(); err != nil {
-		if g != nil {
-			g.done()
+		joined := c.helper != nil
+		c.stopHelpers()
+		if joined && errors.Is(err, syscall.EPERM) {
+			// The helper's group was gone before the command could
+			// join it (the helper was killed meanwhile): not the
+			// command's fault. Without it, then (a Cmd starts once).
+			again := &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
+				Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr}
+			return startIn(again, name, noHelper(err), guarded, tty)
 		}
-		return nil, classify(argv[0], cmd.Path, err)
+		return nil, classify(name, cmd.Path, err)
 	}
-	c := &Child{
-		cmd:    cmd,
-		pgid:   cmd.Process.Pid, // Setpgid with Pgid 0: the group is named after the leader
-		exited: make(chan struct{}),
-		done:   make(chan struct{}),
-		tty:    tty,
-		guard:  g,
+	if c.helper == nil {
+		c.pgid = cmd.Process.Pid // Setpgid with Pgid 0: the group is named after the leader
 	}
-	if g != nil {
-		if err := g.watch(c.pgid); err != nil {
+	if c.guard != nil {
+		if err := c.guard.watch(c.pgid); err != nil {
 			// The guard is gone: the command would run unguarded.
 			_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
 			_ = cmd.Wait()
+			c.stopHelpers()
 			return nil, err
 		}
 	}
-	if w, err := startWitness(c.pgid); err == nil {
-		c.witness = w
-	}
-	go c.wait()
 	return c, nil
+}
+
+// stopHelpers ends the helper and the guard without them killing anything.
+func (c *Child) stopHelpers() {
+	if c.helper != nil {
+		c.helper.done()
+		c.helper = nil
+	}
+	if c.guard != nil {
+		c.guard.done()
+	}
 }
 
 // defaultPath is where execvp(3) looks for a command when PATH is not set
@@ -219,8 +265,12 @@ next:
 	return out
 }
 
-// Pid is the direct child's pid, which is also its process group id.
+// Pid is the id of the child's process group (the helper's pid, or the
+// direct child's without a helper).
 func (c *Child) Pid() int { return c.pgid }
+
+// CommandPid is the direct child's pid.
+func (c *Child) CommandPid() int { return c.cmd.Process.Pid }
 
 // Foreground reports whether the group was started as the terminal's
 // foreground (lockctl itself was): a ^C then reaches the group and not
@@ -316,12 +366,12 @@ func (c *Child) Terminate(grace time.Duration) error {
 
 func (c *Child) wait() {
 	_ = c.cmd.Wait() // the status is in ProcessState whatever the error
-	if c.witness != nil {
-		// The group is the leader's job; what stays behind in it does
-		// without a witness, which would otherwise keep it alive.
-		c.witness.stop()
-	}
 	st := statusOf(c.cmd.ProcessState)
+	if c.helper != nil && st.Signal != 0 {
+		// Whether the group received that signal too is to be known
+		// once Exited closes (GroupReceived).
+		c.helper.sync()
+	}
 	c.mu.Lock()
 	c.status = st
 	c.mu.Unlock()
@@ -330,7 +380,7 @@ func (c *Child) wait() {
 	// The leader is reaped; wait for the rest of its group. Only now may
 	// we reap by group: before, wait4(-pgid) could steal the leader's
 	// status from os/exec.
-	for groupAlive(c.pgid) {
+	for c.groupAlive() {
 		c.polls++
 		time.Sleep(pollGroup)
 	}
@@ -343,10 +393,37 @@ func (c *Child) wait() {
 		c.killer.Stop()
 	}
 	c.mu.Unlock()
-	if c.guard != nil {
-		c.guard.done()
-	}
+	c.stopHelpers()
 	close(c.done)
+}
+
+// groupAlive reports whether a process of the command's is left in its
+// group. The helper, the group's leader, stays as long as it can tell that
+// one is (and the group is guarded); then it is ended and reaped, and what
+// the group still holds is the command's. Should that be anything, which
+// the helper could not tell, a guard of the other shape takes over.
+func (c *Child) groupAlive() bool {
+	if h := c.helper; h != nil {
+		reapGroup(c.pgid)
+		if c.guarded && h.othersInGroup(c.pgid) {
+			return true
+		}
+		h.done()
+		c.helper = nil
+	}
+	if !groupAlive(c.pgid) {
+		return false
+	}
+	if c.guarded && c.guard == nil {
+		if g, err := startGuard(); err == nil {
+			if g.watch(c.pgid) == nil {
+				c.guard = g
+			} else {
+				g.done()
+			}
+		}
+	}
+	return true
 }
 
 // groupAlive reaps the group's zombies that are ours to reap (orphans
@@ -355,16 +432,21 @@ func (c *Child) wait() {
 // reaping a dead orphan would keep the group "alive" whenever init does not
 // reap promptly (lockctl as PID 1 in a container, for one).
 func groupAlive(pgid int) bool {
+	reapGroup(pgid)
+	err := syscall.Kill(-pgid, 0)
+	// EPERM: a member we may not signal (setuid) is still a member.
+	return err == nil || err == syscall.EPERM
+}
+
+// reapGroup reaps the group's zombies that are ours to reap.
+func reapGroup(pgid int) {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
 		if err != nil || pid <= 0 {
-			break
+			return
 		}
 	}
-	err := syscall.Kill(-pgid, 0)
-	// EPERM: a member we may not signal (setuid) is still a member.
-	return err == nil || err == syscall.EPERM
 }
 
 // Status is how the direct child ended.

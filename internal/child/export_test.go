@@ -12,12 +12,15 @@ func SetGuardShell(sh string) func() {
 	return func() { guardShell = old }
 }
 
-// GuardScript is the shell guard's program.
-const GuardScript = guardScript
+// GuardScript is the shell guard's program: the helper's.
+const GuardScript = helperScript
 
 // Polls is how many times the child's wait slept for its group to go;
 // valid once Done has closed.
 func (c *Child) Polls() int { return c.polls }
 
-// HasWitness reports whether the child's group got a witness.
+// HasWitness reports whether the child's group got a witness (a helper).
 func (c *Child) HasWitness() bool { return c.witness != nil }
+
+// WaitStarted waits until h's start has been tried.
+func WaitStarted(h *Helper) { h.ready() }

@@ -18,16 +18,17 @@ import (
 // lockctl killed with SIGKILL, by the OOM killer or by a crash gets no
 // chance to stop the command's group itself, and the group (in a process
 // group of its own, so that signals reach all of it) would run on without
-// the lock. So before the command starts, lockctl starts a guard: its own
-// binary again, in a process group of its own, holding the read
-// end of a pipe whose write end only lockctl holds. The guard is a POSIX
-// shell running guardScript where /bin/sh exists (a shell starts in a
-// fraction of the time lockctl's runtime does, and run's latency counts),
-// else lockctl's own binary again (GuardArg); both speak the same protocol. lockctl writes the
-// group's id to it once the command has started, and "done" once the group
-// is gone. When the pipe closes before "done" (lockctl died: the kernel
-// closes its descriptors however it ends) the guard kills the group with
-// SIGKILL and exits.
+// the lock. So before the command starts, a guard holds the read end of a
+// pipe whose write end only lockctl holds, and knows the group; when the
+// pipe closes before lockctl said "done" (lockctl died: the kernel closes
+// its descriptors however it ends) the guard kills the group with SIGKILL
+// and exits.
+//
+// The guard is the helper (helper.go), which is the group's leader. This
+// file holds the guard of the other shape, in a process group of its own
+// and told the group's id once the command has started, for when there is
+// no helper: the helper's script where /bin/sh exists, else lockctl's own
+// binary again (GuardArg, RunGuard); both speak the helper's protocol.
 //
 // What the guard does not cover: a lockctl that is stopped rather than
 // dead (SIGSTOP, a frozen VM) keeps the pipe open; the fence covers that
@@ -45,26 +46,13 @@ type guard struct {
 	cmd *exec.Cmd
 }
 
-// guardShell is the shell that runs guardScript; "" (or a shell that is
-// not there) runs lockctl's own binary as the guard.
+// guardShell is the shell that runs helperScript; "" (or a shell that is
+// not there) leaves no helper, and runs lockctl's own binary as the guard.
 var guardShell = "/bin/sh"
-
-// guardScript is RunGuard in POSIX shell: read the group, then wait for
-// "done" or the end of input; kill the group unless "done" came. A group id
-// that is not a number above 1 is never signalled (kill -- -1 would signal
-// every process the user may).
-const guardScript = `trap '' INT TERM HUP QUIT
-read p || exit 0
-case $p in ''|*[!0-9]*|0|1) exit 0 ;; esac
-read d
-[ "$d" = done ] && exit 0
-kill -s CONT -- "-$p" 2>/dev/null
-kill -s KILL -- "-$p" 2>/dev/null
-exit 0`
 
 // startGuard starts a guard that is not yet watching any group.
 func startGuard() (*guard, error) {
-	path, args := guardShell, []string{"sh", "-c", guardScript}
+	path, args := guardShell, []string{"sh", "-c", helperScript}
 	if _, err := os.Stat(path); path == "" || err != nil {
 		exe, err := os.Executable()
 		if err != nil {

@@ -25,7 +25,11 @@ func TestMain(m *testing.M) {
 		}
 		// Start a guarded group that records its pid, then wait to be
 		// killed.
-		_, err := child.Start(child.Spec{Script: "echo $$ > " + f + "; exec sleep 60", Guard: true})
+		script := "echo $$ > " + f + "; exec sleep 60"
+		if s := os.Getenv("CHILD_TEST_GUARDED_SCRIPT"); s != "" {
+			script = s // writes f itself
+		}
+		_, err := child.Start(child.Spec{Script: script, Guard: true})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -1,18 +1,13 @@
 package child
 
 import (
-	"bufio"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// The witness: a small process of lockctl's in the child's process group,
-// which reports every Forwarded signal the group receives. It lets lockctl
+// The witness: the helper (helper.go), a small process of lockctl's in the
+// child's process group, reports every Forwarded signal the group receives. It lets lockctl
 // tell a signal meant for lockctl alone (`kill PID`, systemd's
 // KillMode=mixed, a container runtime signalling PID 1), which it must
 // forward, from one that reached the whole group at the same moment
@@ -21,110 +16,59 @@ import (
 // forward again: a command that takes a second SIGTERM as "force quit"
 // would skip its clean-up.
 //
-// Every way it can fail errs towards forwarding: a witness that could not
-// start, is gone (the group's leader has exited, or it was killed) or is
-// slow to report leaves lockctl forwarding as it would without one.
+// Every way it can fail errs towards forwarding: a helper that could not
+// start, is gone (killed with the group) or is slow to report leaves
+// lockctl forwarding as it would without one.
 
 // DedupWindow is how long lockctl waits, after receiving a signal, for the
 // witness to report that the group received it too; the forward of a
 // signal the group did not get is delayed by this much.
 const DedupWindow = 200 * time.Millisecond
 
+// witness keeps the helper's reports (helper.go): the signals the group
+// received, told apart from those lockctl sent it itself.
 type witness struct {
-	cmd    *exec.Cmd
-	in     *os.File      // the witness's stdin: closing it ends the witness
-	exited chan struct{} // the witness has been reaped
-	readOK chan struct{} // its reports have all been read
-
-	ready bool // its traps are set: a signal for the group reaches it
-	clean bool // it ended at the end of its input, not by a signal
-
 	mu       sync.Mutex
+	ready    bool                         // its traps are set: a signal for the group reaches it
+	complete bool                         // it has reported all it got up to the command's end
 	expected map[syscall.Signal]int       // signals lockctl sent the group, not yet reported
 	foreign  map[syscall.Signal]time.Time // reported, sent by someone else, not yet matched
 	changed  chan struct{}                // closed at each report
 	seen     []syscall.Signal             // every signal reported as someone else's
 }
 
-// witnessScript reports each Forwarded signal by name until its input
-// ends. A trap cuts a read short with the status of end of input, so the
-// trap marks that it ran and the loop reads on.
-// The terminal's ^Z must not stop it (the group may be the foreground).
-const witnessScript = `t=0
-trap '' TSTP TTIN TTOU
-for s in HUP INT QUIT TERM USR1 USR2; do trap "t=1; echo SIG$s" $s; done
-echo ready
-while :; do t=0; read -r _ && continue; [ "$t" = 1 ] || break; done`
-
-// startWitness starts a witness in process group pgid: a POSIX shell (it
-// starts in a fraction of the time lockctl's runtime would). An error
-// means there is none; the caller goes on without.
-func startWitness(pgid int) (*witness, error) {
-	if _, err := os.Stat(guardShell); guardShell == "" || err != nil {
-		return nil, fmt.Errorf("child: witness: no %s", guardShell)
-	}
-	// The witness holds its own copies of inR and outW once started: ours
-	// only have to go. On an error the pipes go unused, and the error is
-	// the one to report.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = inR.Close() }()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		_ = inW.Close()
-		return nil, err
-	}
-	defer func() { _ = outW.Close() }()
-	cmd := &exec.Cmd{Path: guardShell, Args: []string{"sh", "-c", witnessScript}, Stdin: inR, Stdout: outW,
-		Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", // holds no directory busy
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}}
-	if err := cmd.Start(); err != nil {
-		_ = inW.Close()
-		_ = outR.Close()
-		return nil, err
-	}
-	w := &witness{cmd: cmd, in: inW, expected: map[syscall.Signal]int{},
-		foreign: map[syscall.Signal]time.Time{}, changed: make(chan struct{}), exited: make(chan struct{}), readOK: make(chan struct{})}
-	go func() {
-		err := cmd.Wait()
-		w.mu.Lock()
-		w.clean = err == nil
-		w.mu.Unlock()
-		close(w.exited)
-	}()
-	go w.read(outR)
-	return w, nil
+func newWitness() *witness {
+	return &witness{expected: map[syscall.Signal]int{}, foreign: map[syscall.Signal]time.Time{}, changed: make(chan struct{})}
 }
 
-// read takes the witness's reports, one signal name a line.
-func (w *witness) read(r io.ReadCloser) {
-	defer close(w.readOK)
-	defer func() { _ = r.Close() }() // read to its end or given up on: nothing to report
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if sc.Text() == "ready" {
-			w.mu.Lock()
-			w.ready = true
-			w.mu.Unlock()
-			continue
-		}
-		s, ok := signalNamed(sc.Text())
-		if !ok {
-			continue
-		}
-		w.mu.Lock()
-		if w.expected[s] > 0 {
-			w.expected[s]-- // lockctl's own
-		} else {
-			w.foreign[s] = time.Now()
-			w.seen = append(w.seen, s)
-		}
-		close(w.changed)
-		w.changed = make(chan struct{})
-		w.mu.Unlock()
+func (w *witness) setReady() {
+	w.mu.Lock()
+	w.ready = true
+	w.mu.Unlock()
+}
+
+func (w *witness) setComplete() {
+	w.mu.Lock()
+	w.complete = true
+	w.mu.Unlock()
+}
+
+// report takes one line of the helper's, a signal's name.
+func (w *witness) report(name string) {
+	s, ok := signalNamed(name)
+	if !ok {
+		return
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.expected[s] > 0 {
+		w.expected[s]-- // lockctl's own
+	} else {
+		w.foreign[s] = time.Now()
+		w.seen = append(w.seen, s)
+	}
+	close(w.changed)
+	w.changed = make(chan struct{})
 }
 
 // sent records that lockctl itself sent s to the group.
@@ -149,51 +93,13 @@ func (w *witness) take(s syscall.Signal, since time.Time) (got bool, changed <-c
 	return false, w.changed
 }
 
-// stop ends the witness: the group's leader is gone, and the witness must
-// not keep the group alive. Closing its input lets it first report a
-// signal it has received but not yet told (the terminal's ^C, which
-// reached it with the leader); it is killed if it does not end by itself
-// within witnessEnd. stop returns once the witness has been reaped and its
-// reports read (or after a bound, should that take unusually long), so
-// that the group's first check after its leader finds it gone at once
-// instead of polling: a `run` whose command leaves nothing behind ends
-// without a poll's delay.
-func (w *witness) stop() {
-	_ = w.in.Close()
-	t := time.NewTimer(witnessEnd)
-	defer t.Stop()
-	select {
-	case <-w.exited:
-	case <-t.C:
-		_ = w.cmd.Process.Kill()
-		t.Reset(witnessReap)
-		select {
-		case <-w.exited:
-		case <-t.C:
-		}
-	}
-	r := time.NewTimer(witnessReap)
-	defer r.Stop()
-	select {
-	case <-w.readOK:
-	case <-r.C:
-	}
-}
-
-// witnessEnd is how long the witness has to end by itself at the end of
-// its input; witnessReap bounds the wait for it to be reaped once killed.
-const (
-	witnessEnd  = 500 * time.Millisecond
-	witnessReap = time.Second
-)
-
 // received reports whether the group received s from someone other than
-// lockctl while the witness watched; unsure (the witness was not ready,
-// or did not end by itself after reporting all it got) counts as yes.
+// lockctl while the witness watched; unsure (the helper was not ready, or
+// did not confirm that it had reported all it got) counts as yes.
 func (w *witness) received(s syscall.Signal) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.ready || !w.clean {
+	if !w.ready || !w.complete {
 		return true
 	}
 	for _, r := range w.seen {

@@ -25,6 +25,12 @@ var ErrNotStarted = errors.New("the command could not be started")
 // or ErrNotStarted. A command under a lease dies with this process (the
 // guard), unless OnLostIgnore asked for it to run on without the lease.
 func Exec(ctx context.Context, spec child.Spec, cfg Config) (Result, error) {
+	started := false
+	defer func() {
+		if !started {
+			spec.Helper.Close() // child.Start owns it once called
+		}
+	}()
 	if cfg.Route != nil {
 		defer cfg.Route()()
 	}
@@ -39,6 +45,7 @@ func Exec(ctx context.Context, spec child.Spec, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("%w; it was not started", ErrLapsed)
 	}
 	spec.Guard = cfg.Lease != nil && cfg.OnLost != OnLostIgnore
+	started = true
 	c, err := child.Start(spec)
 	if err != nil {
 		if errors.As(err, new(*child.StartError)) {
@@ -54,7 +61,7 @@ func Exec(ctx context.Context, spec child.Spec, cfg Config) (Result, error) {
 	if verbosef == nil {
 		verbosef = func(string, ...any) {}
 	}
-	verbosef("started %s (pid %d, its own process group)", name, c.Pid())
+	verbosef("started %s (pid %d, process group %d)", name, c.CommandPid(), c.Pid())
 	cfg.Signals = sigs
 	res := Supervise(ctx, c, &cfg)
 	verbosef("%s: %s", name, res.Status)

@@ -10,57 +10,61 @@ import (
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
-// Job is one `lockctl run`: a command run while a lock is held. What it
-// prints and how its outcome reads are the caller's; Run does the steps.
+// Job is one `lockctl run` once its lease is acquired: a command run while
+// the lock is held. What it prints and how its outcome reads are the
+// caller's; Run does the steps.
 type Job struct {
-	// Acquire takes the lease (waiting as the caller decided, or
-	// re-entering a hold of the caller's own).
-	Acquire func(ctx context.Context) (*lock.Lease, error)
-	// Locker watches and releases the lease; its events are recorded as
-	// Run decides (see LockerFor).
+	// Lease is the lease the caller acquired (waiting as it decided, or
+	// re-entering a hold of its own).
+	Lease *lock.Lease
+	// Locker watches the lease and releases it.
 	Locker *lock.Locker
-	// LockerFor is a Locker like Locker whose events go to sink (nil:
-	// nowhere): the release's events depend on what it found. nil means
-	// Locker itself (events off).
-	LockerFor func(sink lock.EventSink) *lock.Locker
 	// Events receives Run's own event (the lease lost at the end); nil
-	// records nothing.
+	// records nothing, and the release records with Locker.
 	Events lock.EventSink
 	// Watch tunes the lease's watchdog.
 	Watch *lock.WatchdogOptions
-	// OnWatch, when set, is called with a function that renews the lease
-	// at once (a Sentinel failover); its result is called before the
-	// release.
-	OnWatch func(renewNow func()) (stop func())
-	// Command is what runs under the lease.
-	Command func(lease *lock.Lease) child.Spec
+	// Switched, when not nil, tells of a Sentinel failover: the lease is
+	// renewed at once, and again switchRenewAgain later (the first renewal
+	// may still meet the old master, when the announcement came before the
+	// client dropped its connections there).
+	Switched <-chan struct{}
+	// Command is what runs under the lease (its Helper, when set, is
+	// Run's from the call on).
+	Command child.Spec
 	// Supervise tunes the supervision (Lease is set by Run).
 	Supervise Config
 	// ReleaseTimeout bounds the final release, which runs on a context of
 	// its own: an interrupted run still releases.
 	ReleaseTimeout time.Duration
-	// Released, when set, learns what the final release returned (holds
-	// of the token left, error) and whether the lease had been lost
-	// before it, for warnings.
-	Released func(lease *lock.Lease, left int, err error, lost bool)
-	// Acquired, when set, says that the lease was taken and after how
-	// long a wait; nil leaves it to Supervise.Verbosef.
-	Acquired func(lease *lock.Lease)
+	// Releaser, when set, provides the release's Locker and learns what
+	// the release found; nil releases with Locker and says nothing.
+	Releaser Releaser
 }
+
+// Releaser is what Run asks of its caller at the end.
+type Releaser interface {
+	// LockerFor is a Locker like Job.Locker whose events go to sink (nil:
+	// nowhere): the release's events depend on what it found.
+	LockerFor(sink lock.EventSink) *lock.Locker
+	// Released learns what the final release returned (holds of the
+	// token left, error) and whether the lease had been lost before it,
+	// for warnings.
+	Released(lease *lock.Lease, left int, err error, lost bool)
+}
+
+// switchRenewAgain is how long after a Sentinel failover the lease is
+// renewed a second time (see Job.Switched).
+const switchRenewAgain = 200 * time.Millisecond
 
 // Outcome is how a Run ended, for the caller to report and to turn into
 // an exit status.
 type Outcome struct {
-	// Lease is the lease held; nil when it was not acquired, and Err
-	// says why.
-	Lease  *lock.Lease
-	Waited time.Duration // the wait, or until the refusal when not acquired
-	Held   time.Duration // from the grant to the end of the release
+	Held time.Duration // from the start of Run to the end of the release
 	// Err, when not nil, ended the run before the command ended: the
-	// acquisition's error (not obtained, Redis unavailable, an interrupted
-	// wait), the watchdog's refusal, ctx's cause (a signal before the
-	// start), ErrLapsed (the lease lapsed before the start), a
-	// *child.StartError (not found, not executable) or ErrNotStarted.
+	// watchdog's refusal, ctx's cause (a signal before the start),
+	// ErrLapsed (the lease lapsed before the start), a *child.StartError
+	// (not found, not executable) or ErrNotStarted.
 	Err error
 	// Ran: the command started; Result says how it ended.
 	Ran    bool
@@ -77,30 +81,15 @@ type Outcome struct {
 	Uncovered error
 }
 
-// Run acquires the lease, watches it, runs the command under it
-// (supervised: see Exec), releases it once the command's whole process
-// group is gone, and says how all that ended. The watchdog outlives ctx's
-// cancellation by a signal that lands before the command starts: the lease
-// is kept until it is released in order, never abandoned.
+// Run watches the lease, runs the command under it (supervised: see
+// Exec), releases it once the command's whole process group is gone, and
+// says how all that ended. The watchdog outlives ctx's cancellation by a
+// signal that lands before the command starts: the lease is kept until it
+// is released in order, never abandoned.
 func Run(ctx context.Context, job *Job) *Outcome {
 	out := &Outcome{}
-	started := time.Now()
-	lease, err := job.Acquire(ctx)
-	if err != nil {
-		out.Waited, out.Err = time.Since(started), err
-		return out
-	}
-	out.Lease, out.Waited = lease, lease.Waited
+	lease := job.Lease
 	heldSince := time.Now()
-	logf := job.Supervise.Verbosef
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	if job.Acquired != nil {
-		job.Acquired(lease)
-	} else {
-		logf("acquired %s (fence %d) after %v", lease.Key, lease.Fence, lease.Waited.Round(time.Millisecond))
-	}
 
 	wdCtx, stopWD := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWD()
@@ -108,18 +97,16 @@ func Run(ctx context.Context, job *Job) *Outcome {
 	if err != nil {
 		// The command does not run: err is the outcome, whatever the
 		// release finds.
+		job.Command.Helper.Close()
 		_ = job.release(lease, job.Locker, false)
 		out.Err = err
 		return out
 	}
-	stopSwitch := func() {}
-	if job.OnWatch != nil {
-		stopSwitch = job.OnWatch(wd.RenewNow)
-	}
+	stopSwitch := renewOnSwitch(job.Switched, wd.RenewNow)
 
 	cfg := job.Supervise
 	cfg.Lease = wd
-	res, err := Exec(ctx, job.Command(lease), cfg)
+	res, err := Exec(ctx, job.Command, cfg)
 	if err != nil {
 		out.Err, out.Lost = err, errors.Is(err, ErrLapsed)
 	} else {
@@ -163,6 +150,32 @@ func Run(ctx context.Context, job *Job) *Outcome {
 	return out
 }
 
+// renewOnSwitch renews (renewNow) at each failover switched tells of, and
+// again switchRenewAgain later, until the returned function is called.
+func renewOnSwitch(switched <-chan struct{}, renewNow func()) (stop func()) {
+	if switched == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-switched:
+				renewNow()
+				time.AfterFunc(switchRenewAgain, renewNow)
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
 // release frees the lease with l once the command's group is gone, on a
 // context of its own. It returns the release's error when the lock was
 // gone (ErrNotHeld) or held by another token (ErrNotOwner): the lease did
@@ -171,8 +184,8 @@ func (job *Job) release(lease *lock.Lease, l *lock.Locker, lost bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), job.ReleaseTimeout)
 	defer cancel()
 	left, err := releaseThrough(ctx, l, lease, job.Locker)
-	if job.Released != nil {
-		job.Released(lease, left, err, lost)
+	if job.Releaser != nil {
+		job.Releaser.Released(lease, left, err, lost)
 	}
 	if errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner) {
 		return err
@@ -181,10 +194,10 @@ func (job *Job) release(lease *lock.Lease, l *lock.Locker, lost bool) error {
 }
 
 func (job *Job) lockerFor(sink lock.EventSink) *lock.Locker {
-	if job.LockerFor == nil || job.Events == nil {
+	if job.Releaser == nil || job.Events == nil {
 		return job.Locker
 	}
-	return job.LockerFor(sink)
+	return job.Releaser.LockerFor(sink)
 }
 
 func (job *Job) record(kind, name string) {

@@ -1,5 +1,5 @@
-// Package runner runs a command while a lock is held: Run acquires the
-// lease, watches it, starts and supervises the command (Exec, Supervise:
+// Package runner runs a command while a lock is held: Run watches the
+// lease its caller acquired, starts and supervises the command (Exec, Supervise:
 // signals forwarded to its process group, the loss of the lock and the
 // runtime limit acted on), releases once the whole group is gone, and
 // returns how it all ended as an Outcome. It decides no exit status: the

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -423,15 +424,35 @@ func isGuard(pid int) bool {
 	return strings.Contains(string(b), "__lockctl-guard") || strings.Contains(string(b), "read p || exit 0")
 }
 
-// Commands is Children without lockctl's guard: the process groups of CMD.
+// Commands is the process groups of CMD: those of Children without
+// lockctl's helper, which leads CMD's group.
 func (p *Proc) Commands() []int {
 	var out []int
 	for _, k := range p.Children() {
-		if !isGuard(k) {
-			out = append(out, k)
+		if g := pgrpOf(k); !isGuard(k) && g > 0 && !slices.Contains(out, g) {
+			out = append(out, g)
 		}
 	}
 	return out
+}
+
+// pgrpOf is pid's process group, or 0 when pid is gone.
+func pgrpOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 {
+		return 0
+	}
+	g, _ := strconv.Atoi(f[2])
+	return g
 }
 
 // Alive counts the process groups among pgids that have a live member.
@@ -446,11 +467,15 @@ func Alive(pgids []int) int {
 }
 
 // SignalChildren sends sig to the process group of each of lockctl's
-// children (each CMD leads a group of its own).
+// children (CMD's group, which lockctl's helper leads).
 func (p *Proc) SignalChildren(sig syscall.Signal) int {
 	kids := p.Children()
+	var groups []int
 	for _, k := range kids {
-		_ = syscall.Kill(-k, sig) // a child that exited meanwhile is no error
+		if g := pgrpOf(k); g > 0 && !slices.Contains(groups, g) {
+			groups = append(groups, g)
+			_ = syscall.Kill(-g, sig) // a child that exited meanwhile is no error
+		}
 	}
 	return len(kids)
 }
