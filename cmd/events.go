@@ -63,7 +63,7 @@ func (f *Factory) Events() *events.Recorder {
 // acquisitions, releases and the watchdog's renewals itself: a nil
 // interface, not a nil *Recorder, when events are off, so that the Locker
 // skips recording altogether.
-func (f *Factory) eventSink() lock.EventSink {
+func (f *Factory) eventSink() events.Sink {
 	if r := f.Events(); r != nil {
 		return r
 	}
@@ -75,7 +75,7 @@ func (f *Factory) eventSink() lock.EventSink {
 // what run makes of its outcome, or that follows a loss already recorded
 // (the loss is the event, not the refused or late release after it). It
 // is l when events are off.
-func (f *Factory) lockerRecordingTo(l *lock.Locker, sink lock.EventSink) *lock.Locker {
+func (f *Factory) lockerRecordingTo(l *lock.Locker, sink events.Sink) *lock.Locker {
 	if f.Events() == nil {
 		return l
 	}

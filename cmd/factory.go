@@ -131,7 +131,7 @@ func (f *Factory) Locker() (*lock.Locker, error) {
 	return f.locker(f.eventSink())
 }
 
-func (f *Factory) locker(sink lock.EventSink) (*lock.Locker, error) {
+func (f *Factory) locker(sink events.Sink) (*lock.Locker, error) {
 	opts := &lock.Options{
 		Prefix:              f.G.Prefix,
 		RawKeys:             f.G.Prefix == "",

@@ -15,6 +15,7 @@ import (
 	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -308,7 +309,7 @@ type runReleaser struct {
 	l *lock.Locker
 }
 
-func (r runReleaser) LockerFor(sink lock.EventSink) *lock.Locker {
+func (r runReleaser) LockerFor(sink events.Sink) *lock.Locker {
 	return r.f.lockerRecordingTo(r.l, sink)
 }
 

@@ -21,7 +21,7 @@ type Job struct {
 	Locker *lock.Locker
 	// Events receives Run's own event (the lease lost at the end); nil
 	// records nothing, and the release records with Locker.
-	Events lock.EventSink
+	Events events.Sink
 	// Watch tunes the lease's watchdog.
 	Watch *lock.WatchdogOptions
 	// Switched, when not nil, tells of a Sentinel failover: the lease is
@@ -46,7 +46,7 @@ type Job struct {
 type Releaser interface {
 	// LockerFor is a Locker like Job.Locker whose events go to sink (nil:
 	// nowhere): the release's events depend on what it found.
-	LockerFor(sink lock.EventSink) *lock.Locker
+	LockerFor(sink events.Sink) *lock.Locker
 	// Released learns what the final release returned (holds of the
 	// token left, error) and whether the lease had been lost before it,
 	// for warnings.
@@ -193,7 +193,7 @@ func (job *Job) release(lease *lock.Lease, l *lock.Locker, lost bool) error {
 	return nil
 }
 
-func (job *Job) lockerFor(sink lock.EventSink) *lock.Locker {
+func (job *Job) lockerFor(sink events.Sink) *lock.Locker {
 	if job.Releaser == nil || job.Events == nil {
 		return job.Locker
 	}

@@ -353,3 +353,15 @@ func Recent(ctx context.Context, c Reader, key string, count int64) ([]Entry, st
 	}
 	return out, last, nil
 }
+
+// Sink receives the outcome of each pkg/lock operation (lock.Options.Events), for monitoring.
+// *Recorder satisfies it. Record is called on the operation's
+// goroutine (the watchdog's, for renewals), so from several at once, after
+// the outcome is decided: it must return at once and cannot fail the
+// operation. A Recorder only queues, and writes in the background, batched
+// and pipelined, rather than inside the operation's script: that works
+// alike on one server, Sentinel and Cluster (where the stream cannot share
+// the lock's slot), and costs the operation no round trip.
+type Sink interface {
+	Record(ctx context.Context, e Event)
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/lockwire"
 )
 
 var (
@@ -14,20 +16,20 @@ var (
 	ErrNotObtained = errors.New("lock: not obtained")
 	// ErrNotHeld is the error of a renew or release that found no lock at
 	// all (expired or never taken).
-	ErrNotHeld = errors.New("lock: not held")
+	ErrNotHeld = lockwire.ErrNotHeld
 	// ErrNotOwner is the error of a renew or release of a lock that
 	// another token holds (*HeldError).
-	ErrNotOwner = errors.New("lock: held by another owner")
+	ErrNotOwner = lockwire.ErrNotOwner
 	// ErrWrongType is the error of a call whose key at the lock's name is
 	// not a lock (*WrongTypeError), or one of whose auxiliary keys holds
 	// what someone else wrote (*DataError).
-	ErrWrongType = errors.New("lock: key is not a lock")
+	ErrWrongType = lockwire.ErrWrongType
 	// ErrStaleFence is the error of a fence check that refused a fence not
 	// newer than the highest seen (*StaleFenceError).
 	ErrStaleFence = errors.New("lock: stale fence")
 	// ErrInvalid is the error of a call given an unusable argument (empty
 	// name, ttl < 1ms, ...).
-	ErrInvalid = errors.New("lock: invalid argument")
+	ErrInvalid = lockwire.ErrInvalid
 	// ErrLimitMismatch is the error of a semaphore acquire that asked for
 	// another limit than the live holders use (*LimitError). It also
 	// matches ErrInvalid: the
@@ -36,7 +38,7 @@ var (
 	ErrLimitMismatch = errors.New("lock: semaphore limit differs from its holders'")
 	// ErrNotReplicated is the error of a lock write that fewer replicas than
 	// Options.WaitReplicas asked for acknowledged in time (*ReplicationError).
-	ErrNotReplicated = errors.New("lock: not replicated")
+	ErrNotReplicated = lockwire.ErrNotReplicated
 	// ErrNotWoken is the warning of a release that freed the lock while the
 	// server refused the message that wakes its waiters (an ACL without PUBLISH, or without the channel:
 	// Redis 7 gives new users no channels unless granted, e.g. &lockctl:*).
@@ -47,7 +49,7 @@ var (
 	// ErrLate is the error of a reply that arrived after the local deadline of
 	// the lease it granted or renewed, so that lease does not count as held
 	// (*LateError).
-	ErrLate = errors.New("lock: reply after the lease's local deadline")
+	ErrLate = lockwire.ErrLate
 	// ErrSlowLink is the error of replies that take longer than the lease's TTL
 	// less its margin, so that no grant can count as held (a *LateError with Slow set).
 	ErrSlowLink = errors.New("lock: replies slower than the lease allows")

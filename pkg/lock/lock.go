@@ -10,6 +10,7 @@ import (
 	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,7 +59,7 @@ type Options struct {
 	// Events, if set, receives how each Acquire, Release and watchdog
 	// renewal ended (see record.go), e.g. an *events.Recorder. Nil records
 	// nothing and costs nothing.
-	Events EventSink
+	Events events.Sink
 }
 
 // Locker takes, renews and releases leases on named locks.
@@ -68,7 +69,7 @@ type Locker struct {
 	clock    leasetime.Clock
 	replicas int
 	poll     time.Duration
-	events   EventSink
+	events   events.Sink
 	// realTime: no Clock was injected, so waiters may sleep on the
 	// server's blocking reads (sleep.go).
 	realTime bool

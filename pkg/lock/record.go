@@ -9,18 +9,6 @@ import (
 	"github.com/lockctl/lockctl/pkg/events"
 )
 
-// EventSink receives the outcome of each operation, for monitoring.
-// *events.Recorder satisfies it. Record is called on the operation's
-// goroutine (the watchdog's, for renewals), so from several at once, after
-// the outcome is decided: it must return at once and cannot fail the
-// operation. A Recorder only queues, and writes in the background, batched
-// and pipelined, rather than inside the operation's script: that works
-// alike on one server, Sentinel and Cluster (where the stream cannot share
-// the lock's slot), and costs the operation no round trip.
-type EventSink interface {
-	Record(ctx context.Context, e events.Event)
-}
-
 // recordAcquire: acquired (with the wait), busy (no waiting) or timeout.
 // Errors that say nothing about the lock (Redis unreachable, ctx ended,
 // invalid arguments) record nothing.

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var _ lock.EventSink = (*events.Recorder)(nil)
+var _ events.Sink = (*events.Recorder)(nil)
 
 // sink keeps what a Locker records, in order.
 type sink struct {

@@ -77,7 +77,7 @@ type WatchdogOptions struct {
 	// *ReplicationError, answered too late, or still unanswered at the
 	// deadline) and lease_lost when the lease is lost; nil records nothing.
 	// Lease.Watch passes the Locker's Options.Events unless this is set.
-	Events EventSink
+	Events events.Sink
 }
 
 // Watchdog keeps a lease alive by renewing it in the background and decides
@@ -119,7 +119,7 @@ type Watchdog struct {
 	ttl, every, margin time.Duration
 	retryMin, retryMax time.Duration
 	onErr              func(error)
-	events             EventSink
+	events             events.Sink
 	clk                leasetime.Clock
 	lost               chan error
 	kick               chan struct{}
