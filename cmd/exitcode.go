@@ -10,6 +10,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/internal/watchdog"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
@@ -124,7 +125,7 @@ func childExit(res runner.Result) error {
 // runner.Outcome): the error that stopped it, a bug of lockctl's, or the
 // command's end.
 func runError(out *runner.Outcome) error {
-	var bug *lock.PanicError
+	var bug *watchdog.PanicError
 	switch {
 	case out.Err != nil:
 		return out.Err

@@ -93,7 +93,7 @@ func Run(ctx context.Context, job *Job) *Outcome {
 
 	wdCtx, stopWD := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWD()
-	wd, err := lease.Watch(wdCtx, job.Watch)
+	wd, err := Watch(wdCtx, lease, job.Watch)
 	if err != nil {
 		// The command does not run: err is the outcome, whatever the
 		// release finds.

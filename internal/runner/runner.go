@@ -62,8 +62,8 @@ func ParseOnLost(s string) (OnLost, error) {
 	return 0, fmt.Errorf("%w, not %q", ErrBadOnLost, s)
 }
 
-// Lease is what the supervisor needs of a lease watchdog; *lock.Watchdog
-// satisfies it.
+// Lease is what the supervisor needs of a lease watchdog; *Watched and
+// *watchdog.Watchdog satisfy it.
 type Lease interface {
 	// Lost delivers the loss, once.
 	Lost() <-chan error

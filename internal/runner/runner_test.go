@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/child"
 	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/internal/watchdog"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
@@ -304,14 +305,14 @@ func TestLossGrace(t *testing.T) {
 	}
 }
 
-// helperMain holds a 1s lease through a Watchdog whose renewals always
+// helperMain holds a 1s lease through a watchdog whose renewals always
 // succeed at once, runs `sleep 60` under Supervise and reports the result.
 // Only the local deadline can make it lose the lease.
 func helperMain() int {
 	sigs, stop := child.Notify()
 	defer stop()
 	renew := renewFunc(func(_ context.Context, _, _ string, ttl time.Duration) (time.Duration, error) { return ttl, nil })
-	w, err := lock.StartWatchdog(context.Background(), renew, "deploy", "tok", time.Second, time.Time{}, nil)
+	w, err := watchdog.Start(context.Background(), renew, "deploy", "tok", time.Second, time.Time{}, nil)
 	if err != nil {
 		fmt.Println("error", err)
 		return 70

@@ -32,9 +32,9 @@
 //     minus a margin. A grant whose reply arrives later is never returned
 //     (it is re-confirmed once, else released: *LateError, or
 //     a slow *LateError when the re-confirmation came late too), a renewal
-//     answered later does not count, and Lease.Deadline and the Watchdog
+//     answered later does not count, and Lease.Deadline and the watchdog (Lease.Watch)
 //     follow the same rule, for locks, semaphore slots, FIFO and Redlock.
-//   - Acquire, a renewal (Lease.Refresh, the Watchdog) and Lease.Release
+//   - Acquire, a renewal (Lease.Refresh, Lease.Watch) and Lease.Release
 //     each run one Lua script, one round trip, atomically on the server.
 //     Locker.Resume turns a lease known by name and token (another process
 //     took it) into a *Lease, with one read.

@@ -53,7 +53,7 @@ var (
 	// ErrSlowLink is the error of replies that take longer than the lease's TTL
 	// less its margin, so that no grant can count as held (a *LateError with Slow set).
 	ErrSlowLink = errors.New("lock: replies slower than the lease allows")
-	// ErrLost is the error of a Watchdog that gave up a lease, either because
+	// ErrLost is the error of a lease's watchdog (Lease.Watch) that gave it up, either because
 	// a renewal was refused or because its local deadline passed without a
 	// successful renewal (*LostError).
 	ErrLost = errors.New("lock: lost")
@@ -191,26 +191,11 @@ func (e *StaleFenceError) Error() string {
 // Is makes a *StaleFenceError match ErrStaleFence.
 func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
 
-// PanicError reports that code the lock package runs in the background (a
-// Watchdog's loop, or the renewal it calls) panicked. The Watchdog then reports the
-// lease as lost with it, so that the caller stops the protected work
-// instead of the process dying with it still running: a bug, in lockctl or
-// in what a watchdog renews with.
-type PanicError struct {
-	Where string // "watchdog" or "renewal"
-	Value any    // what was passed to panic
-	Stack []byte
-}
-
-func (e *PanicError) Error() string {
-	return fmt.Sprintf("lock: panic in the %s: %v (a bug)", e.Where, e.Value)
-}
-
 // ReplicationError reports that WAIT after a lock write counted fewer
 // replicas than Want.
 // After Acquire the lock has been released again (best effort) and is not
 // held; after Renew the master holds the renewed lease, but the renewal
-// does not count (a Watchdog's or Lease's deadline stays where the last
+// does not count (a watchdog's or Lease's deadline stays where the last
 // acknowledged write put it): the master may be one a failover replaced.
 type ReplicationError struct {
 	Key   string

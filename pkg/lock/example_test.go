@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
@@ -75,7 +76,11 @@ func ExampleLease_Watch_longJob() {
 	}
 	fmt.Println("acquired")
 
-	wd, err := lease.Watch(ctx, nil) // renews every ttl/6
+	var renewals atomic.Int64
+	watch, stop := context.WithCancel(ctx)
+	defer stop()
+	// Renews every ttl/6 until stop (or Release).
+	err = lease.Watch(watch, &lock.WatchdogOptions{OnRenew: func(time.Time) { renewals.Add(1) }})
 	if err != nil {
 		fmt.Println("watch:", err)
 		return
@@ -83,14 +88,14 @@ func ExampleLease_Watch_longJob() {
 
 	// The job: longer than the TTL. It stops early if the lease is lost.
 	select {
-	case err := <-wd.Lost():
-		fmt.Println("lost:", err)
+	case <-lease.Done():
+		fmt.Println("lost:", lease.Err())
 		return
 	case <-time.After(2 * time.Second):
 	}
-	wd.Stop()
-	fmt.Println("renewed during the job:", wd.Renewals() > 0)
-	fmt.Println("still held:", wd.Err() == nil)
+	stop()
+	fmt.Println("renewed during the job:", renewals.Load() > 0)
+	fmt.Println("still held:", lease.Err() == nil)
 
 	if err := lease.Release(ctx); err != nil {
 		fmt.Println("release:", err)
@@ -118,7 +123,8 @@ func ExampleLease_Watch() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	wd, err := lease.Watch(ctx, nil) // renews every ttl/6
+	var renewals atomic.Int64
+	err = lease.Watch(ctx, &lock.WatchdogOptions{OnRenew: func(time.Time) { renewals.Add(1) }}) // renews every ttl/6
 	if err != nil {
 		fmt.Println("watch:", err)
 		return
@@ -127,11 +133,11 @@ func ExampleLease_Watch() {
 	// The job: longer than the TTL. It stops early if the lease is lost.
 	select {
 	case <-lease.Done():
-		fmt.Println("lost:", wd.Err())
+		fmt.Println("lost:", lease.Err())
 		return
 	case <-time.After(2 * time.Second):
 	}
-	fmt.Println("renewed during the job:", wd.Renewals() > 0)
+	fmt.Println("renewed during the job:", renewals.Load() > 0)
 
 	if err := lease.Release(ctx); err != nil {
 		fmt.Println("release:", err)

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/leasetime"
+	"github.com/lockctl/lockctl/internal/watchdog"
 )
 
 // Deadline is the moment the lease stops counting as held unless renewed
-// before: Refresh moves it; a Watchdog (Watch) renews the lease and keeps
-// its own, later, deadline. A nil *Lease (what a failed Acquire returns)
+// before: Refresh moves it; a watchdog (Watch) renews the lease and keeps
+// its own, later, deadline (WatchdogOptions.OnRenew). A nil *Lease (what a failed Acquire returns)
 // has the zero time: it never counts as held.
 func (l *Lease) Deadline() time.Time {
 	if l == nil {
@@ -57,13 +58,19 @@ func (l *Lease) Release(ctx context.Context) error {
 	dogs := l.dogs
 	l.dogs = nil
 	l.mu.Unlock()
-	for _, w := range dogs {
+	for _, d := range dogs {
 		// No renewal may race the release.
-		w.Stop()
+		d.w.Stop()
+		if e := d.w.Err(); e != nil {
+			l.lost(e)
+		}
 	}
 	left, err := by.releaseHoldRecorded(ctx, l)
 	if err == nil || errors.Is(err, ErrNotWoken) {
 		l.Holds = left
+	}
+	if gone(err) {
+		l.lost(err)
 	}
 	if err == nil || errors.Is(err, ErrNotWoken) || gone(err) {
 		l.end()
@@ -114,13 +121,14 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 		return nil
 	}
 	if gone(err) {
+		l.lost(err)
 		l.end()
 	}
 	return err
 }
 
 // Done returns a channel that is closed when the lease is lost or given back:
-// when a Watchdog started on it (Watch) loses it, when Refresh
+// when the watchdog started on it (Watch) loses it, when Refresh
 // finds it lost, or when Release gives it back. Nothing watches a lease
 // without a watchdog: its expiry closes nothing, so a holder that does not
 // start one keeps to Deadline itself. A nil *Lease's channel is closed
@@ -137,38 +145,80 @@ func (l *Lease) Done() <-chan struct{} {
 	return l.done
 }
 
-// Watch starts a Watchdog that keeps the lease renewed in the background
-// until it is stopped (Watchdog.Stop, Release, or ctx) or the lease is lost,
-// which closes Done: renewed as the lease's kind needs (a lock, or a
-// semaphore or shared slot), from the lease's own send time, so that its
-// deadline starts at Deadline(). opt may be nil; its Clock and Events
-// default to the Locker's. Release stops it before releasing.
+// Watch keeps the lease renewed in the background, renewed as its kind
+// needs (a lock, a semaphore or shared slot, or a set of locks), until ctx
+// ends or Release (which stops it before releasing), or until the lease is
+// lost, which closes Done; Err then says why (a *LostError). opt may be
+// nil; its Clock and Events default to the Locker's.
+//
+// The lease counts as held until deadline = S + ttl - margin, where S is the
+// send time of the last successful renewal (or of the acquire: Deadline()
+// to start with). Counting from the send time is what makes the rule safe:
+// the server applied the renewal at or after S, so its copy of the lease
+// outlives the deadline by at least the margin, however long the reply
+// took. For the same reason a reply processed after the deadline is no
+// proof of anything (the process may have been stopped, or the network
+// slow, while the server's lease ran out and someone else took and
+// released the lock) and the lease is lost. The clock is monotonic, so a
+// process that was SIGSTOPped past the deadline finds it passed at its
+// first wake-up after SIGCONT and reports the loss before anything else.
+//
+// A renewal answered "not held", "not owner" or "wrong type" is a loss at
+// once. Other errors (Redis unreachable, timeouts, a failover under way)
+// are retried, at once and then with a short back-off, until the deadline;
+// no renewal call outlives the deadline. A *ReplicationError
+// (Options.WaitReplicas) does not count either: the master that took it
+// may be one a failover already replaced; it is retried, and the deadline
+// stays where the last acknowledged renewal put it.
+//
 // On a nil *Lease it starts nothing and returns an error that matches ErrNotHeld.
-func (l *Lease) Watch(ctx context.Context, opt *WatchdogOptions) (*Watchdog, error) {
+func (l *Lease) Watch(ctx context.Context, opt *WatchdogOptions) error {
 	if l == nil {
-		return nil, errNilLease
+		return errNilLease
 	}
 	by := l.l
 	if by == nil {
-		return nil, errNoLocker
+		return errNoLocker
 	}
-	o := WatchdogOptions{}
-	if opt != nil {
-		o = *opt
-	}
-	if o.Clock == nil {
-		o.Clock = by.clock
-	}
-	if o.Events == nil {
-		o.Events = by.events
-	}
-	w, since, err := newWatchdog(by.renewerFor(l), l.Name, l.Token, l.TTL, l.Sent, &o)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	o := opt.engine(l.Name, by.clock, by.events)
+	o.OnLost = l.end
+	w, err := watchdog.Start(ctx, by.renewerFor(l), l.Name, l.Token, l.TTL, l.Sent, o)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	l.attach(w)
-	go w.run(ctx, since)
-	return w, nil
+	l.dogs = append(l.dogs, watch{w, ctx})
+	return nil
+}
+
+// Err says why the lease was lost: nil while it is held or after a clean
+// Release; a *LostError once its watchdog (Watch) gave it up; the error of
+// the Refresh or Release that found it gone. After Watch's ctx has ended,
+// Err first waits until that watchdog has stopped, so its answer is final.
+// A nil *Lease's is an error that matches ErrNotHeld.
+func (l *Lease) Err() error {
+	if l == nil {
+		return errNilLease
+	}
+	l.mu.Lock()
+	dogs, err := l.dogs, l.err
+	l.mu.Unlock()
+	for _, d := range dogs {
+		if d.ctx.Err() != nil {
+			d.w.Stop()
+		}
+		if e := d.w.Err(); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// watch is a watchdog started on a lease, and the context that stops it.
+type watch struct {
+	w   *watchdog.Watchdog
+	ctx context.Context
 }
 
 // closedChan is the Done of a nil *Lease.
@@ -186,12 +236,13 @@ func gone(err error) bool {
 	return errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrWrongType)
 }
 
-// attach makes w's loss close Done, and Release stop w. Before w runs.
-func (l *Lease) attach(w *Watchdog) {
-	w.onLost = l.end
+// lost records err as the lease's loss (Err), unless one is recorded.
+func (l *Lease) lost(err error) {
 	l.mu.Lock()
-	l.dogs = append(l.dogs, w)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = err
+	}
 }
 
 // end closes Done, once.

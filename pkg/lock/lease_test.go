@@ -266,7 +266,7 @@ func TestLeaseWatchRenewsAndReleaseStopsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := lease.Watch(ctx, nil)
+	w, err := lease.StartWatch(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestLeaseDoneClosesOnLoss(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				w, err := lease.Watch(ctx, nil)
+				w, err := lease.StartWatch(ctx, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -368,7 +368,7 @@ func TestLeaseBuiltByHand(t *testing.T) {
 	if err := lease.Refresh(ctx, time.Minute); !errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("refresh: %v", err)
 	}
-	if _, err := lease.Watch(ctx, nil); !errors.Is(err, lock.ErrInvalid) {
+	if err := lease.Watch(ctx, nil); !errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("watch: %v", err)
 	}
 }

@@ -221,7 +221,8 @@ type Lease struct {
 	set     *leaseSet // the names, keys and fences of a set of locks (AcquireMulti); nil for one lock
 	mu      sync.Mutex
 	done    chan struct{} // closed once the lease is lost or given back
-	dogs    []*Watchdog   // the watchdogs started on it
+	dogs    []watch       // the watchdogs started on it (Watch)
+	err     error         // the loss, once one is known (Err)
 }
 
 // Acquire takes the lock called name for ttl, waiting as o.Wait says.
@@ -514,7 +515,7 @@ func (l *Locker) replicated(key string, r reply) error {
 	return nil
 }
 
-// lockRenewer renews a lock by its name for a Watchdog.
+// lockRenewer renews a lock by its name for a watchdog.
 type lockRenewer struct{ l *Locker }
 
 // Renew sets the TTL of the lock called name to ttl if token holds it, and

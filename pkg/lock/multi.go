@@ -401,7 +401,7 @@ func (l *Locker) releaseSetRecorded(ctx context.Context, lease *Lease) (int, err
 	return left, err
 }
 
-// setRenewer renews a set of locks for a Watchdog.
+// setRenewer renews a set of locks for a watchdog.
 type setRenewer struct {
 	l   *Locker
 	set *leaseSet

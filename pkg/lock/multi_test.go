@@ -202,7 +202,7 @@ func TestAcquireMultiRenewKeepsAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := short.Watch(ctx, nil)
+	w, err := short.StartWatch(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestAcquireMultiLosingOneKeyLosesTheSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := lease.Watch(ctx, nil)
+	w, err := lease.StartWatch(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

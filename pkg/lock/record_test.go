@@ -249,7 +249,7 @@ func TestEventsOfWatchdogRecoveringFromFailedRenewals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := lease.Watch(ctx, &lock.WatchdogOptions{RenewEvery: time.Second})
+	w, err := lease.StartWatch(ctx, &lock.WatchdogOptions{RenewEvery: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestEventsOfWatchdogLosingTheLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := lease.Watch(ctx, &lock.WatchdogOptions{RenewEvery: 200 * time.Millisecond})
+		w, err := lease.StartWatch(ctx, &lock.WatchdogOptions{RenewEvery: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func TestEventsOfWatchdogLosingTheLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := lease.Watch(ctx, nil)
+		w, err := lease.StartWatch(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

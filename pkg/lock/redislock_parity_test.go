@@ -37,8 +37,11 @@ func TestNilLeaseIsSafe(t *testing.T) {
 	if err := lease.Refresh(ctx, time.Minute); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("nil lease's Refresh: %v, want ErrNotHeld", err)
 	}
-	if w, err := lease.Watch(ctx, nil); w != nil || !errors.Is(err, lock.ErrNotHeld) {
-		t.Errorf("nil lease's Watch: %v, %v, want no watchdog and ErrNotHeld", w, err)
+	if err := lease.Watch(ctx, nil); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("nil lease's Watch: %v, want no watchdog and ErrNotHeld", err)
+	}
+	if err := lease.Err(); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("nil lease's Err: %v, want ErrNotHeld", err)
 	}
 	if !closed(lease.Done(), 0) {
 		t.Error("nil lease's Done is not closed: nothing is held")

@@ -85,7 +85,7 @@ func (s *single) slotValue(ctx context.Context, key, token string) (string, erro
 	return v, err
 }
 
-// semRenewer renews semaphore slots for a Watchdog.
+// semRenewer renews semaphore slots for a watchdog.
 type semRenewer struct{ l *Locker }
 
 func (r semRenewer) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {

@@ -477,7 +477,7 @@ func TestWatchStartsAtLeaseDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := lease.Watch(ctx, nil)
+	w, err := lease.StartWatch(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,17 +8,18 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/leasetime"
+	"github.com/lockctl/lockctl/internal/watchdog"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
 // Keeper renews a claim in the background while its command runs. A claim
 // is a lease and follows the lease rule of pkg/lock: it counts as held until
 // the send time of the claim (or of its last successful renewal) plus TTL
-// minus leasetime.DefaultMargin(TTL) (leasetime.Deadline), and a lock.Watchdog
-// does the renewing, so loss, retries and a process stopped past the
+// minus leasetime.DefaultMargin(TTL) (leasetime.Deadline), and the watchdog
+// of lock.Lease.Watch does the renewing, so loss, retries and a process stopped past the
 // deadline behave exactly as for a lock held by `lockctl run`.
 type Keeper struct {
-	wd   *lock.Watchdog
+	wd   *watchdog.Watchdog
 	lost chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -37,7 +38,7 @@ func (c *Claim) KeepAlive(ctx context.Context, every time.Duration) *Keeper {
 		every = c.TTL / 3
 	}
 	k := &Keeper{lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	wd, err := lock.StartWatchdog(ctx, claimRenewer{c}.Renew, c.Key, c.Token, c.TTL, c.sent, &lock.WatchdogOptions{RenewEvery: every})
+	wd, err := watchdog.Start(ctx, claimRenewer{c}, c.Key, c.Token, c.TTL, c.sent, &watchdog.Options{RenewEvery: every, Lost: c.lost})
 	if err != nil {
 		// Only a claim TTL too short to renew gets here (under ~3ms).
 		k.err = fmt.Errorf("%w: %s: %w", ErrLost, c.Key, err)
@@ -60,7 +61,12 @@ func (c *Claim) KeepAlive(ctx context.Context, every time.Duration) *Keeper {
 	return k
 }
 
-// claimRenewer lets a lock.Watchdog renew a claim: the claim's refusals
+// lost is the *lock.LostError a claim's loss is reported with.
+func (c *Claim) lost(expired bool, err error) error {
+	return &lock.LostError{Name: c.Key, Expired: expired, Err: err}
+}
+
+// claimRenewer lets a watchdog renew a claim: the claim's refusals
 // become the lock package's "gone for good" errors.
 type claimRenewer struct{ c *Claim }
 

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/runner"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -285,7 +286,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: Unknown, Call: call, Return: ret, Ghost: c.TTL})
 		return
 	}
-	wd, err := lease.Watch(ctx, nil)
+	wd, err := runner.Watch(ctx, lease, nil)
 	if err != nil {
 		e.T.Errorf("watchdog: %v", err)
 		return
