@@ -71,10 +71,9 @@ func (f *Factory) eventSink() events.Sink {
 }
 
 // lockerRecordingTo is a Locker like l whose events go to sink (nil:
-// nowhere) instead of the recorder: for a release whose event depends on
-// what run makes of its outcome, or that follows a loss already recorded
-// (the loss is the event, not the refused or late release after it). It
-// is l when events are off.
+// nowhere) instead of the recorder: run's, whose events pass through a
+// gate (runner.EventGate) so that its final release's wait for what run
+// makes of its outcome. It is l when events are off.
 func (f *Factory) lockerRecordingTo(l *lock.Locker, sink events.Sink) *lock.Locker {
 	if f.Events() == nil {
 		return l

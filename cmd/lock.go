@@ -136,11 +136,11 @@ func giveBack(ctx context.Context, f *Factory, lease *lock.Lease, err error) err
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
 	defer cancel()
-	rerr := lease.Release(rctx)
 	what := "released it"
-	if lease.Holds > 1 {
+	if lease.Holds > 1 { // a re-entry's; Release leaves the holds left there
 		what = "gave back this hold"
 	}
+	rerr := lease.Release(rctx)
 	if rerr != nil && !errors.Is(rerr, lock.ErrNotWoken) {
 		return withHint(reword(err, "took %s, but its token could not be written (%s); releasing it failed too: %v", lease.Name, errText(err), rerr),
 			fmt.Sprintf("%s stays held until its TTL (%s) runs out, or until `lockctl inspect force-release %s` frees it", lease.Name, lease.TTL, lease.Name))

@@ -15,7 +15,6 @@ import (
 	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/runner"
-	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -194,6 +193,12 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	if err != nil {
 		return err
 	}
+	// One Locker for the whole run, whose events pass through a gate:
+	// the final release's wait for what it found (runner.EventGate).
+	gate := runner.NewEventGate(f.eventSink())
+	if gate != nil {
+		l = f.lockerRecordingTo(l, gate)
+	}
 	ctx := c.Context()
 	owner := o.owner
 	if owner == "" {
@@ -248,14 +253,13 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	switched, stopSwitch := masterSwitches(f)
 	out := runner.Run(ctx, &runner.Job{
 		Lease:          lease,
-		Locker:         l,
-		Events:         f.eventSink(),
+		Events:         gate,
 		Watch:          &lock.WatchdogOptions{RenewEvery: o.renewEvery, OnRenewError: renewWarning(f, name)},
 		Switched:       switched,
 		Command:        f.commandSpec(child.Spec{Argv: argv, Script: o.script, Env: append(childEnv(lease), setEnv...), Unset: setUnset, Helper: helper}),
 		Supervise:      f.supervision(runner.Config{OnLost: onLost, KillAfter: o.killAfter, MaxRuntime: o.maxRuntime}),
 		ReleaseTimeout: f.G.Timeout,
-		Releaser:       runReleaser{f, l},
+		Releaser:       runReleaser{f},
 	})
 	stopSwitch()
 	rep.Acquired, rep.Fence = true, lease.Fence
@@ -304,24 +308,17 @@ func masterSwitches(f *Factory) (switched <-chan struct{}, stop func()) {
 }
 
 // runReleaser is run's side of the release at the end (runner.Releaser).
-type runReleaser struct {
-	f *Factory
-	l *lock.Locker
-}
-
-func (r runReleaser) LockerFor(sink events.Sink) *lock.Locker {
-	return r.f.lockerRecordingTo(r.l, sink)
-}
+type runReleaser struct{ f *Factory }
 
 // Released words what the release at the end of run found, when it is
 // worth a warning: holds of the token left behind, or a release that
 // failed for another reason than the lock being gone or taken (those are
 // the run's outcome, see uncoveredEnd) or the lease lost before it.
-func (r runReleaser) Released(lease *lock.Lease, left int, err error, lost bool) {
+func (r runReleaser) Released(lease *lock.Lease, held, left int, err error, lost bool) {
 	f := r.f
 	gone := errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner)
 	switch {
-	case err == nil && left > 0 && lease.Holds == 1:
+	case err == nil && left > 0 && held == 1:
 		// The outermost holder is done, but holds taken by re-entry
 		// were not given back (a nested `lockctl lock` never released,
 		// or a nested holder still running).

@@ -17,11 +17,11 @@ type Job struct {
 	// Lease is the lease the caller acquired (waiting as it decided, or
 	// re-entering a hold of its own).
 	Lease *lock.Lease
-	// Locker watches the lease and releases it.
-	Locker *lock.Locker
-	// Events receives Run's own event (the lease lost at the end); nil
-	// records nothing, and the release records with Locker.
-	Events events.Sink
+	// Events is the gate of the events of the Locker that granted Lease
+	// (nil: events off): Run records its own event there (the lease lost
+	// at the end), and holds back the final release's until it knows
+	// what the release found.
+	Events *EventGate
 	// Watch tunes the lease's watchdog.
 	Watch *lock.WatchdogOptions
 	// Switched, when not nil, tells of a Sentinel failover: the lease is
@@ -37,20 +37,17 @@ type Job struct {
 	// ReleaseTimeout bounds the final release, which runs on a context of
 	// its own: an interrupted run still releases.
 	ReleaseTimeout time.Duration
-	// Releaser, when set, provides the release's Locker and learns what
-	// the release found; nil releases with Locker and says nothing.
+	// Releaser, when set, learns what the final release found.
 	Releaser Releaser
 }
 
-// Releaser is what Run asks of its caller at the end.
+// Releaser is what Run tells its caller at the end.
 type Releaser interface {
-	// LockerFor is a Locker like Job.Locker whose events go to sink (nil:
-	// nowhere): the release's events depend on what it found.
-	LockerFor(sink events.Sink) *lock.Locker
 	// Released learns what the final release returned (holds of the
-	// token left, error) and whether the lease had been lost before it,
+	// token left, error), how many holds the lease was before it (1, or
+	// more for a re-entry), and whether the lease had been lost before it,
 	// for warnings.
-	Released(lease *lock.Lease, left int, err error, lost bool)
+	Released(lease *lock.Lease, held, left int, err error, lost bool)
 }
 
 // switchRenewAgain is how long after a Sentinel failover the lease is
@@ -98,7 +95,7 @@ func Run(ctx context.Context, job *Job) *Outcome {
 		// The command does not run: err is the outcome, whatever the
 		// release finds.
 		job.Command.Helper.Close()
-		_ = job.release(lease, job.Locker, false)
+		_ = job.release(lease, false)
 		out.Err = err
 		return out
 	}
@@ -125,28 +122,27 @@ func Run(ctx context.Context, job *Job) *Outcome {
 		}
 		// The loss is the event, not the refused (or late) release that
 		// follows it: its error, the lock gone, is already known.
-		_ = job.release(lease, job.lockerFor(nil), true)
+		job.Events.hold()
+		_ = job.release(lease, true)
+		job.Events.drop()
 		out.Held = time.Since(heldSince)
 		return out
 	}
 	// What the release records waits for what it found: a lock gone or
 	// taken at the end of the command is a lease lost, one event.
-	var held heldEvents
-	gone := job.release(lease, job.lockerFor(&held), false)
+	job.Events.hold()
+	gone := job.release(lease, false)
 	out.Held = time.Since(heldSince)
 	if gone != nil && out.Ran {
 		// The lock was deleted or taken while the command ran, and no
 		// renewal came in between to say so (the command itself may have
 		// released it): the end of its work was not covered by the lease.
+		job.Events.drop()
 		out.Lost, out.Uncovered = true, gone
 		job.record(events.LeaseLost, lease.Name)
 		return out
 	}
-	for _, e := range held {
-		if job.Events != nil {
-			job.Events.Record(context.Background(), e)
-		}
-	}
+	job.Events.pass()
 	return out
 }
 
@@ -176,16 +172,20 @@ func renewOnSwitch(switched <-chan struct{}, renewNow func()) (stop func()) {
 	}
 }
 
-// release frees the lease with l once the command's group is gone, on a
+// release frees the lease once the command's group is gone, on a
 // context of its own. It returns the release's error when the lock was
 // gone (ErrNotHeld) or held by another token (ErrNotOwner): the lease did
 // not last to the end.
-func (job *Job) release(lease *lock.Lease, l *lock.Locker, lost bool) error {
+func (job *Job) release(lease *lock.Lease, lost bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), job.ReleaseTimeout)
 	defer cancel()
-	left, err := releaseThrough(ctx, l, lease, job.Locker)
+	held := lease.Holds
+	left, err := 0, lease.Release(ctx)
+	if err == nil || errors.Is(err, lock.ErrNotWoken) {
+		left = lease.Holds // what the release left of the token's holds
+	}
 	if job.Releaser != nil {
-		job.Releaser.Released(lease, left, err, lost)
+		job.Releaser.Released(lease, held, left, err, lost)
 	}
 	if errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner) {
 		return err
@@ -193,21 +193,6 @@ func (job *Job) release(lease *lock.Lease, l *lock.Locker, lost bool) error {
 	return nil
 }
 
-func (job *Job) lockerFor(sink events.Sink) *lock.Locker {
-	if job.Releaser == nil || job.Events == nil {
-		return job.Locker
-	}
-	return job.Releaser.LockerFor(sink)
-}
-
 func (job *Job) record(kind, name string) {
-	if job.Events != nil {
-		job.Events.Record(context.Background(), events.Event{Kind: kind, Name: name})
-	}
+	job.Events.record(events.Event{Kind: kind, Name: name})
 }
-
-// heldEvents keeps the events recorded to it, to be recorded or dropped
-// later.
-type heldEvents []events.Event
-
-func (h *heldEvents) Record(_ context.Context, e events.Event) { *h = append(*h, e) }

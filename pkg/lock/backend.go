@@ -220,9 +220,11 @@ func (s *single) release(ctx context.Context, key, token string) (reply, error) 
 }
 
 func (s *single) inspect(ctx context.Context, key string) (reply, error) {
-	v, err := inspectScript().Run(ctx, s.c, append([]string{key}, semKeys(key)...)).Result()
+	keys := append([]string{key}, semKeys(key)...)
+	v, err := inspectScript().Run(ctx, s.c, keys).Result()
 	if err != nil {
-		return reply{}, err
+		// WRONGTYPE: a *DataError naming the key that holds what.
+		return reply{}, s.dataError(ctx, err, keys...)
 	}
 	return lockwire.DecodeInspect(v)
 }

@@ -205,7 +205,7 @@ func (l *Locker) newSetAttempt(names []string, ttl time.Duration, o *AcquireOpti
 	a.scriptArgs = []any{token, ms(ttl), a.args.rest, ms(a.args.intent), a.args.keep()}
 	for _, key := range keys {
 		a.scriptKeys = append(a.scriptKeys, lockwire.WithAux(key, lockwire.KindFence, lockwire.KindSem, lockwire.KindSemVal,
-			lockwire.KindWriters, lockwire.KindQueue, lockwire.KindQueueHB)...)
+			lockwire.KindWriters, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWaiting)...)
 		a.scriptArgs = append(a.scriptArgs, lockwire.Channel(key), lockwire.AuxKey(lockwire.KindWake, key))
 	}
 	return a, nil
@@ -356,7 +356,7 @@ func (l *Locker) releaseSet(ctx context.Context, set *leaseSet, token string) (l
 	args := make([]any, 0, 1+2*len(set.keys))
 	args = append(args, token)
 	for _, key := range set.keys {
-		keys = append(keys, lockwire.WithAux(key, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWriters)...)
+		keys = append(keys, lockwire.WithAux(key, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWriters, lockwire.KindWaiting)...)
 		args = append(args, lockwire.Channel(key), lockwire.AuxKey(lockwire.KindWake, key))
 	}
 	v, err := multiReleaseScript().Run(ctx, s.c, keys, args...).Result()

@@ -1,9 +1,10 @@
 -- Takes a set of locks in one step: every name, or none of them.
 --
--- KEYS, seven per name i from 7(i-1)+1: the lock key; its fence counter;
+-- KEYS, eight per name i from 8(i-1)+1: the lock key; its fence counter;
 -- its semaphore (zset, values), which also holds shared holders; the
 -- exclusive acquirers waiting (zset token -> expiry in server ms); its FIFO
--- queue and heartbeats (wake.lua). All in one Redis Cluster slot.
+-- queue and heartbeats; its shared and semaphore waiters (wake.lua). All in
+-- one Redis Cluster slot.
 -- ARGV[1] token; ARGV[2] ttl in ms; ARGV[3] the value's members after the
 -- fence (acquire.lua); ARGV[4] '0', or, for a caller that will wait when
 -- refused, how long in ms its place among each name's waiting exclusive
@@ -17,10 +18,10 @@
 -- gets its TTL refreshed and ARGV[3]'s members, as acquire.lua does.
 -- {0, i, type, ...}: name i (the first name refused) is held, as held() or
 -- semHeld() describes; nothing was taken.
-local token, n = ARGV[1], #KEYS / 7
+local token, n = ARGV[1], #KEYS / 8
 local prefix = tokenPrefix(token)
 local function k(i, j)
-  return KEYS[7 * (i - 1) + j]
+  return KEYS[8 * (i - 1) + j]
 end
 local function nowMS()
   local t = redis.call('TIME')
@@ -121,7 +122,7 @@ for i = 1, n do
     ms = ms or nowMS()
     expireList(w, ms)
     if not mine[i] then
-      wake(ARGV[4 + 2 * i], ARGV[5 + 2 * i], k(i, 6), k(i, 7), w)
+      wake(ARGV[4 + 2 * i], ARGV[5 + 2 * i], k(i, 6), k(i, 7), w, k(i, 8), false)
     end
   end
 end
