@@ -197,7 +197,7 @@ func exitClass(err error) (int, fault) {
 		errors.Is(err, limit.ErrInvalid), errors.Is(err, limit.ErrNeverAllowed),
 		errors.Is(err, once.ErrInvalid):
 		return ExitUsage, faultNone
-	case errors.Is(err, lock.ErrSlowLink):
+	case slowLink(err):
 		// Before "not obtained": nobody holds the lock, the link is too
 		// slow for the lease.
 		return ExitUnavailable, faultSlowLink

@@ -52,7 +52,7 @@ const (
 	faultNoQuorum            // Redlock: too few masters answered
 	faultWrongType           // WRONGTYPE: a key holds another type (someone else's)
 	faultRefused             // any other error reply: "Redis refused"
-	faultSlowLink            // replies slower than the lease allows (lock.ErrSlowLink)
+	faultSlowLink            // replies slower than the lease allows (a slow *lock.LateError: slowLink)
 	faultForeign             // a reply no Redis server sends: not Redis there
 )
 
@@ -86,7 +86,7 @@ func classifyRedis(err error) fault {
 	if errors.Is(err, lock.ErrNotReplicated) {
 		return faultNotReplicated
 	}
-	if errors.Is(err, lock.ErrSlowLink) {
+	if slowLink(err) {
 		return faultSlowLink
 	}
 	// go-redis reports a Sentinel setup it could not use with plain
@@ -419,4 +419,11 @@ func (f *Factory) foreignNil(err error) error {
 		return fmt.Errorf("%s: %w", err, perr)
 	}
 	return err
+}
+
+// slowLink reports a link too slow for the lease: a *lock.LateError with
+// Slow set.
+func slowLink(err error) bool {
+	var late *lock.LateError
+	return errors.As(err, &late) && late.Slow
 }

@@ -50,9 +50,6 @@ var (
 	// the lease it granted or renewed, so that lease does not count as held
 	// (*LateError).
 	ErrLate = lockwire.ErrLate
-	// ErrSlowLink is the error of replies that take longer than the lease's TTL
-	// less its margin, so that no grant can count as held (a *LateError with Slow set).
-	ErrSlowLink = errors.New("lock: replies slower than the lease allows")
 	// ErrLost is the error of a lease's watchdog (Lease.Watch) that gave it up, either because
 	// a renewal was refused or because its local deadline passed without a
 	// successful renewal (*LostError).

@@ -271,7 +271,7 @@ func (l *Lease) end() {
 // sent), so no grant can be valid on this link until it speeds up or the
 // TTL grows. The lock is not held by anyone else, and waiting at this speed
 // does not get it; the grants were given back. A slow LateError matches
-// ErrSlowLink and ErrLate, not ErrNotObtained.
+// ErrLate, not ErrNotObtained: tell it by errors.As and Slow.
 type LateError struct {
 	Key string
 	Op  string // "acquire", "re-enter" or "renew"
@@ -290,14 +290,12 @@ func (e *LateError) Error() string {
 		e.Key, e.Op, e.Took.Round(time.Millisecond), e.TTL, leasetime.DefaultMargin(e.TTL))
 }
 
-// Is makes a *LateError match ErrLate, ErrSlowLink when Slow, and
+// Is makes a *LateError match ErrLate, and, unless Slow,
 // otherwise ErrNotObtained or ErrNotHeld by its Op, as LateError's doc says.
 func (e *LateError) Is(target error) bool {
 	switch target {
 	case ErrLate:
 		return true
-	case ErrSlowLink:
-		return e.Slow
 	case ErrNotObtained:
 		return !e.Slow && (e.Op == "acquire" || e.Op == "re-enter")
 	case ErrNotHeld:

@@ -144,7 +144,7 @@ func TestErrorTypesBuiltByHand(t *testing.T) {
 			func(err error) bool { var e *lock.LateError; return errors.As(err, &e) && e.Op == "renew" }},
 		{&lock.LateError{Key: "lock:x", Op: "acquire", TTL: time.Second}, []error{lock.ErrLate, lock.ErrNotObtained}, []error{lock.ErrNotHeld},
 			func(err error) bool { var e *lock.LateError; return errors.As(err, &e) && e.Op == "acquire" }},
-		{&lock.LateError{Key: "lock:x", Op: "acquire", TTL: time.Second, Took: time.Second, Slow: true}, []error{lock.ErrSlowLink, lock.ErrLate}, []error{lock.ErrNotObtained},
+		{&lock.LateError{Key: "lock:x", Op: "acquire", TTL: time.Second, Took: time.Second, Slow: true}, []error{lock.ErrLate}, []error{lock.ErrNotObtained},
 			func(err error) bool { var e *lock.LateError; return errors.As(err, &e) && e.Slow }},
 		{&lock.LostError{Name: "x", Err: lock.ErrNotHeld}, []error{lock.ErrLost, lock.ErrNotHeld}, []error{lock.ErrNotOwner},
 			func(err error) bool { var e *lock.LostError; return errors.As(err, &e) && e.Name == "x" }},

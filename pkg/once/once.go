@@ -216,7 +216,7 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 // reply just arrived. A late claim is re-confirmed by one renewal from a
 // fresh send time; if that fails or is late too, the claim is given up
 // and the error matches ErrLate (and, when the renewal was late too,
-// lock.ErrSlowLink: a slow *lock.LateError).
+// a *lock.LateError with Slow set).
 func (c *Claim) confirm(ctx context.Context) error {
 	if time.Now().Before(leasetime.Deadline(c.sent, c.TTL, 0)) {
 		return nil
