@@ -63,7 +63,7 @@ warning says so.`,
 			}
 			var (
 				held      *lock.HeldError
-				wrongType *lock.WrongTypeError
+				wrongType *lock.DataError
 			)
 			switch {
 			case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore:
@@ -86,7 +86,7 @@ warning says so.`,
 				return reword(err, "%s is not held (expired or already released); nothing changed", name)
 			case errors.Is(err, inspect.ErrOwnKey):
 				return ownKeyRefusal("force-release", in.Key(name), err)
-			case errors.As(err, &wrongType):
+			case errors.As(err, &wrongType) && wrongType.Err == lock.ErrWrongType:
 				return reword(err, "%s; nothing changed", err)
 			case err != nil:
 				return err

@@ -159,7 +159,9 @@ func printError(io *ui.IOStreams, err error, code int) {
 func defaultHints(err error, code int) []string {
 	var data *lock.DataError
 	switch {
-	case errors.As(err, &data):
+	case errors.As(err, &data) && data.Err != lock.ErrWrongType && data.Err != lock.ErrLimitMismatch:
+		// Data someone else wrote beside a lock (not the lock's own key
+		// of another type, nor a semaphore's other limit).
 		h := "someone else wrote that key: look at it with redis-cli (TYPE, GET) and remove it only if nothing else needs it"
 		if kind, _, _ := lockwire.KeyOfAux(data.Key); kind == lockwire.KindFence || kind == lockwire.KindChecked {
 			h += "; a fence counter must then be set above every fence already issued, or a stale holder's writes pass the check again"

@@ -268,20 +268,20 @@ func (e *waitTimeoutError) Unwrap() error { return e.err }
 func (w *waitFlags) explainBusy(name string, err error) error {
 	var (
 		held *lock.HeldError
-		le   *lock.LimitError
+		le   *lock.DataError
 		slow *lock.LateError
 	)
 	switch {
 	case errors.As(err, &slow) && slow.Slow:
 		return withHint(err, slowLinkHint(slow))
-	case errors.As(err, &le) && le.Limit == 0:
-		return &UsageError{Err: reword(err, "%s is held in shared mode (--shared); this call asks for --limit %d", name, le.Want),
+	case errors.As(err, &le) && le.Err == lock.ErrLimitMismatch && le.Limit == 0:
+		return &UsageError{Err: reword(err, "%s is held in shared mode (--shared); this call asks for --limit %d", name, le.WantLimit),
 			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --shared while its holders live)", name)}}
-	case errors.As(err, &le) && le.Want == 0:
+	case errors.As(err, &le) && le.Err == lock.ErrLimitMismatch && le.WantLimit == 0:
 		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; --shared does not mix with it", name, le.Limit),
 			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --limit %d while its holders live)", name, le.Limit)}}
-	case errors.As(err, &le):
-		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; this call asks for --limit %d", name, le.Limit, le.Want),
+	case errors.As(err, &le) && le.Err == lock.ErrLimitMismatch:
+		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; this call asks for --limit %d", name, le.Limit, le.WantLimit),
 			Hints: []string{fmt.Sprintf("every holder of %s must use the same --limit (%d while its holders live)", name, le.Limit)}}
 	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonShared:
 		return reword(err, "%s is held shared by %d holder(s); an exclusive holder waits until none is; the first lease ends within %s",

@@ -98,7 +98,7 @@ type Waiter struct {
 }
 
 // Lock describes the lock called name in full. A free lock is not an error:
-// Detail.Held is false. Errors: *lock.WrongTypeError when the key holds
+// Detail.Held is false. Errors: *lock.DataError (lock.ErrWrongType) when the key holds
 // something that is not a lock; lock.ErrInvalid; Redis errors.
 func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	if name == "" {
@@ -160,7 +160,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 		fields, ok := redissonFields(hs)
 		h, ok2 := parseRedissonAny(key, fields, ttl)
 		if !ok || !ok2 {
-			return nil, &lock.WrongTypeError{Key: key, Type: t}
+			return nil, &lock.DataError{Key: key, Type: t, Want: "a lock", Err: lock.ErrWrongType}
 		}
 		d.Fields = fields
 		// Redisson's own waiters, on its channel (sharded on a Redis 7
@@ -179,7 +179,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 			}
 		}
 	default:
-		return nil, &lock.WrongTypeError{Key: key, Type: t}
+		return nil, &lock.DataError{Key: key, Type: t, Want: "a lock", Err: lock.ErrWrongType}
 	}
 	d.Holders = in.semHolders(key, sem.Val(), semVals.Val(), clk, d.Subscribers, queued)
 	for _, h := range d.Holders {

@@ -41,9 +41,9 @@ func TestForceReleaseRefusesWhatIsNotALock(t *testing.T) {
 		do(t, c, append([]any{"HSET", key}, tc.fields...)...)
 		do(t, c, "PEXPIRE", key, 60000)
 		_, err := in.ForceRelease(ctx, tc.name, tc.token, nil)
-		var wt *lock.WrongTypeError
-		if !errors.Is(err, lock.ErrWrongType) || !errors.As(err, &wt) {
-			t.Errorf("%s: %v, want a *WrongTypeError", tc.name, err)
+		var wt *lock.DataError
+		if !errors.Is(err, lock.ErrWrongType) || !errors.As(err, &wt) || wt.Err != lock.ErrWrongType {
+			t.Errorf("%s: %v, want a *DataError of the wrong type", tc.name, err)
 		}
 		if n := c.HLen(ctx, key).Val(); n != int64(len(tc.fields)/2) {
 			t.Errorf("%s: %d fields left of %d", tc.name, n, len(tc.fields)/2)

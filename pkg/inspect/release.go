@@ -115,7 +115,7 @@ func Operator() string { return identity.UserHost() }
 // when token does not match (for slots, Reason semaphore or shared, the
 // holder whose slot frees first and Holders; for a Redisson read-write
 // lock, RWMode its mode, Owner every holding thread and Holders its holds);
-// *lock.WrongTypeError (errors.Is lock.ErrWrongType); lock.ErrInvalid;
+// *lock.DataError (errors.Is lock.ErrWrongType); lock.ErrInvalid;
 // Redis errors (an error reply: nothing changed).
 func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *ReleaseOptions) (*Released, error) {
 	r, err := in.forceRelease(ctx, name, token, o)
@@ -230,7 +230,7 @@ func released(key, name string, v []any) (*Released, error) {
 		return nil, fmt.Errorf("%w: %s", lock.ErrNotHeld, key)
 	case lockwire.ForceNotLock:
 		t, _ := v[1].(string)
-		return nil, &lock.WrongTypeError{Key: key, Type: t}
+		return nil, &lock.DataError{Key: key, Type: t, Want: "a lock", Err: lock.ErrWrongType}
 	case lockwire.ForceOther:
 		h, err := holderOf(key, v)
 		if err != nil {
@@ -325,7 +325,7 @@ func holderOf(key string, v []any) (lock.Holder, error) {
 			return h, nil
 		}
 	}
-	return lock.Holder{}, &lock.WrongTypeError{Key: key, Type: t}
+	return lock.Holder{}, &lock.DataError{Key: key, Type: t, Want: "a lock", Err: lock.ErrWrongType}
 }
 
 // AuditActionOnceResolve is AuditEntry.Action of a `once resolve`

@@ -61,7 +61,7 @@
 //     in the same script; the fence, the acquisition time and the holds
 //     stay.
 //   - A key of another type at the lock's name is reported as such
-//     (*WrongTypeError), never as a lock that is busy forever. Plain string
+//     (*DataError (ErrWrongType)), never as a lock that is busy forever. Plain string
 //     locks written by other clients and Redisson hash locks are recognised.
 //   - A waiter lists itself in Redis (the FIFO queue, the exclusive, shared
 //     or semaphore acquirers waiting) and sleeps on a wake-up stream of its

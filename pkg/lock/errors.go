@@ -21,8 +21,8 @@ var (
 	// another token holds (*HeldError).
 	ErrNotOwner = lockwire.ErrNotOwner
 	// ErrWrongType is the error of a call whose key at the lock's name is
-	// not a lock (*WrongTypeError), or one of whose auxiliary keys holds
-	// what someone else wrote (*DataError).
+	// not a lock, or one of whose auxiliary keys holds what someone else
+	// wrote (*DataError).
 	ErrWrongType = lockwire.ErrWrongType
 	// ErrStaleFence is the error of a fence check that refused a fence not
 	// newer than the highest seen (*StaleFenceError).
@@ -31,7 +31,7 @@ var (
 	// name, ttl < 1ms, ...).
 	ErrInvalid = lockwire.ErrInvalid
 	// ErrLimitMismatch is the error of a semaphore acquire that asked for
-	// another limit than the live holders use (*LimitError). It also
+	// another limit than the live holders use (*DataError). It also
 	// matches ErrInvalid: the
 	// caller's configuration disagrees with the semaphore's, which waiting
 	// does not fix.
@@ -58,29 +58,6 @@ var (
 	// (*QuorumError).
 	ErrNoQuorum = errors.New("lock: no quorum of Redlock nodes")
 )
-
-// LimitError reports that the semaphore at Key has live holders that came
-// in with Limit, and the caller asked for Want. Shared mode (AcquireOptions.Shared) keeps
-// its holders in the same place as a semaphore's, so a shared acquire among
-// semaphore holders is one with Want 0, and a semaphore acquire among shared
-// holders one with Limit 0.
-type LimitError struct {
-	Key         string
-	Limit, Want int
-}
-
-func (e *LimitError) Error() string {
-	switch {
-	case e.Limit == 0:
-		return fmt.Sprintf("lock: %s is held in shared mode, not as a semaphore of limit %d", e.Key, e.Want)
-	case e.Want == 0:
-		return fmt.Sprintf("lock: semaphore %s is held with limit %d, not in shared mode", e.Key, e.Limit)
-	}
-	return fmt.Sprintf("lock: semaphore %s is held with limit %d, not %d", e.Key, e.Limit, e.Want)
-}
-
-// Is makes a *LimitError match ErrLimitMismatch and ErrInvalid.
-func (e *LimitError) Is(target error) bool { return target == ErrLimitMismatch || target == ErrInvalid }
 
 // Holder describes whoever holds a lock, as far as its stored value tells.
 type Holder struct {
@@ -156,19 +133,6 @@ func (e *HeldError) Error() string {
 
 // Unwrap returns Err: ErrNotObtained or ErrNotOwner.
 func (e *HeldError) Unwrap() error { return e.Err }
-
-// WrongTypeError reports that the key exists with a Redis type no lock has.
-type WrongTypeError struct {
-	Key  string
-	Type string // "list", "set", "zset", "stream", or "hash" for a hash that is not a Redisson lock
-}
-
-func (e *WrongTypeError) Error() string {
-	return fmt.Sprintf("%s is a %s, not a lock", e.Key, e.Type)
-}
-
-// Is makes a *WrongTypeError match ErrWrongType.
-func (e *WrongTypeError) Is(target error) bool { return target == ErrWrongType }
 
 // StaleFenceError reports that Check was given a fence lower than Highest,
 // or equal to it from another holder than the one that presented it first.

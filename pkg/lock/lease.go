@@ -39,7 +39,7 @@ var errNilLease = fmt.Errorf("%w: nil lease (no lock was acquired)", ErrNotHeld)
 //
 // Errors: ErrNotHeld when the lock is gone; *HeldError (errors.Is
 // ErrNotOwner) carrying the holder's owner and TTL when another token
-// holds it (nothing is deleted); *WrongTypeError; ErrInvalid; Redis errors.
+// holds it (nothing is deleted); *DataError (ErrWrongType); ErrInvalid; Redis errors.
 // A *WakeError (errors.Is ErrNotWoken) is a warning: the lease was given
 // back, but the server refused to wake its waiters.
 // On a nil *Lease it does nothing and returns an error that matches
@@ -86,7 +86,7 @@ func (l *Lease) Release(ctx context.Context) error {
 //
 // Errors: ErrNotHeld when the lock is gone; *HeldError (errors.Is
 // ErrNotOwner) when another token holds it; *LateError (errors.Is
-// ErrNotHeld); *WrongTypeError; ErrInvalid when ttl is 0 and the lease's
+// ErrNotHeld); *DataError (ErrWrongType); ErrInvalid when ttl is 0 and the lease's
 // value does not record its TTL (a foreign lock); ErrInvalid; *ReplicationError (renewed on
 // the master, but too few replicas acknowledged it: the deadline stays, as
 // the master may be one a failover replaced); Redis errors (nothing is

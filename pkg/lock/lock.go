@@ -144,7 +144,7 @@ type AcquireOptions struct {
 	CI string
 	// Limit > 0 makes the lock a counting semaphore with up to Limit
 	// holders (see sem.go). Every user of the semaphore must pass the same
-	// Limit: another Limit than the live holders' fails with *LimitError.
+	// Limit: another Limit than the live holders' fails with *DataError (ErrLimitMismatch).
 	// Slots and a plain lock of the same name exclude each other. Renew,
 	// Release and Lease.Release find semaphore slots by token.
 	Limit int
@@ -231,7 +231,7 @@ type Lease struct {
 // wait remains; *LateError (errors.Is ErrNotObtained) when the last grant
 // came too late to count; a slow *LateError (not ErrNotObtained) when it and
 // its re-confirmation both did, so that no grant can count on this link;
-// *WrongTypeError when the key is not a lock; ErrInvalid;
+// *DataError (ErrWrongType) when the key is not a lock; ErrInvalid;
 // the context's error (with its cause) when ctx ends first, which also
 // matches ErrNotObtained when it is ctx's deadline (context.DeadlineExceeded)
 // and not when ctx was cancelled (context.Canceled);
@@ -524,7 +524,7 @@ type lockRenewer struct{ l *Locker }
 // lock) then fails with ErrInvalid. It never re-creates an expired lock.
 //
 // Errors: ErrNotHeld when there is no lock; *HeldError (errors.Is
-// ErrNotOwner) when another token holds it; *WrongTypeError; ErrInvalid;
+// ErrNotOwner) when another token holds it; *DataError (ErrWrongType); ErrInvalid;
 // *ReplicationError (the lease was renewed on the master); Redis errors.
 func (r lockRenewer) Renew(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error) {
 	key, err := r.l.key(name)
@@ -648,7 +648,7 @@ func refused(key string, r reply) error {
 // Get describes the holder of the lock called name: a lockctl lock, a
 // foreign plain string lock or a Redisson hash lock.
 //
-// Errors: ErrNotHeld when the lock is free; *WrongTypeError; Redis errors.
+// Errors: ErrNotHeld when the lock is free; *DataError (ErrWrongType); Redis errors.
 func (l *Locker) Get(ctx context.Context, name string) (*Holder, error) {
 	key, err := l.key(name)
 	if err != nil {

@@ -314,8 +314,8 @@ func TestWrongTypeKeys(t *testing.T) {
 		redisDo(t, c, setup...)
 		check := func(what string, err error) {
 			t.Helper()
-			var wt *lock.WrongTypeError
-			if !errors.Is(err, lock.ErrWrongType) || !errors.As(err, &wt) || wt.Type != typ || wt.Key != l.Key(name) {
+			var wt *lock.DataError
+			if !errors.Is(err, lock.ErrWrongType) || !errors.As(err, &wt) || wt.Err != lock.ErrWrongType || wt.Type != typ || wt.Key != l.Key(name) {
 				t.Errorf("%s on a %s: %v", what, typ, err)
 			}
 		}

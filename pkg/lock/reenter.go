@@ -34,7 +34,7 @@ import (
 // that gives back this hold only.
 //
 // Errors: ErrNotHeld when token holds nothing there; *HeldError (errors.Is
-// ErrNotOwner) when another token holds the lock; *WrongTypeError;
+// ErrNotOwner) when another token holds the lock; *DataError (ErrWrongType);
 // ErrInvalid; Redis errors.
 func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error) {
 	key, err := l.key(name)

@@ -24,7 +24,7 @@ import (
 // only, and Refresh and Release find out what the token holds.
 //
 // Errors: ErrNotHeld when token holds nothing there; *HeldError (errors.Is
-// ErrNotOwner) when another token holds the lock; *WrongTypeError;
+// ErrNotOwner) when another token holds the lock; *DataError (ErrWrongType);
 // ErrInvalid; Redis errors.
 func (l *Locker) Resume(ctx context.Context, name, token string) (*Lease, error) {
 	key, err := l.key(name)

@@ -29,7 +29,7 @@ import (
 //
 // The limit is a property of the semaphore while it has holders: each
 // holder's value records its N, and an acquire with another N than the live
-// holders' is refused (*LimitError) rather than let in beyond their bound.
+// holders' is refused (*DataError (ErrLimitMismatch)) rather than let in beyond their bound.
 //
 // A semaphore and a plain lock of the same name exclude each other: a plain
 // (or FIFO) acquire counts live slots as held, and a semaphore acquire counts
@@ -58,7 +58,7 @@ func (s *single) semAcquire(ctx context.Context, key string, limit int, a acquir
 	r, err := s.writeRaw(ctx, semAcquireScript(), append(semKeys(key), lockwire.AuxKey(lockwire.KindFence, key), key, lockwire.AuxKey(lockwire.KindWaiting, key)), 0, lockwire.DecodeSemAcquire,
 		a.token, ms(a.ttl), strconv.Itoa(limit), lockwire.ValuePrefix(a.token), a.rest, a.keep(), ms(a.waiting))
 	if err == nil && r.Code == lockwire.SemAcquireLimit {
-		return reply{}, &LimitError{Key: key, Limit: int(r.Num), Want: limit}
+		return reply{}, limitMismatch(key, int(r.Num), limit)
 	}
 	return r, err
 }

@@ -22,7 +22,7 @@ import (
 // its expiry when its holder dies. Renewal, release, re-entry, inspection
 // and force-release find a shared slot by its token, as a semaphore's. A
 // semaphore and shared holders of one name exclude each other
-// (*LimitError).
+// (*DataError (ErrLimitMismatch)).
 //
 // Writers never starve: an exclusive acquire that is refused and goes on
 // waiting lists itself in AuxKey(KindWriters, key), a zset token -> expiry
@@ -61,7 +61,7 @@ func (s *single) sharedAcquire(ctx context.Context, key string, a acquireArgs, q
 	r, err := s.writeRaw(ctx, sharedAcquireScript(), keys, 0, dec,
 		a.token, ms(a.ttl), lockwire.ValuePrefix(a.token), a.rest, ms(queueTTL), a.keep(), ms(a.waiting))
 	if err == nil && r.Code == lockwire.SharedAcquireLimit {
-		return reply{}, &LimitError{Key: key, Limit: int(r.Num), Want: 0}
+		return reply{}, limitMismatch(key, int(r.Num), 0)
 	}
 	return r, err
 }

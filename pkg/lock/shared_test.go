@@ -187,8 +187,8 @@ func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Limit: 3})
-	var le *lock.LimitError
-	if !errors.As(err, &le) || le.Limit != 0 || le.Want != 3 || !errors.Is(err, lock.ErrInvalid) {
+	var le *lock.DataError
+	if !errors.As(err, &le) || le.Err != lock.ErrLimitMismatch || le.Limit != 0 || le.WantLimit != 3 || !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("semaphore among shared holders: %v", err)
 	}
 	_ = l.ReleaseLease(ctx, s)
@@ -197,7 +197,7 @@ func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = l.Acquire(ctx, name, time.Second, shared(0))
-	if !errors.As(err, &le) || le.Limit != 3 || le.Want != 0 {
+	if !errors.As(err, &le) || le.Err != lock.ErrLimitMismatch || le.Limit != 3 || le.WantLimit != 0 {
 		t.Fatalf("shared among semaphore holders: %v", err)
 	}
 	_ = l.ReleaseLease(ctx, m)

@@ -161,7 +161,7 @@ func TestWatchdogNotOwnerIsLostAtOnce(t *testing.T) {
 	for _, refusal := range []error{
 		&lock.HeldError{Err: lock.ErrNotOwner, Holder: lock.Holder{Key: "lock:deploy", Owner: "b@h:2", TTL: time.Second}},
 		lock.ErrNotHeld,
-		&lock.WrongTypeError{Key: "lock:deploy", Type: "list"},
+		&lock.DataError{Key: "lock:deploy", Type: "list", Want: "a lock", Err: lock.ErrWrongType},
 	} {
 		t.Run(refusal.Error(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -66,7 +66,7 @@ func parseRedissonAny(key string, fields map[string]string, ttl time.Duration) (
 }
 
 // holderOf turns a refusal into the Holder it describes, or a
-// *WrongTypeError when the key is not a lock of any kind we know.
+// *DataError (ErrWrongType) when the key is not a lock of any kind we know.
 func holderOf(r reply, key string) (Holder, error) {
 	switch r.Type {
 	case "string":
@@ -91,5 +91,5 @@ func holderOf(r reply, key string) (Holder, error) {
 		// keeps waiters from timing their retry by it.
 		return Holder{Key: key, Reason: ReasonQueue, TTL: -1, Queue: r.Queue, arrival: r.Arrival}, nil
 	}
-	return Holder{}, &WrongTypeError{Key: key, Type: r.Type}
+	return Holder{}, notALock(key, r.Type)
 }
