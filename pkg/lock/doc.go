@@ -32,8 +32,13 @@
 //     minus a margin. A grant whose reply arrives later is never returned
 //     (it is re-confirmed once, else released: *LateError, or
 //     a slow *LateError when the re-confirmation came late too), a renewal
-//     answered later does not count, and Lease.Deadline and the watchdog (Lease.Watch)
-//     follow the same rule, for locks, semaphore slots, FIFO and Redlock.
+//     answered later does not count, and Lease.Deadline and the watchdog
+//     (Lease.Watch) follow the same rule, for locks, semaphore slots, FIFO
+//     and Redlock. A link too slow for any grant to count is a *LateError
+//     with Slow set.
+//   - Lease.Watch renews a lease in the background until its context ends
+//     or the release; Lease.Done closes when it is lost (or released) and
+//     Lease.Err then says why (*LostError).
 //   - Acquire, a renewal (Lease.Refresh, Lease.Watch) and Lease.Release
 //     each run one Lua script, one round trip, atomically on the server.
 //     Locker.Resume turns a lease known by name and token (another process
@@ -61,7 +66,8 @@
 //     in the same script; the fence, the acquisition time and the holds
 //     stay.
 //   - A key of another type at the lock's name is reported as such
-//     (*DataError (ErrWrongType)), never as a lock that is busy forever. Plain string
+//     (a *DataError matching ErrWrongType), never as a lock that is busy
+//     forever. Plain string
 //     locks written by other clients and Redisson hash locks are recognised.
 //   - A waiter lists itself in Redis (the FIFO queue, the exclusive, shared
 //     or semaphore acquirers waiting) and sleeps on a wake-up stream of its
@@ -85,7 +91,8 @@
 //   - NewRedlock keeps each lock on a majority of independent masters,
 //     with fences that stay monotonic across different majorities (see
 //     redlock.go for the rules and why they hold).
-//   - Options.Events, when set (an *events.Recorder), receives how each
+//   - Options.Events, when set (an events.Sink such as an
+//     *events.Recorder), receives how each
 //     Acquire, release and watchdog renewal ended, for monitoring; it is
 //     never on the operation's path (see record.go).
 //
