@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -94,11 +95,21 @@ func TestRedlock(t *testing.T) {
 		s := startRedis(t)
 		e := chaos.NewEnv(t, "10.redlock-two-killed", lockctlBin)
 		global := []string{"--url", s.URL, "--timeout", "300ms"}
+		// a renews every 700ms and writes every 100ms; the master is
+		// restarted just after a renewal, so that b gets in well before a's
+		// next renewal finds the lock gone, while a still writes: the loss
+		// shows whatever the machine's load.
 		a := e.Spawn(0, chaos.ProcSpec{Global: global, Name: "rl", TTL: ttl,
-			Flags: []string{"-n", "--ttl", ttl.String()}, Work: 3 * ttl, Writes: 6})
+			Flags: []string{"-n", "--ttl", ttl.String(), "--renew-every", "700ms"}, Work: 3 * ttl, Writes: 30})
 		if !e.WaitEntered(a.Holder, 10*time.Second) {
 			t.Fatalf("holder a never started: %s", a)
 		}
+		rc := client(t, s.Addr, time.Second)
+		renewed := time.Now().Add(5 * time.Second)
+		for rc.PTTL(context.Background(), "lock:rl").Val() < ttl*19/20 && time.Now().Before(renewed) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		_ = rc.Close()
 		s.Kill()
 		if err := s.Restart(); err != nil {
 			t.Fatal(err)

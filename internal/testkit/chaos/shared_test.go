@@ -182,16 +182,19 @@ func sharedOrder(t *testing.T, srv *redistest.Server, fifo bool) {
 			t.Fatalf("reader %s never got in: %s", r.Holder, r)
 		}
 	}
-	// A waiter subscribes to the lock's channel after its first refused
-	// attempt: the subscriber count tells that it is waiting.
-	subs := func() int64 { return rc.PubSubNumSub(ctx, lockwire.Channel(key)).Val()[lockwire.Channel(key)] }
-	base := subs()
+	// A waiter lists itself after its first refused attempt (a writer
+	// among the waiting writers, a reader among the shared waiters, each
+	// in the FIFO queue when fair): the lists tell that it is waiting.
+	listed := func() int64 {
+		return rc.ZCard(ctx, lockwire.AuxKey(lockwire.KindWaiting, key)).Val() + rc.ZCard(ctx, lockwire.AuxKey(lockwire.KindQueue, key)).Val()
+	}
 	w := e.Spawn(5, spec("exclusive"))
 	waitUntil(t, "the writer listed among the waiting writers", func() bool {
-		return rc.ZCard(ctx, lockwire.AuxKey(lockwire.KindWriters, key)).Val() == 1 && subs() >= base+1
+		return rc.ZCard(ctx, lockwire.AuxKey(lockwire.KindWriters, key)).Val() == 1
 	})
+	base := listed()
 	r6 := e.Spawn(6, spec("shared"))
-	waitUntil(t, "the sixth reader waiting", func() bool { return subs() >= base+2 })
+	waitUntil(t, "the sixth reader waiting", func() bool { return listed() >= base+1 })
 	arrived := e.Rec.Now()
 	for _, i := range e.Rand(0).Perm(len(rs)) {
 		time.Sleep(100 * time.Millisecond)
