@@ -58,7 +58,7 @@ func lockContenders() []contender {
 				if err != nil {
 					return err
 				}
-				return l.Release(context.Background(), names[w], lease.Token)
+				return lease.Release(context.Background())
 			}
 		}},
 		{"redislock", func(c *redis.Client) benchcmp.Op {

@@ -81,7 +81,7 @@ func lockctlWaiter(l *lock.Locker, name string, fifo bool) lockFunc {
 		if err != nil {
 			return nil, err
 		}
-		return func() error { return l.Release(context.Background(), name, lease.Token) }, nil
+		return func() error { return lease.Release(context.Background()) }, nil
 	}
 }
 

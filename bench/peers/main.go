@@ -277,12 +277,12 @@ func splitServerTime(ctx context.Context, addr string, ctl *redis.Client, rounds
 		for i := range names {
 			names[i] = fmt.Sprintf("peers.split.%d.%d", r, i)
 		}
-		tokens := make([]string, n)
+		leases := make([]*lock.Lease, n)
 		i := 0
 		s, err := serverTime(ctx, ctl, h, func(int) error {
 			lease, err := l.Acquire(ctx, names[i], ttl, nil)
 			if err == nil {
-				tokens[i] = lease.Token
+				leases[i] = lease
 			}
 			i++
 			return err
@@ -293,7 +293,7 @@ func splitServerTime(ctx context.Context, addr string, ctl *redis.Client, rounds
 		acq = append(acq, s)
 		i = 0
 		if s, err = serverTime(ctx, ctl, h, func(int) error {
-			err := l.Release(ctx, names[i], tokens[i])
+			err := leases[i].Release(ctx)
 			i++
 			return err
 		}, n); err != nil {

@@ -183,10 +183,11 @@ type AcquireOptions struct {
 	OnLate func(error)
 }
 
-// Lease is a held lock: a lock, a semaphore slot or a shared hold, as
-// Acquire or Reenter returned it. Release gives it back, Refresh renews it,
-// Watch keeps it renewed in the background, and Done closes once it is
-// lost (or given back).
+// Lease is a held lock: a lock, a semaphore slot, a shared hold or a set
+// of locks, as Acquire, Reenter, AcquireMulti or Resume returned it. Release
+// gives it back, Refresh renews it, Watch keeps it renewed in the
+// background, and Done closes once it is lost (or given back), Err saying
+// why.
 type Lease struct {
 	Name, Key, Token, Owner, Note string
 	// Fence grows with every acquisition of Key (and every Fences.Next):
@@ -213,7 +214,8 @@ type Lease struct {
 	// send time a watchdog started by Watch counts from.
 	Sent time.Time
 	// Holds is how many holds the token has on the lease after this call:
-	// 1 for an acquisition, more for a Reenter.
+	// 1 for an acquisition, more for a Reenter; after Release, the holds
+	// of the token left (0: the lock is free).
 	Holds int
 
 	l       *Locker   // the Locker that granted it
