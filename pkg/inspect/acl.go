@@ -169,6 +169,9 @@ func needs(s scratch) []need {
 		need{[]string{"PUBLISH", wake, "next"}, "targeted wake-ups; releases warn and waiters poll without it"},
 		need{[]string{"SUBSCRIBE", wake}, "targeted wake-ups; releases warn and waiters poll without it"},
 		need{[]string{"PING"}, "checking the wake-up connection"},
+		// A waiter sleeps on its own wake-up stream, which the release
+		// scripts append to (XADD, checked with the scripts' commands).
+		need{[]string{"XREAD", "COUNT", "1", "STREAMS", lockwire.WakeKey(key, "lockctl-doctor"), "0"}, "waiting on one connection; waiters poll without it"},
 		need{[]string{"WAIT", "0", "0"}, "--wait-replicas"},
 	)
 	n = append(n, family("limit", s.limit, "", "", limit.ScriptCommands())...)
