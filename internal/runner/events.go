@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/lockctl/lockctl/pkg/events"
+	"github.com/redis/go-redis/v9"
 )
 
 // EventGate is the event sink of a run's Locker: it passes events on to
@@ -18,9 +19,10 @@ import (
 type EventGate struct {
 	sink events.Sink
 
-	mu      sync.Mutex
-	holding bool
-	held    []events.Event
+	mu       sync.Mutex
+	holding  bool
+	dropping bool // holding until drop (holdToDrop)
+	held     []events.Event
 }
 
 // NewEventGate is a gate in front of sink; nil when sink is nil (events
@@ -55,13 +57,44 @@ func (g *EventGate) record(e events.Event) {
 }
 
 // hold keeps what is recorded from now on, until pass or drop.
-func (g *EventGate) hold() {
+func (g *EventGate) hold() { g.holdFor(false) }
+
+// holdToDrop is hold when drop will follow whatever the release finds:
+// the release may then not write its event in its own script (Take).
+func (g *EventGate) holdToDrop() { g.holdFor(true) }
+
+func (g *EventGate) holdFor(dropping bool) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
-	g.holding = true
+	g.holding, g.dropping = true, dropping
 	g.mu.Unlock()
+}
+
+// Take lets the release's script write the sink's queued events and its
+// own (events.Inline), unless what the release records is to be dropped.
+// A release writes its own event there only when it released the lock,
+// which is when Run passes the held events on.
+func (g *EventGate) Take(c redis.Cmdable) (key string, maxLen int64, queued []events.Event, ok bool) {
+	if g == nil {
+		return "", 0, nil, false
+	}
+	in, isInline := g.sink.(events.Inline)
+	g.mu.Lock()
+	dropping := g.holding && g.dropping
+	g.mu.Unlock()
+	if !isInline || dropping {
+		return "", 0, nil, false
+	}
+	return in.Take(c)
+}
+
+// Taken passes a release script's counts on to the sink (events.Inline).
+func (g *EventGate) Taken(written, failed int, unsent []events.Event) {
+	if in, ok := g.sink.(events.Inline); ok {
+		in.Taken(written, failed, unsent)
+	}
 }
 
 // pass lets the held events through, in order, and opens the gate.
@@ -81,6 +114,6 @@ func (g *EventGate) open() []events.Event {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	held := g.held
-	g.holding, g.held = false, nil
+	g.holding, g.dropping, g.held = false, false, nil
 	return held
 }

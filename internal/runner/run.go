@@ -122,7 +122,7 @@ func Run(ctx context.Context, job *Job) *Outcome {
 		}
 		// The loss is the event, not the refused (or late) release that
 		// follows it: its error, the lock gone, is already known.
-		job.Events.hold()
+		job.Events.holdToDrop()
 		_ = job.release(lease, true)
 		job.Events.drop()
 		out.Held = time.Since(heldSince)

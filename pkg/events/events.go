@@ -8,7 +8,8 @@
 // that Locker) and never changes an operation's outcome: a Recorder
 // queues events and writes them in the background, bounds each write by a
 // short timeout, swallows its errors and counts them. The write is separate from the operation's own command (a
-// pipelined XADD after it), so an event can be missing (the write failed,
+// pipelined XADD after it, or, for a release on one server, an XADD in
+// the release's script that only a release that happened makes), so an event can be missing (the write failed,
 // or the process died before Close) but never invents an operation.
 package events
 
@@ -254,9 +255,10 @@ func (r *Recorder) Failed() int64 {
 }
 
 func fields(e Event) []any {
-	v := []any{"k", e.Kind, "n", e.Name}
-	if e.Duration > 0 {
-		v = append(v, "ms", strconv.FormatFloat(float64(e.Duration)/float64(time.Millisecond), 'f', 3, 64))
+	f := Fields(e)
+	v := make([]any, len(f))
+	for i, x := range f {
+		v[i] = x
 	}
 	return v
 }
@@ -359,9 +361,67 @@ func Recent(ctx context.Context, c Reader, key string, count int64) ([]Entry, st
 // goroutine (the watchdog's, for renewals), so from several at once, after
 // the outcome is decided: it must return at once and cannot fail the
 // operation. A Recorder only queues, and writes in the background, batched
-// and pipelined, rather than inside the operation's script: that works
-// alike on one server, Sentinel and Cluster (where the stream cannot share
-// the lock's slot), and costs the operation no round trip.
+// and pipelined: that works alike on one server, Sentinel and Cluster
+// (where the stream cannot share the lock's slot), and costs the operation
+// no round trip. A Sink that is also an Inline lets a release write its
+// event, and those queued before it, in its own script instead.
 type Sink interface {
 	Record(ctx context.Context, e Event)
+}
+
+// Inline is a Sink whose stream an operation's script may write to
+// itself, in the operation's own round trip, instead of a write of its
+// own after it: pkg/lock's release does so on one server or a
+// Sentinel-managed master (not on a Cluster, where the stream lies in
+// another slot). A process that releases and exits then sends nothing
+// after the release. *Recorder satisfies it.
+type Inline interface {
+	Sink
+	// Take returns the stream's key and cap, and hands over the events
+	// queued so far, for the script to write before its own; ok is false
+	// when the sink does not write to Redis through c (nothing is taken).
+	Take(c redis.Cmdable) (key string, maxLen int64, queued []Event, ok bool)
+	// Taken reports what the script did: how many events it wrote and
+	// how many it failed to write (the server refused them), and gives
+	// back the taken events a script that never ran did not write, to be
+	// written as if Take had not been called.
+	Taken(written, failed int, unsent []Event)
+}
+
+// Take hands the queued events over to a script that writes through c,
+// when c is the Recorder's client (see Inline).
+func (r *Recorder) Take(c redis.Cmdable) (key string, maxLen int64, queued []Event, ok bool) {
+	if r == nil || c == nil || r.c != c {
+		return "", 0, nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return "", 0, nil, false
+	}
+	queued, r.pending = r.pending, nil
+	return r.key, r.maxLen, queued, true
+}
+
+// Taken counts what a script wrote for the Recorder and queues again what
+// it did not send (see Inline).
+func (r *Recorder) Taken(written, failed int, unsent []Event) {
+	if r == nil {
+		return
+	}
+	r.written.Add(int64(written))
+	r.failed.Add(int64(failed))
+	for _, e := range unsent {
+		r.Record(context.Background(), e)
+	}
+}
+
+// Fields is e as the stream stores it: field names and values, in order.
+// A script that writes e itself (Inline) writes these.
+func Fields(e Event) []string {
+	v := []string{"k", e.Kind, "n", e.Name}
+	if e.Duration > 0 {
+		v = append(v, "ms", strconv.FormatFloat(float64(e.Duration)/float64(time.Millisecond), 'f', 3, 64))
+	}
+	return v
 }

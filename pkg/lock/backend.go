@@ -23,7 +23,9 @@ import (
 type backend interface {
 	acquire(ctx context.Context, key string, a acquireArgs) (reply, error)
 	renew(ctx context.Context, key, token string, ttl time.Duration) (reply, error)
-	release(ctx context.Context, key, token string) (reply, error)
+	// release frees key; ev, when not nil, is the event stream's share
+	// of its script (release_events.go), which a backend may ignore.
+	release(ctx context.Context, key, token string, ev *releaseEvents) (reply, error)
 	// reenter adds a hold to the lease token holds at key (reenter.lua).
 	reenter(ctx context.Context, key, token string) (reply, error)
 	inspect(ctx context.Context, key string) (reply, error)
@@ -146,6 +148,9 @@ type single struct {
 	blocked  chan struct{}
 	mu       sync.Mutex
 	sleeping map[string]bool
+	// noReleaseEvents: the server refused a release script naming the
+	// event stream (an ACL without it); releases leave it out since.
+	noReleaseEvents atomic.Bool
 
 	// With replicas, a NOSCRIPT costs a whole WAIT timeout, since the WAIT
 	// pipelined after the EVALSHA runs anyway: twice the time for the
@@ -208,10 +213,30 @@ func (s *single) reloadSlots(err error) {
 	cc.ReloadState(context.Background())
 }
 
-func (s *single) release(ctx context.Context, key, token string) (reply, error) {
+func (s *single) release(ctx context.Context, key, token string, ev *releaseEvents) (reply, error) {
 	// The channel is no key, but is built with them: one allocation.
 	keys := lockwire.WithAux(key, lockwire.KindSem, lockwire.KindQueue, lockwire.KindQueueHB, lockwire.KindWriters, lockwire.KindWaiting, lockwire.KindChannel, lockwire.KindWake)
 	keys, channel, base := keys[:6], keys[6], keys[7]
+	if !s.noReleaseEvents.Load() {
+		if stream, args, ok := ev.args(s.c); ok {
+			v, err := releaseScript().Run(ctx, s.c, append(keys[:6:6], stream), append([]any{token, channel, base}, args...)...).Result()
+			if err == nil {
+				if v, err = ev.ran(v); err != nil {
+					return reply{}, err
+				}
+				return lockwire.DecodeRelease(v)
+			}
+			if !redis.HasErrorPrefix(err, "NOPERM") {
+				return reply{}, s.dataError(ctx, err, keys...)
+			}
+			// An ACL that grants the lock's keys but not the event
+			// stream refuses the script before it runs (every write in
+			// it comes after what can be refused): release without
+			// the events, here and from now on, and let the sink
+			// write them as it would have.
+			s.noReleaseEvents.Store(true)
+		}
+	}
 	v, err := releaseScript().Run(ctx, s.c, keys, token, channel, base).Result()
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys...)

@@ -62,7 +62,7 @@ func (l *Locker) ReleaseToken(ctx context.Context, name, token string) error {
 
 // ReleaseKey is ReleaseToken on a raw Redis key.
 func (l *Locker) ReleaseKey(ctx context.Context, key, token string) error {
-	left, err := l.releaseKey(ctx, key, token)
+	left, err := l.releaseKey(ctx, key, token, nil)
 	if l.events != nil {
 		l.recordRelease(ctx, l.nameOf(key), 0, left, err)
 	}

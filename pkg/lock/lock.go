@@ -455,7 +455,7 @@ func (a *attempt) giveBack(ctx context.Context, lease *Lease) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	// Unrecorded: the grant was not handed out, so neither was it acquired.
-	_, _ = a.l.releaseHold(rctx, lease)
+	_, _ = a.l.releaseHold(rctx, lease, nil)
 }
 
 // once runs the acquire script once. It returns a lease (whether or not
@@ -600,11 +600,11 @@ func noLeaseTTL(key string) error {
 // releaseKey releases one hold of token's lease at key, a lock or a
 // semaphore or shared slot, unrecorded, returning the holds the token has
 // left.
-func (l *Locker) releaseKey(ctx context.Context, key, token string) (int, error) {
+func (l *Locker) releaseKey(ctx context.Context, key, token string, ev *releaseEvents) (int, error) {
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)
 	}
-	r, err := l.b.release(ctx, key, token)
+	r, err := l.b.release(ctx, key, token, ev)
 	if err != nil {
 		return 0, fmt.Errorf("lock: release %s: %w", key, err)
 	}

@@ -371,7 +371,7 @@ func (r *redlock) fence(ctx context.Context, key string, a acquireArgs, got []no
 
 func (r *redlock) undo(ctx context.Context, key, token string, d time.Duration) {
 	each(context.WithoutCancel(ctx), r, nil, d, func(ctx context.Context, s *single) (reply, error) {
-		return s.release(ctx, key, token)
+		return s.release(ctx, key, token, nil)
 	}, nil)
 }
 
@@ -444,9 +444,9 @@ func (r *redlock) renew(ctx context.Context, key, token string, ttl time.Duratio
 	return reply{Code: lockwire.RenewNotHeld, Acked: -1}, nil
 }
 
-func (r *redlock) release(ctx context.Context, key, token string) (reply, error) {
+func (r *redlock) release(ctx context.Context, key, token string, _ *releaseEvents) (reply, error) {
 	res := each(ctx, r, nil, r.callTimeout(), func(ctx context.Context, s *single) (reply, error) {
-		return s.release(ctx, key, token)
+		return s.release(ctx, key, token, nil)
 	}, nil)
 	deleted, woken, left := 0, false, int64(-1)
 	var refusal reply
@@ -517,7 +517,7 @@ func (r *redlock) reenter(ctx context.Context, key, token string) (reply, error)
 	}
 	if len(got) > 0 {
 		each(context.WithoutCancel(ctx), r, idx, r.callTimeout(), func(ctx context.Context, s *single) (reply, error) {
-			return s.release(ctx, key, token)
+			return s.release(ctx, key, token, nil)
 		}, nil)
 	}
 	switch {

@@ -79,7 +79,7 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 		// count on. Give this hold back.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
-		_, _ = l.releaseHold(rctx, lease)
+		_, _ = l.releaseHold(rctx, lease, nil)
 		return nil, &LateError{Key: key, Op: "re-enter", TTL: lease.TTL, Took: now.Sub(start)}
 	}
 	return lease, nil

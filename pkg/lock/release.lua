@@ -3,42 +3,78 @@
 -- acquirers waiting; KEYS[6] the shared and semaphore acquirers waiting
 -- (wake.lua). ARGV[1] token; ARGV[2] the wake-up channel waiters subscribe
 -- to; ARGV[3] the base of the waiters' own streams and channels
--- (wake.lua). Replies: {0} no lock and no semaphore; {3} no
+-- (wake.lua). KEYS[7], when given, is the event stream (pkg/events), and
+-- the reply is {events written, reply} (record, below). Replies: {0} no lock and no semaphore; {3} no
 -- lock, but a semaphore; {1} deleted; {5, error, channel, command}
 -- deleted, but the server refused the wake-up (wake.lua); {4, holds left} the token had re-entered:
 -- one hold released, the lock stays with its TTL; {2, ...} another holder,
 -- as held() describes.
-local key = KEYS[1]
--- pcall: see renew.lua.
-local v = redis.pcall('GET', key)
-if v == false then
-  -- No plain lock: the token may hold a slot of the semaphore of the same
-  -- name (KEYS[2]); say so, and the caller asks the semaphore. A plain
-  -- "not held" stays one round trip.
-  -- A refused EXISTS (pcall) asks the semaphore too: it writes nothing.
-  local sem = redis.pcall('EXISTS', KEYS[2])
-  if sem == 1 or type(sem) == 'table' then
-    return {3}
-  end
-  return {0}
-end
-if type(v) == 'string' then
-  if owns(v, ARGV[1], tokenPrefix(ARGV[1])) then
-    local n = holds(v)
-    if n > 1 then
-      redis.call('SET', key, withHolds(v, n - 1), 'KEEPTTL')
-      return {4, n - 1}
+local function release()
+  local key = KEYS[1]
+  -- pcall: see renew.lua.
+  local v = redis.pcall('GET', key)
+  if v == false then
+    -- No plain lock: the token may hold a slot of the semaphore of the same
+    -- name (KEYS[2]); say so, and the caller asks the semaphore. A plain
+    -- "not held" stays one round trip.
+    -- A refused EXISTS (pcall) asks the semaphore too: it writes nothing.
+    local sem = redis.pcall('EXISTS', KEYS[2])
+    if sem == 1 or type(sem) == 'table' then
+      return {3}
     end
-    redis.call('DEL', key)
-    -- Waiters sleep until this wake-up (or their holder's TTL), so the
-    -- hand-off costs one round trip instead of a polling interval; it
-    -- wakes the waiters that can take the lock where any is listed.
-    local err, refused, command = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5], KEYS[6], false)
-    if err then
-      return {5, err, refused, command or false}
-    end
-    return {1}
+    return {0}
   end
-  return held(2, key, 'string', v)
+  if type(v) == 'string' then
+    if owns(v, ARGV[1], tokenPrefix(ARGV[1])) then
+      local n = holds(v)
+      if n > 1 then
+        redis.call('SET', key, withHolds(v, n - 1), 'KEEPTTL')
+        return {4, n - 1}
+      end
+      redis.call('DEL', key)
+      -- Waiters sleep until this wake-up (or their holder's TTL), so the
+      -- hand-off costs one round trip instead of a polling interval; it
+      -- wakes the waiters that can take the lock where any is listed.
+      local err, refused, command = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5], KEYS[6], false)
+      if err then
+        return {5, err, refused, command or false}
+      end
+      return {1}
+    end
+    return held(2, key, 'string', v)
+  end
+  return held(2, key, redis.call('TYPE', key)['ok'])
 end
-return held(2, key, redis.call('TYPE', key)['ok'])
+-- record writes to the event stream KEYS[7] (capped at ARGV[4], as XADD
+-- MAXLEN ~) the events the caller had queued (ARGV[7] on, as kind, name,
+-- milliseconds or '') and, when the release happened (code 1 or 5),
+-- 'released' for name ARGV[6] with the hold in ms ARGV[5]: one round trip
+-- instead of a write of their own after it. Best effort, as the caller's
+-- own write would be: a refused XADD is counted, never an error, and never
+-- undoes the release.
+local function record(code)
+  local stream, maxlen, written = KEYS[7], ARGV[4], 0
+  local function xadd(kind, name, ms)
+    local r
+    if ms == '' then
+      r = redis.pcall('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'k', kind, 'n', name)
+    else
+      r = redis.pcall('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'k', kind, 'n', name, 'ms', ms)
+    end
+    if type(r) ~= 'table' or not r.err then
+      written = written + 1
+    end
+  end
+  for i = 7, #ARGV, 3 do
+    xadd(ARGV[i], ARGV[i + 1], ARGV[i + 2])
+  end
+  if code == 1 or code == 5 then
+    xadd('released', ARGV[6], ARGV[5])
+  end
+  return written
+end
+local r = release()
+if KEYS[7] == nil then
+  return r
+end
+return {record(r[1]), r}

@@ -157,18 +157,29 @@ func (l *Locker) releaseHoldRecorded(ctx context.Context, lease *Lease) (int, er
 	if lease.set != nil {
 		return l.releaseSetRecorded(ctx, lease)
 	}
-	left, err := l.releaseHold(ctx, lease)
-	if l.events != nil {
-		name := lease.Name
-		if name == "" {
-			name = l.nameOf(lease.Key)
-		}
-		l.recordRelease(ctx, name, l.heldFor(lease), left, err)
+	if l.events == nil {
+		return l.releaseHold(ctx, lease, nil)
+	}
+	name := lease.Name
+	if name == "" {
+		name = l.nameOf(lease.Key)
+	}
+	held := l.heldFor(lease)
+	var ev *releaseEvents
+	if lease.Limit == 0 && !lease.Shared {
+		ev = l.releaseEventsFor(name, held)
+	}
+	left, err := l.releaseHold(ctx, lease, ev)
+	ev.settle()
+	if !ev.recordedRelease() {
+		l.recordRelease(ctx, name, held, left, err)
 	}
 	return left, err
 }
 
-func (l *Locker) releaseHold(ctx context.Context, lease *Lease) (int, error) {
+// releaseHold releases lease; ev (a plain lock's release only) is what
+// its script may write to the event stream.
+func (l *Locker) releaseHold(ctx context.Context, lease *Lease, ev *releaseEvents) (int, error) {
 	if lease.set != nil {
 		left, _, err := l.releaseSet(ctx, lease.set, lease.Token)
 		return left, err
@@ -176,5 +187,5 @@ func (l *Locker) releaseHold(ctx context.Context, lease *Lease) (int, error) {
 	if lease.Limit > 0 || lease.Shared {
 		return l.releaseSem(ctx, lease.Key, lease.Token)
 	}
-	return l.releaseKey(ctx, lease.Key, lease.Token)
+	return l.releaseKey(ctx, lease.Key, lease.Token, ev)
 }
