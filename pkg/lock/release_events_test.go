@@ -194,4 +194,3 @@ func TestReleaseEventsOnCluster(t *testing.T) {
 		t.Fatalf("stream length %d (%v), want 6", n, err)
 	}
 }
-
