@@ -23,8 +23,6 @@ import (
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/inspect"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -47,10 +45,9 @@ type Config struct {
 // Exporter collects and serves the series.
 type Exporter struct {
 	cfg Config
-	reg *prometheus.Registry
 
 	// work serialises the changes of totals (events counted, names
-	// chosen by a scan) and their storing; mu guards what Collect reads.
+	// chosen by a scan) and their storing; mu guards what collect reads.
 	work  sync.Mutex
 	dirty bool // names chosen since the totals were last stored
 
@@ -112,22 +109,15 @@ func New(cfg Config) *Exporter {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	e := &Exporter{cfg: cfg, reg: prometheus.NewRegistry(), totals: newTotals()}
+	e := &Exporter{cfg: cfg, totals: newTotals()}
 	e.scanLog.what, e.eventLog.what = "scan", "events"
-	e.reg.MustRegister(collector{e})
 	return e
 }
 
 // Handler serves /metrics and /healthz.
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
-	// A series that cannot be encoded drops itself, never the others: a
-	// scrape that fails whole silences every alert. The error goes to the
-	// log, never to the client.
-	mux.Handle("/metrics", promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
-		ErrorHandling: promhttp.ContinueOnError,
-		ErrorLog:      logFunc(e.cfg.Logf),
-	}))
+	mux.HandleFunc("/metrics", e.serveMetrics)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		ok, err := e.scan.ok, e.scanErr
@@ -445,79 +435,64 @@ func splitID(id string) (ms, seq uint64) {
 	return
 }
 
-// collector turns the latest scan and totals into const metrics.
-type collector struct{ e *Exporter }
-
+// The families the exporter serves (the contract's series).
 var (
-	descUp           = prometheus.NewDesc("lockctl_up", "1 when Redis answered the last PING (at start and before each scan) and, on a Cluster, the last scan reached every master.", nil, nil)
-	descScanComplete = prometheus.NewDesc("lockctl_scan_complete", "1 when the last scan ended and read every key; 0 before the first scan ends and after a scan that failed or missed part of a Cluster (the scan gauges are then absent).", nil, nil)
-	descHeld         = prometheus.NewDesc("lockctl_locks_held", "Held locks under the prefix (semaphore slots and shared holders count once per holder).", nil, nil)
-	descLockHeld     = prometheus.NewDesc("lockctl_lock_held_seconds", "Age of the current holder (_other: the oldest).", []string{"name"}, nil)
-	descLockTTL      = prometheus.NewDesc("lockctl_lock_ttl_seconds", "Remaining TTL (_other: the longest).", []string{"name"}, nil)
-	descLockWaiters  = prometheus.NewDesc("lockctl_lock_waiters", "Waiters (FIFO queue and announced waiters).", []string{"name"}, nil)
-	descOrphans      = prometheus.NewDesc("lockctl_orphans", "Lock-pattern keys with no TTL.", nil, nil)
-	descWait         = prometheus.NewDesc("lockctl_acquire_wait_seconds", "Wait before acquiring (events).", []string{"name"}, nil)
-	descHold         = prometheus.NewDesc("lockctl_hold_seconds", "Time between acquire and release (events).", []string{"name"}, nil)
-	descAcq          = prometheus.NewDesc("lockctl_acquisitions_total", "Acquire outcomes.", []string{"name", "result"}, nil)
-	descRel          = prometheus.NewDesc("lockctl_releases_total", "Release outcomes; not_owner is a stale release that lockctl refused.", []string{"name", "result"}, nil)
-	descRenewFailed  = prometheus.NewDesc("lockctl_renewals_failed_total", "Renewals that failed.", []string{"name"}, nil)
-	descLost         = prometheus.NewDesc("lockctl_leases_lost_total", "Leases lost while held (run exit 76).", []string{"name"}, nil)
-	descForce        = prometheus.NewDesc("lockctl_force_releases_total", "Force-releases.", []string{"name"}, nil)
-	descRateLimited  = prometheus.NewDesc("lockctl_rate_limited_total", "limit refusals.", []string{"key"}, nil)
-	descScanDuration = prometheus.NewDesc("lockctl_scan_duration_seconds", "Duration of the last scan.", nil, nil)
-	descChannels     = prometheus.NewDesc("lockctl_pubsub_channels", "lockctl release channels with at least one subscriber (PUBSUB CHANNELS).", nil, nil)
-	descSubscribers  = prometheus.NewDesc("lockctl_pubsub_subscribers", "Subscriptions to lockctl release channels (PUBSUB NUMSUB): waiting processes.", nil, nil)
-	descClients      = prometheus.NewDesc("lockctl_redis_connected_clients", "Clients connected to the Redis server (INFO clients).", nil, nil)
+	descUp           = &family{"lockctl_up", "1 when Redis answered the last PING (at start and before each scan) and, on a Cluster, the last scan reached every master.", kindGauge, nil}
+	descScanComplete = &family{"lockctl_scan_complete", "1 when the last scan ended and read every key; 0 before the first scan ends and after a scan that failed or missed part of a Cluster (the scan gauges are then absent).", kindGauge, nil}
+	descHeld         = &family{"lockctl_locks_held", "Held locks under the prefix (semaphore slots and shared holders count once per holder).", kindGauge, nil}
+	descLockHeld     = &family{"lockctl_lock_held_seconds", "Age of the current holder (_other: the oldest).", kindGauge, []string{"name"}}
+	descLockTTL      = &family{"lockctl_lock_ttl_seconds", "Remaining TTL (_other: the longest).", kindGauge, []string{"name"}}
+	descLockWaiters  = &family{"lockctl_lock_waiters", "Waiters (FIFO queue and announced waiters).", kindGauge, []string{"name"}}
+	descOrphans      = &family{"lockctl_orphans", "Lock-pattern keys with no TTL.", kindGauge, nil}
+	descWait         = &family{"lockctl_acquire_wait_seconds", "Wait before acquiring (events).", kindHistogram, []string{"name"}}
+	descHold         = &family{"lockctl_hold_seconds", "Time between acquire and release (events).", kindHistogram, []string{"name"}}
+	descAcq          = &family{"lockctl_acquisitions_total", "Acquire outcomes.", kindCounter, []string{"name", "result"}}
+	descRel          = &family{"lockctl_releases_total", "Release outcomes; not_owner is a stale release that lockctl refused.", kindCounter, []string{"name", "result"}}
+	descRenewFailed  = &family{"lockctl_renewals_failed_total", "Renewals that failed.", kindCounter, []string{"name"}}
+	descLost         = &family{"lockctl_leases_lost_total", "Leases lost while held (run exit 76).", kindCounter, []string{"name"}}
+	descForce        = &family{"lockctl_force_releases_total", "Force-releases.", kindCounter, []string{"name"}}
+	descRateLimited  = &family{"lockctl_rate_limited_total", "limit refusals.", kindCounter, []string{"key"}}
+	descScanDuration = &family{"lockctl_scan_duration_seconds", "Duration of the last scan.", kindGauge, nil}
+	descChannels     = &family{"lockctl_pubsub_channels", "lockctl release channels with at least one subscriber (PUBSUB CHANNELS).", kindGauge, nil}
+	descSubscribers  = &family{"lockctl_pubsub_subscribers", "Subscriptions to lockctl release channels (PUBSUB NUMSUB): waiting processes.", kindGauge, nil}
+	descClients      = &family{"lockctl_redis_connected_clients", "Clients connected to the Redis server (INFO clients).", kindGauge, nil}
 )
 
-func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descHeld, descLockHeld, descLockTTL, descLockWaiters, descOrphans,
-		descWait, descHold, descAcq, descRel, descRenewFailed, descLost, descForce, descRateLimited, descScanDuration,
-		descScanComplete, descChannels, descSubscribers, descClients} {
-		ch <- d
-	}
-}
-
-func (c collector) Collect(ch chan<- prometheus.Metric) {
-	e := c.e
+// collect turns the latest scan and totals into the series of a scrape.
+func (e *Exporter) collect() *exposition {
 	e.mu.Lock()
 	s := e.scan
 	t := e.totals.clone()
 	reachable := e.reachable && !e.partial
 	e.mu.Unlock()
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- constMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- constMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
+	x := newExposition()
 	bit := func(b bool) float64 {
 		if b {
 			return 1
 		}
 		return 0
 	}
-	gauge(descUp, bit(reachable))
-	gauge(descScanComplete, bit(s.ok))
-	gauge(descScanDuration, s.duration.Seconds())
+	x.gauge(descUp, bit(reachable))
+	x.gauge(descScanComplete, bit(s.ok))
+	x.gauge(descScanDuration, s.duration.Seconds())
 	if s.ok {
 		// Without a scan there is nothing to say: absent beats a
 		// misleading 0 held, 0 orphans.
-		gauge(descHeld, float64(s.held))
-		gauge(descOrphans, float64(s.orphans))
+		x.gauge(descHeld, float64(s.held))
+		x.gauge(descOrphans, float64(s.orphans))
 		for _, l := range s.locks {
 			if l.heldKnown {
-				gauge(descLockHeld, l.held, l.name)
+				x.gauge(descLockHeld, l.held, l.name)
 			}
 			if l.ttlKnown {
-				gauge(descLockTTL, l.ttl, l.name)
+				x.gauge(descLockTTL, l.ttl, l.name)
 			}
-			gauge(descLockWaiters, l.waiters, l.name)
+			x.gauge(descLockWaiters, l.waiters, l.name)
 		}
 		if s.pubsub {
-			gauge(descChannels, float64(s.channels))
-			gauge(descSubscribers, float64(s.subscribers))
-			gauge(descClients, float64(s.clients))
+			x.gauge(descChannels, float64(s.channels))
+			x.gauge(descSubscribers, float64(s.subscribers))
+			x.gauge(descClients, float64(s.clients))
 		}
 	}
 	names := make([]string, 0, len(t.Names))
@@ -527,21 +502,22 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	sort.Strings(names)
 	for _, name := range names {
 		n := t.Names[name]
-		ch <- constHistogram(descWait, &n.Wait, waitBuckets, name)
-		ch <- constHistogram(descHold, &n.Hold, holdBuckets, name)
-		counter(descAcq, n.Counts[events.Acquired], name, "acquired")
-		counter(descAcq, n.Counts[events.Busy], name, "busy")
-		counter(descAcq, n.Counts[events.Timeout], name, "timeout")
-		counter(descRel, n.Counts[events.Released], name, "released")
-		counter(descRel, n.Counts[events.NotHeld], name, "not_held")
-		counter(descRel, n.Counts[events.NotOwner], name, "not_owner")
-		counter(descRenewFailed, n.Counts[events.RenewFailed], name)
-		counter(descLost, n.Counts[events.LeaseLost], name)
-		counter(descForce, n.Counts[events.ForceRelease], name)
+		x.histogram(descWait, n.Wait.Count, n.Wait.Sum, n.Wait.cumulative(waitBuckets), name)
+		x.histogram(descHold, n.Hold.Count, n.Hold.Sum, n.Hold.cumulative(holdBuckets), name)
+		x.counter(descAcq, n.Counts[events.Acquired], name, "acquired")
+		x.counter(descAcq, n.Counts[events.Busy], name, "busy")
+		x.counter(descAcq, n.Counts[events.Timeout], name, "timeout")
+		x.counter(descRel, n.Counts[events.Released], name, "released")
+		x.counter(descRel, n.Counts[events.NotHeld], name, "not_held")
+		x.counter(descRel, n.Counts[events.NotOwner], name, "not_owner")
+		x.counter(descRenewFailed, n.Counts[events.RenewFailed], name)
+		x.counter(descLost, n.Counts[events.LeaseLost], name)
+		x.counter(descForce, n.Counts[events.ForceRelease], name)
 	}
 	for key, v := range t.Keys {
-		counter(descRateLimited, v, key)
+		x.counter(descRateLimited, v, key)
 	}
+	return x
 }
 
 // trouble logs a failing loop without flooding the log: the first failure
@@ -587,27 +563,3 @@ func labelValue(s string) string {
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
-
-// constMetric never panics: a metric that cannot be built is reported as
-// invalid, which the handler logs and leaves out, keeping every other
-// series of the scrape.
-func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
-	m, err := prometheus.NewConstMetric(d, t, v, labels...)
-	if err != nil {
-		return prometheus.NewInvalidMetric(d, err)
-	}
-	return m
-}
-
-func constHistogram(d *prometheus.Desc, h *histogram, bounds []float64, labels ...string) prometheus.Metric {
-	m, err := prometheus.NewConstHistogram(d, h.Count, h.Sum, h.cumulative(bounds), labels...)
-	if err != nil {
-		return prometheus.NewInvalidMetric(d, err)
-	}
-	return m
-}
-
-// logFunc adapts Logf to promhttp's error log.
-type logFunc func(format string, args ...any)
-
-func (f logFunc) Println(v ...any) { f("metrics: %s", strings.TrimSuffix(fmt.Sprintln(v...), "\n")) }

@@ -47,7 +47,8 @@ func (h *histogram) merge(o histogram) {
 	h.Count += o.Count
 }
 
-// cumulative returns the bucket map client_golang wants.
+// cumulative returns the count of observations at or below each bound,
+// by bound (the buckets of a histogram series).
 func (h *histogram) cumulative(bounds []float64) map[float64]uint64 {
 	m := make(map[float64]uint64, len(bounds))
 	var acc uint64
