@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"github.com/lockctl/lockctl/internal/child"
 	"os"
 	"os/signal"
 	"strings"
@@ -78,8 +77,6 @@ type Factory struct {
 	filePassword string // the password read from --password-file, to keep out of messages
 
 	partialTree bool // the root has only the invoked command below it (rootFor)
-
-	runHelper *child.Helper // run's helper, started as lockctl started (startRunHelper)
 }
 
 // NewFactory builds a factory over the given streams.
@@ -189,7 +186,6 @@ func (f *Factory) RefuseRedlock(flag string) error {
 
 // Close releases the clients' connections.
 func (f *Factory) Close() {
-	f.runHelper.Close() // started for a run that never took it
 	f.closeEvents()
 	// Done with the connections: an error closing one has nothing left to
 	// affect and nowhere better to go than the command's own result.

@@ -37,7 +37,7 @@ func Main() int {
 	// other process of the user cannot read it from /proc.
 	hideSecrets()
 	surviveBrokenPipes()
-	code, sig, group := mainArgs(os.Args[1:], ui.System(), withRunHelper(rootFor(os.Args[1:]), startRunHelper(os.Args[1:])))
+	code, sig, group := mainArgs(os.Args[1:], ui.System(), rootFor(os.Args[1:]))
 	if sig != 0 {
 		child.DieOf(sig, group) // returns only if the signal did not end lockctl
 	}

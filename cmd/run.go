@@ -180,31 +180,6 @@ func (o *runOptions) validate(c *cobra.Command) error {
 	return nil
 }
 
-// startRunHelper starts run's helper (child.StartHelper) as lockctl starts,
-// when the first argument is run: its fork and exec then overlap the
-// whole start-up, config and connection included, instead of only the
-// acquire's round trip. Any other form of the command line (global flags
-// first) starts it in runRun, as every run did before; a run that never
-// gets to its command closes it (Factory.Close). nil when not run.
-func startRunHelper(args []string) *child.Helper {
-	if len(args) < 2 || args[0] != "run" {
-		return nil
-	}
-	return child.StartHelper()
-}
-
-// withRunHelper hands helper (nil: none) to the Factory the root is built
-// for, for runRun to take.
-func withRunHelper(newRoot func(*Factory) *cobra.Command, helper *child.Helper) func(*Factory) *cobra.Command {
-	if helper == nil {
-		return newRoot
-	}
-	return func(f *Factory) *cobra.Command {
-		f.runHelper = helper
-		return newRoot(f)
-	}
-}
-
 func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []string) (err error) {
 	name := setName(names)
 	if err := o.validate(c); err != nil {
@@ -254,13 +229,8 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	if err != nil {
 		return err
 	}
-	// Its fork and exec overlap the acquire's round trip, or, started
-	// by Main (startRunHelper), lockctl's whole start-up.
-	helper := f.runHelper
-	f.runHelper = nil
-	if helper == nil {
-		helper = child.StartHelper()
-	}
+	// Its fork and exec overlap the acquire's round trip.
+	helper := child.StartHelper()
 	started := time.Now()
 	var lease *lock.Lease
 	if len(names) > 1 {
