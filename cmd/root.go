@@ -96,7 +96,11 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 	if fault != faultNone {
 		err = explainFault(err, fault, f.target())
 	}
-	err = redactError(err, f.knownSecrets())
+	if err != nil {
+		// Only a failure is printed: a success need not gather the
+		// secrets (a regexp over every URL) to hide them.
+		err = redactError(err, f.knownSecrets())
+	}
 	if bug := (*internalError)(nil); errors.As(err, &bug) && f.G.Verbose {
 		io.Logf(ui.LevelDebug, nil, "%s", bug.Stack)
 	}
