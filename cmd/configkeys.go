@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 )
 
 // extraConfigKeys are config keys that are not flag names.
@@ -17,14 +16,8 @@ var extraConfigKeys = map[string]bool{"events": true}
 // silently ignored and the default used. Top-level keys are long flag
 // names (of any command) or command sections; a section's keys are the
 // flags of that command and its subcommands, global flags excepted (those
-// go at the top level).
+// go at the top level). resolve has read the file into f.conf.
 func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string) {
-	cv := viper.New()
-	cv.SetConfigFile(file)
-	cv.SetConfigType("yaml")
-	if err := cv.ReadInConfig(); err != nil {
-		return
-	}
 	global := map[string]bool{}
 	root.PersistentFlags().VisitAll(func(fl *pflag.Flag) { global[fl.Name] = true })
 	local := map[string]bool{}
@@ -48,7 +41,7 @@ func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string) {
 	}
 	var unknown []string
 	hint := map[string]string{}
-	for _, key := range cv.AllKeys() {
+	for _, key := range f.conf.fileKeys() {
 		section, sub, nested := strings.Cut(key, ".")
 		switch {
 		case !nested && (global[key] || local[key] || extraConfigKeys[key]):

@@ -15,13 +15,13 @@ import (
 // resolveEvents applies the config key `events: false` (the positive
 // spelling of --no-events), below the flag and LOCKCTL_NO_EVENTS.
 func (f *Factory) resolveEvents(flags *pflag.FlagSet) error {
-	v := f.Viper
-	if fl := flags.Lookup("no-events"); fl == nil || fl.Changed || f.Getenv("LOCKCTL_NO_EVENTS") != "" || !v.IsSet("events") {
+	v := &f.conf
+	if fl := flags.Lookup("no-events"); fl == nil || fl.Changed || f.Getenv("LOCKCTL_NO_EVENTS") != "" || !v.isSet("events") {
 		return nil
 	}
-	on, err := strconv.ParseBool(configString(v.Get("events")))
+	on, err := strconv.ParseBool(configString(v.get("events")))
 	if err != nil {
-		return &UsageError{Err: fmt.Errorf("events=%q (from config file): want true or false", configString(v.Get("events")))}
+		return &UsageError{Err: fmt.Errorf("events=%q (from config file): want true or false", configString(v.get("events")))}
 	}
 	f.G.NoEvents = !on
 	return nil
@@ -33,7 +33,7 @@ func (f *Factory) eventsKey() string {
 	if k := f.Getenv("LOCKCTL_EVENTS_KEY"); k != "" {
 		return k
 	}
-	if k := f.Viper.GetString("events-key"); k != "" {
+	if k := f.conf.getString("events-key"); k != "" {
 		return k
 	}
 	return events.DefaultKey

@@ -14,7 +14,6 @@ import (
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
-	"github.com/spf13/viper"
 )
 
 // Globals are the resolved global flags (flag > LOCKCTL_* env > config file > default).
@@ -54,8 +53,9 @@ type Globals struct {
 type Factory struct {
 	IO     *ui.IOStreams
 	Getenv func(string) string
-	Viper  *viper.Viper
 	G      Globals
+
+	conf config // the settings from flags, environment and config file (resolve)
 
 	clientOnce sync.Once
 	client     redis.UniversalClient
@@ -81,7 +81,7 @@ type Factory struct {
 
 // NewFactory builds a factory over the given streams.
 func NewFactory(io *ui.IOStreams) *Factory {
-	return &Factory{IO: io, Getenv: os.Getenv, Viper: viper.New()}
+	return &Factory{IO: io, Getenv: os.Getenv}
 }
 
 // Client returns the Redis client, creating it on first use. Commands
@@ -285,8 +285,8 @@ func (f *Factory) urlOrigin() string {
 		return "LOCKCTL_URL"
 	case f.Getenv("REDIS_URL") != "":
 		return "REDIS_URL"
-	case f.Viper.InConfig("url") && f.Viper.ConfigFileUsed() != "":
-		return "the config file " + f.Viper.ConfigFileUsed()
+	case f.conf.inFile("url") && f.conf.fileUsed() != "":
+		return "the config file " + f.conf.fileUsed()
 	}
 	return ""
 }

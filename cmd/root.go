@@ -292,18 +292,15 @@ var globalEnv = map[string][]string{
 }
 
 // resolve applies flag > LOCKCTL_* env > config file > default to every flag
-// of the command being run, through the factory's one viper instance, and
-// decides colour.
+// of the command being run, through the factory's one config, and decides
+// colour.
 func (f *Factory) resolve(c *cobra.Command) error {
-	v := f.Viper
+	v := &f.conf
+	v.getenv = f.Getenv
 	flags := c.Flags()
-	if err := v.BindPFlags(flags); err != nil {
-		return err
-	}
+	v.bindFlags(flags)
 	for key, envs := range globalEnv {
-		if err := v.BindEnv(append([]string{key}, envs...)...); err != nil {
-			return err
-		}
+		v.bindEnv(key, envs...)
 	}
 	cfg := f.G.Config
 	if !flags.Changed("config") {
@@ -316,18 +313,16 @@ func (f *Factory) resolve(c *cobra.Command) error {
 		cfg = defaultConfigFile(f.Getenv)
 	}
 	if cfg != "" {
-		v.SetConfigFile(cfg)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		if err := v.read(cfg); err != nil {
 			if explicit || !errors.Is(err, os.ErrNotExist) {
 				return &UsageError{Err: fmt.Errorf("config file %s: %v", cfg, err),
 					Hints: []string{"the config file is YAML with the long flag names as keys, e.g. `url: redis://host:6379/0`"}}
 			}
 		}
 	}
-	f.setLogFormat(v.GetString("log-format"))
+	f.setLogFormat(v.getString("log-format"))
 	f.logSubject(c)
-	if cfg != "" && v.ConfigFileUsed() != "" {
+	if cfg != "" && v.fileUsed() != "" {
 		if _, err := os.Stat(cfg); err == nil {
 			f.checkConfigFile(cfg)
 			f.warnUnknownConfigKeys(wholeTree(f, c.Root()), cfg)
@@ -350,12 +345,12 @@ func (f *Factory) resolve(c *cobra.Command) error {
 			return
 		}
 		key := fl.Name
-		if globalEnv[fl.Name] == nil && section != "" && v.IsSet(section+"."+fl.Name) {
+		if globalEnv[fl.Name] == nil && section != "" && v.isSet(section+"."+fl.Name) {
 			key = section + "." + fl.Name
-		} else if !v.IsSet(fl.Name) {
+		} else if !v.isSet(fl.Name) {
 			return
 		}
-		s := configString(v.Get(key))
+		s := configString(v.get(key))
 		if s == fl.DefValue {
 			return
 		}

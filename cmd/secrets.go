@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-
-	"github.com/spf13/viper"
 )
 
 // secretEnv are variables that hold nothing but a Redis secret: CMD never
@@ -320,20 +318,16 @@ func (f *Factory) checkSecretFile(what, path string, secret bool) {
 // checkConfigFile checks the config file's permissions: a secret when it
 // holds a password (in url or redlock), else only against being changed
 // (it chooses the server the password is sent to, and --tls-insecure).
+// resolve has read the file into f.conf.
 func (f *Factory) checkConfigFile(path string) {
-	v := viper.New()
-	v.SetConfigFile(path)
-	v.SetConfigType("yaml")
 	secret := false
-	if v.ReadInConfig() == nil {
-		for _, key := range []string{"url", "redlock"} {
-			for _, u := range strings.Split(configString(v.Get(key)), ",") {
-				if len(urlSecrets(strings.TrimSpace(u))) > 0 {
-					secret = true
-				}
+	for _, key := range []string{"url", "redlock"} {
+		for _, u := range strings.Split(configString(f.conf.fileValue(key)), ",") {
+			if len(urlSecrets(strings.TrimSpace(u))) > 0 {
+				secret = true
 			}
 		}
-		secret = secret || v.IsSet("password")
 	}
+	secret = secret || f.conf.inFile("password")
 	f.checkSecretFile("config file", path, secret)
 }
