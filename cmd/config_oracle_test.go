@@ -42,7 +42,7 @@ func TestConfigAsViper(t *testing.T) {
 	slices.Sort(vars)
 	for _, name := range vars {
 		t.Setenv(name, "") // restored after the test
-		os.Unsetenv(name)
+		oracleSetenv(t, name, "", false)
 	}
 	dir := t.TempDir()
 	paths := commandPaths(newOracleTree())
@@ -137,14 +137,14 @@ func (g *oracleCase) run(t *testing.T, paths [][]string, vars []string) string {
 	for _, name := range vars {
 		switch rng.IntN(6) {
 		case 0:
-			os.Setenv(name, "")
+			oracleSetenv(t, name, "", true)
 			g.env = append(g.env, name+"=")
 		case 1, 2:
 			v := pick(rng, envValues)
-			os.Setenv(name, v)
+			oracleSetenv(t, name, v, true)
 			g.env = append(g.env, name+"="+v)
 		default:
-			os.Unsetenv(name)
+			oracleSetenv(t, name, "", false)
 		}
 	}
 
@@ -226,6 +226,19 @@ func (g *oracleCase) run(t *testing.T, paths [][]string, vars []string) string {
 	slices.Sort(want)
 	differ("AllKeys", "", strings.Join(want, " "), strings.Join(conf.fileKeys(), " "))
 	return strings.Join(diffs, "\n")
+}
+
+// oracleSetenv sets name to value, or unsets it, in the process's
+// environment, where viper reads it.
+func oracleSetenv(t *testing.T, name, value string, set bool) {
+	t.Helper()
+	err := os.Unsetenv(name)
+	if set {
+		err = os.Setenv(name, value)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // sameError says how two errors from reading a config file differ, "" when
