@@ -35,8 +35,9 @@ done
 tmp=$(mktemp -d)
 cleanup() {
 	kill "$(cat "$tmp/redis.pid" 2>/dev/null)" 2>/dev/null || true
-	[ -n "${etcdpid:-}" ] && kill "$etcdpid" 2>/dev/null || true
-	rm -rf "$tmp"
+	[ -n "${etcdpid:-}" ] && kill "$etcdpid" 2>/dev/null && wait "$etcdpid" 2>/dev/null || true
+	# A server still writing its directory as it ends makes rm fail once.
+	rm -rf "$tmp" 2>/dev/null || { sleep 1; rm -rf "$tmp"; }
 }
 trap cleanup EXIT INT TERM
 CGO_ENABLED=0 go build -o "$tmp/lockctl" .
