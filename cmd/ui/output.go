@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/charmbracelet/lipgloss"
 )
@@ -305,13 +306,14 @@ func ShellQuote(v string) string {
 	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }
 
-// Styles: used only when colour is enabled.
+// Styles: used only when colour is enabled, and built on first use (as
+// package variables they would cost every lockctl start).
 var (
-	boldStyle  = lipgloss.NewStyle().Bold(true)
-	faintStyle = lipgloss.NewStyle().Faint(true)
-	okStyle    = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
-	warnStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
-	failStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true)
+	boldStyle  = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Bold(true) })
+	faintStyle = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Faint(true) })
+	okStyle    = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("2")) })
+	warnStyle  = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("3")) })
+	failStyle  = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true) })
 )
 
 func (s *IOStreams) style(st lipgloss.Style, v string) string {
@@ -322,19 +324,19 @@ func (s *IOStreams) style(st lipgloss.Style, v string) string {
 }
 
 // Bold renders v in bold when colour is on, else returns it as is.
-func (s *IOStreams) Bold(v string) string { return s.style(boldStyle, v) }
+func (s *IOStreams) Bold(v string) string { return s.style(boldStyle(), v) }
 
 // Faint renders v faint when colour is on, else returns it as is.
-func (s *IOStreams) Faint(v string) string { return s.style(faintStyle, v) }
+func (s *IOStreams) Faint(v string) string { return s.style(faintStyle(), v) }
 
 // OK renders v in green when colour is on, else returns it as is.
-func (s *IOStreams) OK(v string) string { return s.style(okStyle, v) }
+func (s *IOStreams) OK(v string) string { return s.style(okStyle(), v) }
 
 // Warn renders v in yellow when colour is on, else returns it as is.
-func (s *IOStreams) Warn(v string) string { return s.style(warnStyle, v) }
+func (s *IOStreams) Warn(v string) string { return s.style(warnStyle(), v) }
 
 // Fail renders v in bold red when colour is on, else returns it as is.
-func (s *IOStreams) Fail(v string) string { return s.style(failStyle, v) }
+func (s *IOStreams) Fail(v string) string { return s.style(failStyle(), v) }
 
 // JSONArray writes a JSON array element by element, so that long listings
 // stream without being held in memory. One encoder and its buffers serve

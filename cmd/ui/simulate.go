@@ -3,6 +3,7 @@ package ui
 import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/lockctl/lockctl/internal/simulate"
+	"sync"
 )
 
 // actorColors give each simulated client its own lane colour, so a reader
@@ -16,15 +17,15 @@ var actorColors = map[string]lipgloss.Color{
 }
 
 var (
-	simServerStyle = lipgloss.NewStyle().Foreground(lipgloss.Color("11")) // yellow
-	simStaleStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("9")).Bold(true)
-	simTitleStyle  = lipgloss.NewStyle().Bold(true)
-	simVarStyle    = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("11"))
-	simErrorStyle  = lipgloss.NewStyle().Foreground(lipgloss.Color("1"))
-	simSafeStyle   = lipgloss.NewStyle().Foreground(lipgloss.Color("2")).Bold(true)
-	simUnsafeStyle = lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true)
-	simNoteStyle   = lipgloss.NewStyle().Faint(true).Italic(true)
-	simDimStyle    = lipgloss.NewStyle().Faint(true)
+	simServerStyle = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("11")) }) // yellow
+	simStaleStyle  = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("9")).Bold(true) })
+	simTitleStyle  = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Bold(true) })
+	simVarStyle    = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("11")) })
+	simErrorStyle  = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("1")) })
+	simSafeStyle   = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("2")).Bold(true) })
+	simUnsafeStyle = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true) })
+	simNoteStyle   = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Faint(true).Italic(true) })
+	simDimStyle    = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Faint(true) })
 )
 
 // SimulateStyle colours `lockctl simulate` timelines; with colour off it is
@@ -34,17 +35,17 @@ func (s *IOStreams) SimulateStyle() simulate.Style {
 		return simulate.Style{}
 	}
 	return simulate.Style{
-		Title:   render(simTitleStyle),
-		Variant: render(simVarStyle),
-		Time:    render(simDimStyle),
+		Title:   render(simTitleStyle()),
+		Variant: render(simVarStyle()),
+		Time:    render(simDimStyle()),
 		Actor:   simActor,
 		Command: func(v string) string { return v },
 		Reply:   func(v string) string { return v },
-		Error:   render(simErrorStyle),
-		Note:    render(simNoteStyle),
-		Safe:    render(simSafeStyle),
-		Unsafe:  render(simUnsafeStyle),
-		Dim:     render(simDimStyle),
+		Error:   render(simErrorStyle()),
+		Note:    render(simNoteStyle()),
+		Safe:    render(simSafeStyle()),
+		Unsafe:  render(simUnsafeStyle()),
+		Dim:     render(simDimStyle()),
 	}
 }
 
@@ -57,10 +58,10 @@ func render(st lipgloss.Style) func(string) string {
 // scenarios teach, so it is red whoever it belongs to.
 func simActor(actor, v string) string {
 	if v == "!" {
-		return simStaleStyle.Render(v)
+		return simStaleStyle().Render(v)
 	}
 	if c, ok := actorColors[actor]; ok {
 		return lipgloss.NewStyle().Foreground(c).Bold(true).Render(v)
 	}
-	return simServerStyle.Render(v)
+	return simServerStyle().Render(v)
 }

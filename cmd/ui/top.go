@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
@@ -29,9 +30,9 @@ type TopView struct {
 }
 
 var (
-	topHeader = lipgloss.NewStyle().Bold(true).Reverse(true)
-	barFull   = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
-	barLow    = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
+	topHeader = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Bold(true).Reverse(true) })
+	barFull   = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("2")) })
+	barLow    = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Foreground(lipgloss.Color("3")) })
 )
 
 const sparkRunes = "▁▂▃▄▅▆▇█"
@@ -67,9 +68,9 @@ func (s *IOStreams) ttlBar(l TopLock, width int) string {
 	}
 	frac := min(1, float64(l.TTL)/float64(l.LeaseTTL))
 	n := int(frac*float64(width) + 0.5)
-	st := barFull
+	st := barFull()
 	if frac < 0.34 {
-		st = barLow
+		st = barLow()
 	}
 	return s.style(st, strings.Repeat("█", n)) + strings.Repeat("░", width-n)
 }
@@ -160,16 +161,16 @@ func (s *IOStreams) RenderTop(v TopView, width, height int) string {
 	}
 	var b strings.Builder
 	title := fmt.Sprintf("lockctl top — refresh #%d — %d held — %s — q quits", v.Refresh, len(v.Locks), v.Title)
-	b.WriteString(s.style(boldStyle, Truncate(title, width)) + "\r\n")
+	b.WriteString(s.style(boldStyle(), Truncate(title, width)) + "\r\n")
 	var head []string
 	for _, c := range cols {
 		head = append(head, pad(c.title, c.w))
 	}
-	b.WriteString(s.style(topHeader, pad(strings.Join(head, " "), width)) + "\r\n")
+	b.WriteString(s.style(topHeader(), pad(strings.Join(head, " "), width)) + "\r\n")
 	rows := height - 3
 	for i, l := range v.Locks {
 		if i == rows-1 && len(v.Locks) > rows {
-			b.WriteString(s.style(faintStyle, fmt.Sprintf("… %d more", len(v.Locks)-i)) + "\r\n")
+			b.WriteString(s.style(faintStyle(), fmt.Sprintf("… %d more", len(v.Locks)-i)) + "\r\n")
 			break
 		}
 		var cells []string
@@ -190,10 +191,10 @@ func (s *IOStreams) RenderTop(v TopView, width, height int) string {
 	if len(v.Locks) == 0 && v.Status == "" {
 		// An error (Redis unreachable, a Cluster listing incomplete) is
 		// never "no locks held": the keys it could not read may hold some.
-		b.WriteString(s.style(faintStyle, "no locks held") + "\r\n")
+		b.WriteString(s.style(faintStyle(), "no locks held") + "\r\n")
 	}
 	if v.Status != "" {
-		b.WriteString(s.style(warnStyle, Truncate(v.Status, width)) + "\r\n")
+		b.WriteString(s.style(warnStyle(), Truncate(v.Status, width)) + "\r\n")
 	}
 	return b.String()
 }

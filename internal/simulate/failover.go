@@ -8,7 +8,7 @@ import (
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
-func init() {
+func addFailover(register func(*scenario)) {
 	register(&scenario{
 		info: Info{
 			Name:  "failover",

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func init() {
+func addNoRenew(register func(*scenario)) {
 	register(&scenario{
 		info: Info{
 			Name:  "no-renew",

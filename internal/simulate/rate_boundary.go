@@ -9,7 +9,7 @@ import (
 	"github.com/lockctl/lockctl/pkg/limit"
 )
 
-func init() {
+func addRateBoundary(register func(*scenario)) {
 	register(&scenario{
 		info: Info{
 			Name:  "rate-boundary",

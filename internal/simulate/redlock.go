@@ -17,7 +17,7 @@ import (
 // master's crash, but neither a pause of the client longer than the lease
 // nor a clock jump on a master; only a fence checked by the store does.
 
-func init() {
+func addRedlock(register func(*scenario)) {
 	register(&scenario{
 		info: Info{
 			Name:  "redlock-pause",

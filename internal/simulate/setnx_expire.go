@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func init() {
+func addSetnxExpire(register func(*scenario)) {
 	register(&scenario{
 		info: Info{
 			Name:  "setnx-expire",

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -125,7 +126,7 @@ var ErrKnob = errors.New("simulate")
 
 // Knobs lists the knobs scenario name uses.
 func Knobs(name string) []string {
-	if s, ok := registry[name]; ok {
+	if s, ok := registry()[name]; ok {
 		return s.knobs
 	}
 	return nil
@@ -134,7 +135,7 @@ func Knobs(name string) []string {
 // CheckKnobs reports whether scenario name can play with o's knobs: an
 // ErrKnob for a knob it does not use or a value out of range.
 func CheckKnobs(name string, o *Options) error {
-	s, ok := registry[name]
+	s, ok := registry()[name]
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownScenario, name)
 	}
@@ -200,32 +201,39 @@ type variant struct {
 	run       func(ctx context.Context, e *env) Verdict
 }
 
-var registry = map[string]*scenario{}
-
-func register(s *scenario) { registry[s.info.Name] = s }
+// registry holds every scenario by name, built on first use: as package
+// initialisers, building them would cost every lockctl start, whatever the
+// command.
+var registry = sync.OnceValue(func() map[string]*scenario {
+	r := map[string]*scenario{}
+	for _, add := range []func(func(*scenario)){addStaleDel, addSetnxExpire, addNoRenew, addFailover, addRedlock, addTornRead, addRateBoundary} {
+		add(func(s *scenario) { r[s.info.Name] = s })
+	}
+	return r
+})
 
 // order is the order List returns and the README teaches.
 var order = []string{"stale-del", "setnx-expire", "no-renew", "failover", "redlock-pause", "redlock-clock", "torn-read", "rate-boundary"}
 
 // List returns every scenario, the most important first.
 func List() []Info {
-	out := make([]Info, 0, len(registry))
+	out := make([]Info, 0, len(registry()))
 	seen := map[string]bool{}
 	for _, n := range order {
-		if s, ok := registry[n]; ok {
+		if s, ok := registry()[n]; ok {
 			out = append(out, s.info)
 			seen[n] = true
 		}
 	}
 	var rest []string
-	for n := range registry {
+	for n := range registry() {
 		if !seen[n] {
 			rest = append(rest, n)
 		}
 	}
 	sort.Strings(rest)
 	for _, n := range rest {
-		out = append(out, registry[n].info)
+		out = append(out, registry()[n].info)
 	}
 	return out
 }
@@ -234,7 +242,7 @@ func List() []Info {
 // verdicts. On a real server it removes every key it created, also when it
 // fails.
 func Run(ctx context.Context, name string, opts *Options) (*Result, error) {
-	s, ok := registry[name]
+	s, ok := registry()[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownScenario, name)
 	}

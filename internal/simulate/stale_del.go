@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func init() {
+func addStaleDel(register func(*scenario)) {
 	register(&scenario{
 		info: Info{
 			Name:  "stale-del",

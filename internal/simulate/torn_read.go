@@ -9,7 +9,7 @@ import (
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
-func init() {
+func addTornRead(register func(*scenario)) {
 	register(&scenario{
 		info: Info{
 			Name:  "torn-read",
