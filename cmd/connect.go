@@ -163,13 +163,14 @@ func (f *Factory) optionsFor(raw, flag string, onArgv bool, password string) (*r
 	g := &f.G
 	// Every message about raw hides its passwords, also those the parsers
 	// quote back in pieces (redis:/:pw@h reads as the database ":pw@h").
-	secrets := urlSecrets(raw)
+	// Found only for such a message: finding them compiles a regexp,
+	// which a good URL need not pay for.
 	bad := func(hint, format string, args ...any) error {
 		msg := fmt.Sprintf("bad %s %q", flag, redactRefusedURL(raw))
 		if format != "" {
 			msg += ": " + fmt.Sprintf(format, args...)
 		}
-		return &UsageError{Err: errors.New(redactSecrets(msg, secrets)), Hints: []string{hint}}
+		return &UsageError{Err: errors.New(redactSecrets(msg, urlSecrets(raw))), Hints: []string{hint}}
 	}
 	const forms = "use redis://[user:password@]host:port/db, rediss://... for TLS, or unix:///path/to/redis.sock?db=N"
 	u, err := url.Parse(raw)
