@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,7 +37,6 @@ func Main() int {
 	// Before anything reads the password: from here on, CMD and every
 	// other process of the user cannot read it from /proc.
 	hideSecrets()
-	surviveBrokenPipes()
 	code, sig, group := mainArgs(os.Args[1:], ui.System(), rootFor(os.Args[1:]))
 	if sig != 0 {
 		child.DieOf(sig, group) // returns only if the signal did not end lockctl
@@ -53,9 +53,11 @@ func Main() int {
 // behaves in its own pipelines (`yes | head -1` would never end by it).
 // Nothing needs to read the channel: a signal that finds it full is
 // dropped.
-func surviveBrokenPipes() {
+//
+// Once per process: mainArgs, which calls it, runs many times in tests.
+var surviveBrokenPipes = sync.OnceFunc(func() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-}
+})
 
 // MainArgs runs lockctl with args on the given streams and returns its exit
 // code (without dying of a signal, see dieOf).
@@ -73,14 +75,22 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 	f.setLogFormat(earlyLogFormat(args, f.Getenv))
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	stop := f.notifySignals(cancel)
-	defer stop()
+	// Setting the signals up takes about a millisecond (each signal is a
+	// round trip to the runtime's signal thread): it overlaps building the
+	// command tree, and is complete before anything runs or is written.
+	signals := make(chan func(), 1)
+	go func() {
+		surviveBrokenPipes()
+		signals <- f.notifySignals(cancel)
+	}()
 
 	root := newRoot(f)
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
+	stop := <-signals
+	defer stop()
 	err := execute(ctx, root)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		err = &UsageError{Err: err, Hints: []string{"see `lockctl --help` for the commands"}}
