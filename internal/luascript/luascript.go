@@ -12,6 +12,8 @@ package luascript
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"sync"
@@ -24,11 +26,50 @@ import (
 // script is not loaded (NOSCRIPT) or EVALSHA is refused, and to SCRIPT
 // LOAD then EVALSHA when EVAL is refused.
 type Script struct {
-	*redis.Script
+	hash string
+	src  func() string
 }
 
 // New returns the Script of src.
-func New(src string) *Script { return &Script{redis.NewScript(src)} }
+func New(src string) *Script {
+	return &Script{hash: Hash(src), src: func() string { return src }}
+}
+
+// Hashed returns the Script of the source src returns, whose SHA1 (Hash)
+// is hash, computed ahead: src is called only when the source itself must
+// be sent (EVAL, SCRIPT LOAD), so a script the server has loaded costs no
+// building or hashing of its source. A caller keeps hash true to src with
+// a test.
+func Hashed(hash string, src func() string) *Script {
+	return &Script{hash: hash, src: sync.OnceValue(src)}
+}
+
+// Hash is the SHA1 of src as EVALSHA names a script: lower-case hex.
+func Hash(src string) string {
+	h := sha1.Sum([]byte(src))
+	return hex.EncodeToString(h[:])
+}
+
+// Hash is the script's SHA1.
+func (s *Script) Hash() string { return s.hash }
+
+// Source is the script's source.
+func (s *Script) Source() string { return s.src() }
+
+// EvalSha runs the script by its SHA1.
+func (s *Script) EvalSha(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return c.EvalSha(ctx, s.hash, keys, args...)
+}
+
+// Eval runs the script by its source.
+func (s *Script) Eval(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return c.Eval(ctx, s.src(), keys, args...)
+}
+
+// Load loads the script (SCRIPT LOAD).
+func (s *Script) Load(ctx context.Context, c redis.Scripter) *redis.StringCmd {
+	return c.ScriptLoad(ctx, s.src())
+}
 
 // refusals is what a client's server refused: EVALSHA, EVAL.
 type refusals struct {

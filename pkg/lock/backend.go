@@ -126,13 +126,13 @@ var (
 	// into the server's cache, so SCRIPT FLUSH or a restart costs one extra
 	// round trip. Every script that builds, reads or edits a stored value
 	// starts with lockwire.ValueLua (value.lua), the value's Lua side.
-	acquireScript   = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + acquireLua })
-	renewScript     = lazyScript(func() string { return lockwire.ValueLua + holderLua + renewLua })
-	releaseScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + wakeLua + releaseLua })
-	inspectScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + inspectLua })
-	checkScript     = lazyScript(func() string { return fenceLua + checkLua })
-	fenceNextScript = lazyScript(func() string { return fenceLua + fenceNextLua })
-	reenterScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + reenterLua })
+	acquireScript   = lazyScript("acquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + acquireLua })
+	renewScript     = lazyScript("renew", func() string { return lockwire.ValueLua + holderLua + renewLua })
+	releaseScript   = lazyScript("release", func() string { return lockwire.ValueLua + holderLua + wakeLua + releaseLua })
+	inspectScript   = lazyScript("inspect", func() string { return lockwire.ValueLua + holderLua + inspectLua })
+	checkScript     = lazyScript("check", func() string { return fenceLua + checkLua })
+	fenceNextScript = lazyScript("fenceNext", func() string { return fenceLua + fenceNextLua })
+	reenterScript   = lazyScript("reenter", func() string { return lockwire.ValueLua + holderLua + reenterLua })
 )
 
 // single is a backend on one logical Redis: a server, a Sentinel-managed
@@ -379,9 +379,25 @@ func (s *single) subscribe(ctx context.Context, channel string) (subscription, e
 	return s.hub.subscribe(ctx, channel)
 }
 
-// lazyScript defers a script's source concatenation and SHA-1 to its first
-// use: every lockctl invocation links all the scripts, and most run one or
-// two of them.
-func lazyScript(src func() string) func() *luascript.Script {
-	return sync.OnceValue(func() *luascript.Script { return luascript.New(src()) })
+// lazyScript is the script called name, whose source src builds. Its
+// SHA1 comes from scriptHash (script_hashes.go, generated), so running it
+// by EVALSHA never builds or hashes the source; only EVAL and SCRIPT LOAD
+// send it. TestScriptHashes keeps the hashes true to the sources.
+func lazyScript(name string, src func() string) func() *luascript.Script {
+	scriptSources = append(scriptSources, namedSource{name, src})
+	return sync.OnceValue(func() *luascript.Script {
+		if h := scriptHash(name); h != "" {
+			return luascript.Hashed(h, src)
+		}
+		return luascript.New(src())
+	})
 }
+
+// namedSource is a script's name and source, for TestScriptHashes.
+type namedSource struct {
+	name string
+	src  func() string
+}
+
+// scriptSources lists every script lazyScript made.
+var scriptSources []namedSource

@@ -38,8 +38,8 @@ var (
 	//go:embed fifo_leave.lua
 	fifoLeaveLua string
 
-	fifoAcquireScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + fifoAcquireLua })
-	fifoLeaveScript   = lazyScript(func() string { return auxLua + wakeLua + fifoLeaveLua })
+	fifoAcquireScript = lazyScript("fifoAcquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + fifoAcquireLua })
+	fifoLeaveScript   = lazyScript("fifoLeave", func() string { return auxLua + wakeLua + fifoLeaveLua })
 )
 
 func queueKeys(key string) []string {

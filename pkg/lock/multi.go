@@ -37,9 +37,9 @@ var (
 	//go:embed multi_release.lua
 	multiReleaseLua string
 
-	multiAcquireScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + wakeLua + multiAcquireLua })
-	multiRenewScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + multiRenewLua })
-	multiReleaseScript = lazyScript(func() string { return lockwire.ValueLua + holderLua + wakeLua + multiReleaseLua })
+	multiAcquireScript = lazyScript("multiAcquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + wakeLua + multiAcquireLua })
+	multiRenewScript   = lazyScript("multiRenew", func() string { return lockwire.ValueLua + holderLua + multiRenewLua })
+	multiReleaseScript = lazyScript("multiRelease", func() string { return lockwire.ValueLua + holderLua + wakeLua + multiReleaseLua })
 )
 
 // leaseSet is what a Lease of a set of locks holds beyond one lock's: its

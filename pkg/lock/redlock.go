@@ -85,7 +85,7 @@ var (
 	//go:embed redlock_raise.lua
 	raiseLua string
 
-	raiseScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + raiseLua })
+	raiseScript = lazyScript("raise", func() string { return lockwire.ValueLua + fenceLua + raiseLua })
 )
 
 // QuorumError reports that a Redlock call could not reach a quorum of nodes

@@ -45,9 +45,9 @@ var (
 	//go:embed sem_release.lua
 	semReleaseLua string
 
-	semAcquireScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + semAcquireLua })
-	semRenewScript   = lazyScript(func() string { return lockwire.ValueLua + holderLua + auxLua + semRenewLua })
-	semReleaseScript = lazyScript(func() string { return lockwire.ValueLua + holderLua + auxLua + wakeLua + semReleaseLua })
+	semAcquireScript = lazyScript("semAcquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + semAcquireLua })
+	semRenewScript   = lazyScript("semRenew", func() string { return lockwire.ValueLua + holderLua + auxLua + semRenewLua })
+	semReleaseScript = lazyScript("semRelease", func() string { return lockwire.ValueLua + holderLua + auxLua + wakeLua + semReleaseLua })
 )
 
 func semKeys(key string) []string {

@@ -51,7 +51,7 @@ var (
 	//go:embed shared_acquire.lua
 	sharedAcquireLua string
 
-	sharedAcquireScript = lazyScript(func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + sharedAcquireLua })
+	sharedAcquireScript = lazyScript("sharedAcquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + sharedAcquireLua })
 )
 
 func (s *single) sharedAcquire(ctx context.Context, key string, a acquireArgs, queueTTL time.Duration) (reply, error) {
