@@ -70,21 +70,6 @@ func (f *Factory) eventSink() events.Sink {
 	return nil
 }
 
-// lockerRecordingTo is a Locker like l whose events go to sink (nil:
-// nowhere) instead of the recorder: run's, whose events pass through a
-// gate (runner.EventGate) so that its final release's wait for what run
-// makes of its outcome. It is l when events are off.
-func (f *Factory) lockerRecordingTo(l *lock.Locker, sink events.Sink) *lock.Locker {
-	if f.Events() == nil {
-		return l
-	}
-	r, err := f.locker(sink)
-	if err != nil {
-		return l
-	}
-	return r
-}
-
 // record writes one event; it never fails the command.
 func (f *Factory) record(ctx context.Context, kind, name string, d time.Duration) {
 	r := f.Events()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/pkg/events"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -189,15 +190,16 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	if err != nil {
 		return &UsageError{Err: err}
 	}
-	l, err := f.Locker()
-	if err != nil {
-		return err
-	}
 	// One Locker for the whole run, whose events pass through a gate:
 	// the final release's wait for what it found (runner.EventGate).
 	gate := runner.NewEventGate(f.eventSink())
+	var sink events.Sink // nil, not a nil *EventGate, when events are off
 	if gate != nil {
-		l = f.lockerRecordingTo(l, gate)
+		sink = gate
+	}
+	l, err := f.locker(sink)
+	if err != nil {
+		return err
 	}
 	ctx := c.Context()
 	owner := o.owner
