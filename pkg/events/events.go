@@ -391,7 +391,7 @@ type Inline interface {
 // Take hands the queued events over to a script that writes through c,
 // when c is the Recorder's client (see Inline).
 func (r *Recorder) Take(c redis.Cmdable) (key string, maxLen int64, queued []Event, ok bool) {
-	if r == nil || c == nil || r.c != c {
+	if r == nil || !sameClient(r.c, c) {
 		return "", 0, nil, false
 	}
 	r.mu.Lock()
@@ -401,6 +401,21 @@ func (r *Recorder) Take(c redis.Cmdable) (key string, maxLen int64, queued []Eve
 	}
 	queued, r.pending = r.pending, nil
 	return r.key, r.maxLen, queued, true
+}
+
+// sameClient reports whether a and b are the same client. A client whose
+// type cannot be compared (a struct value holding a slice, say) is never
+// the same as another: comparing it would panic.
+func sameClient(a, b redis.Cmdable) (same bool) {
+	if a == nil || b == nil {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 // Taken counts what a script wrote for the Recorder and queues again what

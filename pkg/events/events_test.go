@@ -170,3 +170,30 @@ func BenchmarkAcquireReleaseEvents(b *testing.B) {
 		})
 	}
 }
+
+// uncomparable is a client whose type cannot be compared with ==.
+type uncomparable struct {
+	redis.Cmdable
+	tags []string
+}
+
+// Take never panics on a client that cannot be compared, and takes only
+// for the Recorder's own client.
+func TestTakeOnlyForItsOwnClient(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer c.Close()
+	odd := uncomparable{Cmdable: c, tags: []string{"x"}}
+	r := events.NewRecorder(odd, nil)
+	r.Record(context.Background(), events.Event{Kind: events.Acquired, Name: "a"})
+	if _, _, _, ok := r.Take(uncomparable{Cmdable: c}); ok {
+		t.Fatal("Take for another client")
+	}
+	own := events.NewRecorder(c, nil)
+	own.Record(context.Background(), events.Event{Kind: events.Acquired, Name: "a"})
+	if _, _, q, ok := own.Take(c); !ok || len(q) != 1 {
+		t.Fatalf("Take for its own client = %v, %v", q, ok)
+	}
+	if _, _, _, ok := own.Take(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})); ok {
+		t.Fatal("Take for another *redis.Client")
+	}
+}
