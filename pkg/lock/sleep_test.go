@@ -46,6 +46,26 @@ func clientsNamed(t *testing.T, c *redis.Client, name string) []string {
 	return out
 }
 
+// heldLock is a lock held for a minute by holder, a Locker on admin, a
+// connection of its own that the test also reads the waiters' keys with.
+func heldLock(t *testing.T) (admin *redis.Client, holder *lock.Locker, name string, first *lock.Lease) {
+	t.Helper()
+	admin = newClient(t)
+	holder = lock.New(admin, nil)
+	name = uniqueName(t)
+	first, err := holder.Acquire(ctx, name, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin, holder, name, first
+}
+
+// sleeper is a Locker on a connection of its own whose poll is an hour:
+// only a wake-up brings its waiters in within a test's time.
+func sleeper(t *testing.T) *lock.Locker {
+	return lock.New(newClient(t), &lock.Options{PollInterval: time.Hour})
+}
+
 // listedWithin waits until zset lists n members.
 func listedWithin(t *testing.T, c *redis.Client, zset string, n int64) {
 	t.Helper()
@@ -88,13 +108,7 @@ func gotWithin(t *testing.T, ch chan acquired, d time.Duration, what string) *lo
 // A waiting process holds one connection, with no pub/sub on it, and the
 // release wakes it there, though its poll interval is an hour.
 func TestWaiterSleepsOnOneConnection(t *testing.T) {
-	admin := newClient(t)
-	holder := lock.New(admin, nil)
-	name := uniqueName(t)
-	first, err := holder.Acquire(ctx, name, time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, holder, name, first := heldLock(t)
 	cname := "waiter-" + strings.ReplaceAll(name[len(name)-8:], ".", "")
 	c, _ := waiterClient(t, cname)
 	w := lock.New(c, &lock.Options{PollInterval: time.Hour})
@@ -118,13 +132,7 @@ func TestWaiterSleepsOnOneConnection(t *testing.T) {
 // A waiter does not poll: sleeping 3s behind a holder, it sends a few
 // commands, not one per poll interval (50ms here, 60 polls).
 func TestWaiterDoesNotPoll(t *testing.T) {
-	admin := newClient(t)
-	holder := lock.New(admin, nil)
-	name := uniqueName(t)
-	first, err := holder.Acquire(ctx, name, time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, holder, name, first := heldLock(t)
 	c, h := waiterClient(t, "nopoll")
 	w := lock.New(c, &lock.Options{PollInterval: 50 * time.Millisecond})
 	got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1})
@@ -154,7 +162,7 @@ func TestWaiterWokenByHolderExpiry(t *testing.T) {
 	if _, err := holder.Acquire(ctx, name, 700*time.Millisecond, nil); err != nil {
 		t.Fatal(err)
 	}
-	w := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour})
+	w := sleeper(t)
 	start := time.Now()
 	got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1})
 	lease := gotWithin(t, got, 10*time.Second, "the waiter behind an expiring holder")
@@ -165,18 +173,12 @@ func TestWaiterWokenByHolderExpiry(t *testing.T) {
 // FIFO waiters are handed the lock in arrival order, each by the release
 // before it, though their poll is an hour.
 func TestFIFOHandOffOrderWithoutPolling(t *testing.T) {
-	admin := newClient(t)
-	holder := lock.New(admin, nil)
-	name := uniqueName(t)
-	first, err := holder.Acquire(ctx, name, time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, holder, name, first := heldLock(t)
 	const n = 4
 	var chans []chan acquired
 	var ls []*lock.Locker
 	for i := range n {
-		l := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour})
+		l := sleeper(t)
 		ls = append(ls, l)
 		chans = append(chans, waitAsync(l, name, time.Minute, &lock.AcquireOptions{Wait: -1, FIFO: true, Note: fmt.Sprint(i)}))
 		listedWithin(t, admin, lock.AuxKey(lock.KindQueue, first.Key), int64(i+1))
@@ -202,17 +204,11 @@ func TestFIFOHandOffOrderWithoutPolling(t *testing.T) {
 // A release of an exclusive holder wakes every shared waiter, which all
 // enter together, though their poll is an hour.
 func TestSharedWaitersWokenTogether(t *testing.T) {
-	admin := newClient(t)
-	holder := lock.New(admin, nil)
-	name := uniqueName(t)
-	first, err := holder.Acquire(ctx, name, time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, holder, name, first := heldLock(t)
 	const n = 3
 	var chans []chan acquired
 	for range n {
-		l := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour})
+		l := sleeper(t)
 		chans = append(chans, waitAsync(l, name, time.Minute, &lock.AcquireOptions{Wait: -1, Shared: true}))
 	}
 	listedWithin(t, admin, lock.AuxKey(lock.KindWaiting, first.Key), n)
@@ -247,7 +243,7 @@ func TestSemaphoreWaitersWokenOneBySlot(t *testing.T) {
 	}
 	results := make(chan acquired, 2)
 	for range 2 {
-		l := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour})
+		l := sleeper(t)
 		go func() {
 			lease, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Limit: 2, Wait: -1})
 			results <- acquired{lease, err}
@@ -272,13 +268,7 @@ func TestSemaphoreWaitersWokenOneBySlot(t *testing.T) {
 // live) stalls the next one no longer than its heartbeat's life, the
 // queue's TTL (3s), as before: the next one takes the lock then.
 func TestFIFODeadHeadStallsNoLongerThanItsHeartbeat(t *testing.T) {
-	admin := newClient(t)
-	holder := lock.New(admin, nil)
-	name := uniqueName(t)
-	first, err := holder.Acquire(ctx, name, time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, holder, name, first := heldLock(t)
 	q, hb := lock.AuxKey(lock.KindQueue, first.Key), lock.AuxKey(lock.KindQueueHB, first.Key)
 	now := time.Now()
 	if err := admin.ZAdd(ctx, q, redis.Z{Score: float64(now.UnixMicro()), Member: "dead"}).Err(); err != nil {
@@ -303,13 +293,7 @@ func TestFIFODeadHeadStallsNoLongerThanItsHeartbeat(t *testing.T) {
 // tells the next in line to look again after the grace, though its poll
 // is an hour.
 func TestKilledWaiterStallsTheNextOneOnlyItsGrace(t *testing.T) {
-	admin := newClient(t)
-	holder := lock.New(admin, nil)
-	name := uniqueName(t)
-	first, err := holder.Acquire(ctx, name, time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, holder, name, first := heldLock(t)
 	writers := lock.AuxKey(lock.KindWriters, first.Key)
 	// The waiter that dies: a process of its own (this test binary).
 	p := exec.Command(os.Args[0], "-test.run=^TestWaitingProcess$", "-test.count=1")
@@ -328,7 +312,7 @@ func TestKilledWaiterStallsTheNextOneOnlyItsGrace(t *testing.T) {
 	if err := p.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	w := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour})
+	w := sleeper(t)
 	got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1})
 	listedWithin(t, admin, writers, 2)
 	time.Sleep(200 * time.Millisecond)
