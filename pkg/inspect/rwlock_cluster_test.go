@@ -9,7 +9,6 @@ import (
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
-	"github.com/redis/go-redis/v9"
 )
 
 // On a Cluster the audit stream lives in another slot than the lock, so a
@@ -20,14 +19,9 @@ import (
 // wakes Redisson's waiters on its read-write channel with its unlock
 // message.
 func TestForceReleaseRWLockOnCluster(t *testing.T) {
-	cl, err := redistest.StartCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
+	cl := redistest.StartClusterTest(t)
 	ctx := context.Background()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
-	t.Cleanup(func() { _ = c.Close() })
+	c := cl.Client(t)
 	in := inspect.New(c, nil)
 	key := "lock:rw"
 	const a, b = foreignUUID + ":1", foreignUUID + ":2"

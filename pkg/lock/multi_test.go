@@ -460,18 +460,13 @@ func TestNilLeaseFenceOf(t *testing.T) {
 // sent, with the fix (a common hash tag); names that share a tag are taken,
 // renewed and released as a set.
 func TestAcquireMultiOnCluster(t *testing.T) {
-	cl, err := redistest.StartCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
+	cl := redistest.StartClusterTest(t)
 	ctx := context.Background()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
-	t.Cleanup(func() { _ = c.Close() })
+	c := cl.Client(t)
 	l := lock.New(c, nil)
 
 	names := []string{"a", "b", "c"} // three slots
-	_, err = l.AcquireMulti(ctx, names, time.Minute, nil)
+	_, err := l.AcquireMulti(ctx, names, time.Minute, nil)
 	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "{tag}") || !strings.Contains(err.Error(), "slot") {
 		t.Fatalf("cross-slot set = %v, want ErrInvalid naming the fix", err)
 	}

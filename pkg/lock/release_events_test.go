@@ -166,14 +166,9 @@ func TestReleaseEventsUnderAnACLWithoutTheStream(t *testing.T) {
 // On a Cluster the stream lies in another slot than the lock: the release
 // sends its script without it, and the events follow as before.
 func TestReleaseEventsOnCluster(t *testing.T) {
-	cl, err := redistest.StartCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
+	cl := redistest.StartClusterTest(t)
 	ctx := context.Background()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
-	t.Cleanup(func() { _ = c.Close() })
+	c := cl.Client(t)
 	stream := "events"
 	rec := events.NewRecorder(c, &events.Options{Key: stream, Delay: time.Hour})
 	l := lock.New(c, &lock.Options{Events: rec})

@@ -341,16 +341,8 @@ func TestWaitingProcess(t *testing.T) {
 // script reaches it: the waiter is woken by the release, not by its poll
 // (an hour).
 func TestWaiterOnClusterWokenByRelease(t *testing.T) {
-	cl, err := redistest.StartCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
-	newCC := func() *redis.ClusterClient {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	cl := redistest.StartClusterTest(t)
+	newCC := func() *redis.ClusterClient { return cl.Client(t) }
 	holder := lock.New(newCC(), nil)
 	name := uniqueName(t) + "{tag}"
 	first, err := holder.Acquire(ctx, name, time.Minute, nil)

@@ -34,6 +34,25 @@ func StartTest(tb testing.TB, opts *Options) *Server {
 	return s
 }
 
+// StartClusterTest starts a private Cluster of three masters for one test,
+// stopped when the test ends; a Cluster that does not start fails the test.
+func StartClusterTest(tb testing.TB) *Cluster {
+	tb.Helper()
+	c, err := StartCluster(3)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+// Client returns a Cluster client on c, closed when the test ends.
+func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
+	tb.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
 // Client returns a go-redis client on s, closed when the test ends. Its
 // pool is large enough for tests that hammer one key from many goroutines.
 func (s *Server) Client(tb testing.TB) *redis.Client {
