@@ -413,15 +413,33 @@ type attempt struct {
 // re-confirmed once, that came too late as well, and the lease was given
 // back.
 func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
-	lease, held, err := a.once(ctx)
+	return confirm(ctx, a.l, a, a.key, a.deadline, &a.slow)
+}
+
+// granting is what confirm needs of an attempt (a lock's or a set's): one
+// run of its script, and giving back a grant it will not hand out.
+type granting interface {
+	once(ctx context.Context) (*Lease, Holder, error)
+	giveBack(ctx context.Context, lease *Lease)
+}
+
+// confirm runs g once and returns a lease that counts as held
+// (leasetime.Deadline) when its reply arrived, or the holder that refused
+// it, or an error. A grant whose reply came too late to count is
+// re-confirmed once, unless the wait's deadline has passed; a
+// re-confirmation that came too late as well is given back, and the
+// *LateError (Slow: the link, not a pause of this process) is left in
+// *slow too. key names the lock in the error.
+func confirm(ctx context.Context, l *Locker, g granting, key string, deadline time.Time, slow **LateError) (*Lease, Holder, error) {
+	lease, held, err := g.once(ctx)
 	if lease == nil || err != nil {
 		return lease, held, err
 	}
-	if err := a.l.late("acquire", a.key, lease.Sent, lease.TTL); err == nil {
+	if err := l.late("acquire", key, lease.Sent, lease.TTL); err == nil {
 		return lease, held, nil
-	} else if !a.deadline.IsZero() && !a.l.clock.Now().Before(a.deadline) {
+	} else if !deadline.IsZero() && !l.clock.Now().Before(deadline) {
 		// The wait is over: another call would only make it longer.
-		a.giveBack(ctx, lease)
+		g.giveBack(ctx, lease)
 		return nil, Holder{}, err
 	}
 	// Re-confirm by running the same script again with the same token,
@@ -429,21 +447,21 @@ func (a *attempt) try(ctx context.Context) (*Lease, Holder, error) {
 	// (the same-token branch refreshes the TTL and keeps the fence); if it
 	// expired meanwhile, the lock is granted afresh or refused.
 	first := lease
-	lease, held, err = a.once(ctx)
+	lease, held, err = g.once(ctx)
 	if err != nil {
-		a.giveBack(ctx, first)
+		g.giveBack(ctx, first)
 		return nil, Holder{}, err
 	}
 	if lease == nil {
 		return nil, held, nil
 	}
-	if err := a.l.late("acquire", a.key, lease.Sent, lease.TTL); err != nil {
-		a.giveBack(ctx, lease)
+	if err := l.late("acquire", key, lease.Sent, lease.TTL); err != nil {
+		g.giveBack(ctx, lease)
 		// Two replies in a row slower than the lease allows: the link (or
 		// the server) is, not a pause of this process between them.
 		late := err.(*LateError)
-		a.slow = &LateError{Key: a.key, Op: late.Op, TTL: late.TTL, Took: late.Took, Slow: true}
-		return nil, Holder{}, a.slow
+		*slow = &LateError{Key: key, Op: late.Op, TTL: late.TTL, Took: late.Took, Slow: true}
+		return nil, Holder{}, *slow
 	}
 	return lease, held, nil
 }

@@ -271,32 +271,7 @@ func (a *setAttempt) once(ctx context.Context) (*Lease, Holder, error) {
 // count is re-confirmed once (the same token re-confirms its own set),
 // else given back.
 func (a *setAttempt) try(ctx context.Context) (*Lease, Holder, error) {
-	lease, held, err := a.once(ctx)
-	if lease == nil || err != nil {
-		return lease, held, err
-	}
-	if err := a.l.late("acquire", a.keys[0], lease.Sent, lease.TTL); err == nil {
-		return lease, held, nil
-	} else if !a.deadline.IsZero() && !a.l.clock.Now().Before(a.deadline) {
-		a.giveBack(ctx, lease)
-		return nil, Holder{}, err
-	}
-	first := lease
-	lease, held, err = a.once(ctx)
-	if err != nil {
-		a.giveBack(ctx, first)
-		return nil, Holder{}, err
-	}
-	if lease == nil {
-		return nil, held, nil
-	}
-	if err := a.l.late("acquire", a.keys[0], lease.Sent, lease.TTL); err != nil {
-		a.giveBack(ctx, lease)
-		late := err.(*LateError)
-		a.slow = &LateError{Key: a.keys[0], Op: late.Op, TTL: late.TTL, Took: late.Took, Slow: true}
-		return nil, Holder{}, a.slow
-	}
-	return lease, held, nil
+	return confirm(ctx, a.l, a, a.keys[0], a.deadline, &a.slow)
 }
 
 // giveBack releases a set the attempt will not hand out, as
