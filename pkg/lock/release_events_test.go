@@ -134,7 +134,7 @@ func TestReleaseEventsOfARefusedRelease(t *testing.T) {
 // did for such a user, counted.
 func TestReleaseEventsUnderAnACLWithoutTheStream(t *testing.T) {
 	ctx := context.Background()
-	user := "nostream" + uniqueName(t)[:0]
+	user := "nostream"
 	if _, err := srv.Do("ACL", "SETUSER", user, "reset", "on", ">pw", "+@all", "~lock:*", "~lockctl:*{*", "&*"); err != nil {
 		t.Fatal(err)
 	}
