@@ -3,8 +3,11 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"unicode"
 
+	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -123,4 +126,154 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(a)][len(b)]
+}
+
+// finePrintKey is the annotation holding a command's fine print: the part
+// of its description the man page shows and --help leaves out, so that
+// --help stays a summary with Usage: near the top.
+const finePrintKey = "lockctl.fineprint"
+
+// setFinePrint gives c fine print for its man page (see FinePrint).
+func setFinePrint(c *cobra.Command, text string) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[finePrintKey] = text
+}
+
+// FinePrint is the part of c's description only its man page shows, after
+// Long: the details (timing rules, signals, edge cases) a summary in
+// --help points to.
+func FinePrint(c *cobra.Command) string { return c.Annotations[finePrintKey] }
+
+// ManPage is the name of c's man page (lockctl-inspect-locks).
+func ManPage(c *cobra.Command) string { return strings.ReplaceAll(c.CommandPath(), " ", "-") }
+
+// setHelpLayout lays every help page of root's tree out for the width of
+// the terminal help goes to, or ui.HelpWidth off a terminal: descriptions,
+// command lists and flag usages are wrapped to it, where cobra's own
+// templates let a flag's usage run on for 200 columns.
+func setHelpLayout(root *cobra.Command, streams *ui.IOStreams) {
+	width := func() int {
+		if w := streams.Width(); w > 0 {
+			return w
+		}
+		return ui.HelpWidth
+	}
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		writeHelp(c.OutOrStdout(), c, width())
+	})
+	root.SetUsageFunc(func(c *cobra.Command) error {
+		return writeUsage(c.OutOrStderr(), c, width())
+	})
+}
+
+// writeHelp is cobra's help page (description, then usage) wrapped to
+// width, with a pointer to the man page when the command has fine print.
+func writeHelp(w io.Writer, c *cobra.Command, width int) {
+	text := c.Long
+	if text == "" {
+		text = c.Short
+	}
+	var b strings.Builder
+	if text = strings.TrimRightFunc(text, unicode.IsSpace); text != "" {
+		b.WriteString(ui.Wrap(text, width) + "\n\n")
+	}
+	if FinePrint(c) != "" {
+		b.WriteString(ui.Wrap("Details: man "+ManPage(c), width) + "\n\n")
+	}
+	_, _ = io.WriteString(w, b.String())
+	if c.Runnable() || c.HasSubCommands() {
+		_ = writeUsage(w, c, width)
+	}
+}
+
+// writeUsage is cobra's usage text (its default usage function, which it
+// keeps equal to its default template) with command lists and flag usages
+// wrapped to width. Examples are shell lines, kept whole: they are written
+// to fit 80 columns (TestHelpFits80Columns).
+func writeUsage(w io.Writer, c *cobra.Command, width int) error {
+	var b strings.Builder
+	b.WriteString("Usage:")
+	if c.Runnable() {
+		b.WriteString("\n  " + c.UseLine())
+	}
+	if c.HasAvailableSubCommands() {
+		b.WriteString("\n  " + c.CommandPath() + " [command]")
+	}
+	if len(c.Aliases) > 0 {
+		b.WriteString("\n\nAliases:\n  " + c.NameAndAliases())
+	}
+	if c.HasExample() {
+		b.WriteString("\n\nExamples:\n" + c.Example)
+	}
+	listed := func(s *cobra.Command) bool { return s.IsAvailableCommand() || s.Name() == "help" }
+	list := func(title string, keep func(*cobra.Command) bool) {
+		b.WriteString("\n\n" + title)
+		for _, s := range c.Commands() {
+			if listed(s) && keep(s) {
+				pad := s.NamePadding()
+				line := fmt.Sprintf("  %-*s %s", pad, s.Name(), s.Short)
+				b.WriteString("\n" + ui.Wrap(line, width))
+			}
+		}
+	}
+	if c.HasAvailableSubCommands() {
+		if len(c.Groups()) == 0 {
+			list("Available Commands:", func(*cobra.Command) bool { return true })
+		} else {
+			for _, g := range c.Groups() {
+				id := g.ID
+				list(g.Title, func(s *cobra.Command) bool { return s.GroupID == id })
+			}
+			if !c.AllChildCommandsHaveGroup() {
+				list("Additional Commands:", func(s *cobra.Command) bool { return s.GroupID == "" })
+			}
+		}
+	}
+	if c.HasAvailableLocalFlags() {
+		b.WriteString("\n\nFlags:\n" + strings.TrimRightFunc(ui.Wrap(c.LocalFlags().FlagUsages(), width), unicode.IsSpace))
+	}
+	if c.HasAvailableInheritedFlags() {
+		b.WriteString("\n\nGlobal Flags:\n" + strings.TrimRightFunc(ui.Wrap(c.InheritedFlags().FlagUsages(), width), unicode.IsSpace))
+	}
+	if c.HasHelpSubCommands() {
+		b.WriteString("\n\nAdditional help topics:")
+		for _, s := range c.Commands() {
+			if s.IsAdditionalHelpTopicCommand() {
+				line := fmt.Sprintf("  %-*s %s", s.CommandPathPadding(), s.CommandPath(), s.Short)
+				b.WriteString("\n" + ui.Wrap(line, width))
+			}
+		}
+	}
+	if c.HasAvailableSubCommands() {
+		b.WriteString("\n\n" + ui.Wrap(fmt.Sprintf("Use \"%s [command] --help\" for more information about a command.", c.CommandPath()), width))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// unknownCommand turns cobra's error for an unknown command into a usage
+// error of one line. Cobra appends its suggestions as a block of lines
+// ("\n\nDid you mean this?\n\tls\n\trun\n") meant to be printed raw, but a
+// diagnostic is one escaped line (ui.Escape: its text may quote data from
+// Redis), which showed that block as literal \n and \t; the suggestions go
+// into the line itself instead, as for an unknown subcommand (groupRunE).
+func unknownCommand(err error) error {
+	msg, block, _ := strings.Cut(err.Error(), "\n\nDid you mean this?\n")
+	var sug []string
+	for _, l := range strings.Split(block, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			sug = append(sug, l)
+		}
+	}
+	switch len(sug) {
+	case 0:
+	case 1:
+		msg += "; did you mean " + sug[0] + "?"
+	default:
+		msg += "; did you mean " + strings.Join(sug[:len(sug)-1], ", ") + " or " + sug[len(sug)-1] + "?"
+	}
+	return &UsageError{Err: errors.New(msg), Hints: []string{"see `lockctl --help` for the commands"}}
 }

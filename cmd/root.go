@@ -93,7 +93,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 	defer stop()
 	err := execute(ctx, root)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
-		err = &UsageError{Err: err, Hints: []string{"see `lockctl --help` for the commands"}}
+		err = unknownCommand(err)
 	}
 	if err != nil && errors.Is(err, context.Canceled) {
 		if cause := context.Cause(ctx); cause != nil {
@@ -239,6 +239,8 @@ monotonic fencing token that the protected resource can check.`,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(flagError)
+	setHelpLayout(root, f.IO)
+	addVersionFlag(root, f)
 	addGlobalFlags(root.PersistentFlags(), &f.G)
 	return root
 }

@@ -83,12 +83,38 @@ func newVersionCmd(f *Factory) *cobra.Command {
 		Short: "Print lockctl's version (and the commit a checkout build came from)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			v := versionOf(debug.ReadBuildInfo())
-			if f.G.Output == "json" {
-				return f.IO.PrintJSON(v)
-			}
-			_, err := fmt.Fprintln(f.IO.Out, v.String())
-			return err
+			return printVersion(f)
 		},
+	}
+}
+
+func printVersion(f *Factory) error {
+	v := versionOf(debug.ReadBuildInfo())
+	if f.G.Output == "json" {
+		return f.IO.PrintJSON(v)
+	}
+	_, err := fmt.Fprintln(f.IO.Out, v.String())
+	return err
+}
+
+// addVersionFlag gives the root --version, which prints what `lockctl
+// version` prints (-o json too), as most command-line tools answer it.
+// Without --version (and without a command) the root shows its help, as
+// it did when it had nothing to run, and reads no configuration for it.
+func addVersionFlag(root *cobra.Command, f *Factory) {
+	var want bool
+	root.Flags().BoolVar(&want, "version", false, "print lockctl's version, as 'lockctl version' does")
+	resolve := root.PersistentPreRunE
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if c == root && !want {
+			return nil
+		}
+		return resolve(c, args)
+	}
+	root.RunE = func(c *cobra.Command, args []string) error {
+		if want {
+			return printVersion(f)
+		}
+		return c.Help()
 	}
 }
