@@ -9,29 +9,14 @@ import (
 )
 
 func newDoctorCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the Redis deployment for lock safety",
 		Long: `Check the Redis deployment behind --url for lock safety and print one
 verdict per check (ok, warn or fail) with why and what to do: reachable,
-latency, clock (more than 0.1s off warns: fences after a crash or failover
-rest on the clock floor, which tolerates a step back shorter than the
-restart), version, role (a replica refuses writes), mode (cluster, sentinel),
-maxmemory-policy (allkeys-* and volatile-* can evict locks; allkeys-* also
-fence check records), persistence (without it a restart drops every lock and
-fence check record; anything but AOF appendfsync always warns, as a crash
-then leaves fences ordered only by the clock floor), replication
-and min-replicas-to-write (only it stops a master cut off from its replicas
-from taking writes; --wait-replicas makes a holder give up when its own
-writes are not replicated, but does not stop another client's stale write
-there), and whether the connected user may run every
-command lockctl uses (ACL DRYRUN on Redis 7, else each command is tried on
-scratch keys). Settings the user may not read are warnings.
-
-On a Cluster (--cluster) the server checks run on every master and replica,
-each verdict naming its node and role (a NODE column; "node" and "role" in
--o json), then a "cluster" verdict on the cluster's state and the acl check
-for the whole cluster.
+latency, clock, version, role, mode, maxmemory-policy, persistence,
+replication and min-replicas-to-write, and the ACL permissions lockctl
+needs. On a Cluster (--cluster) every master and replica is checked.
 
 Exit status: 0 when no check fails (warnings are fine), 1 when any check
 fails, 69 when the server cannot be reached or refuses the login, or a
@@ -61,6 +46,27 @@ Cluster's nodes say it is down (cluster_state:fail).`,
 			return nil
 		},
 	}
+	setFinePrint(c, `Check the Redis deployment behind --url for lock safety and print one
+verdict per check (ok, warn or fail) with why and what to do: reachable,
+latency, clock (more than 0.1s off warns: fences after a crash or failover
+rest on the clock floor, which tolerates a step back shorter than the
+restart), version, role (a replica refuses writes), mode (cluster, sentinel),
+maxmemory-policy (allkeys-* and volatile-* can evict locks; allkeys-* also
+fence check records), persistence (without it a restart drops every lock and
+fence check record; anything but AOF appendfsync always warns, as a crash
+then leaves fences ordered only by the clock floor), replication
+and min-replicas-to-write (only it stops a master cut off from its replicas
+from taking writes; --wait-replicas makes a holder give up when its own
+writes are not replicated, but does not stop another client's stale write
+there), and whether the connected user may run every
+command lockctl uses (ACL DRYRUN on Redis 7, else each command is tried on
+scratch keys). Settings the user may not read are warnings.
+
+On a Cluster (--cluster) the server checks run on every master and replica,
+each verdict naming its node and role (a NODE column; "node" and "role" in
+-o json), then a "cluster" verdict on the cluster's state and the acl check
+for the whole cluster.`)
+	return c
 }
 
 func printChecks(f *Factory, checks []inspect.Check) error {

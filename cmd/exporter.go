@@ -21,7 +21,7 @@ type exporterOptions struct {
 func newExporterCmd(f *Factory) *cobra.Command {
 	o := &exporterOptions{}
 	c := &cobra.Command{
-		Use:   "exporter [--listen 127.0.0.1:9477] [--scan-interval 15s] [--max-names 100] [--print-rules]",
+		Use:   "exporter",
 		Short: "Serve Prometheus metrics of the locks (/metrics, /healthz)",
 		Long: `Serve Prometheus metrics of the locks under the prefix on /metrics, and
 /healthz (200 once a scan reached Redis, 503 while it cannot).

@@ -142,6 +142,9 @@ func (v *replicasValue) Set(s string) error {
 type enumValue struct {
 	p       *string
 	allowed []string
+	// name stands for the value in the help when the words would make
+	// the flag's column too wide (the usage lists them then).
+	name string
 }
 
 func newEnum(p *string, def string, allowed ...string) *enumValue {
@@ -149,8 +152,20 @@ func newEnum(p *string, def string, allowed ...string) *enumValue {
 	return &enumValue{p: p, allowed: allowed}
 }
 
+// named makes the help show the value as name instead of the words.
+func (v *enumValue) named(name string) *enumValue {
+	v.name = name
+	return v
+}
+
 func (v *enumValue) String() string { return *v.p }
-func (v *enumValue) Type() string   { return strings.Join(v.allowed, "|") }
+
+func (v *enumValue) Type() string {
+	if v.name != "" {
+		return v.name
+	}
+	return strings.Join(v.allowed, "|")
+}
 func (v *enumValue) Set(s string) error {
 	for _, a := range v.allowed {
 		if s == a {

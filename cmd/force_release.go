@@ -24,25 +24,11 @@ func newForceReleaseCmd(f *Factory) *cobra.Command {
 that took over in the meantime is left alone (exit 65, naming it).
 
 --token is the holder's token, or the hash that 'inspect locks --wide' shows
-(a prefix of at least 8 hex digits of SHA-1(token)). For a plain SET lock of
-another client the token is its whole value; for a Redisson lock, its
-uuid:threadId field. For a --limit lock it frees the one semaphore slot the
-token holds, for a lock held --shared the one shared holder's slot; the
-other holders keep theirs, and waiters (exclusive ones too) are woken to
-try again. For a Redisson read-write lock it frees the one hold the token
-names (uuid:threadId:write for the writer, uuid:threadId for a reader; see
-'inspect lock'), the other readers keep theirs, and Redisson's waiters are
-woken as Redisson's own unlock wakes them. The comparison, the delete,
-waking the waiters and the audit record (who, when, which holder, why; see
-'inspect audit') happen in one atomic script.
-
-Nothing is changed unless the key is a lock the token holds and the audit
-record can be written: a hash that is not a Redisson lock (an application's
-record) is refused (exit 65), as is a Redis user
-that may not write the audit stream (exit 69). Keys under lockctl's own
-"lockctl:" namespace are never locks (exit 64). Only waking the waiters is
-best effort: when the server refuses the publish, the release stands and a
-warning says so.`,
+(a prefix of at least 8 hex digits of SHA-1(token)). Of a --limit, --shared
+or Redisson read-write lock it frees the one hold the token names, and the
+waiters are woken to try again. The comparison, the delete and the audit
+record (who, when, which holder, why; see 'inspect audit') are one atomic
+script.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name, err := validName(args, "lock NAME")
@@ -118,6 +104,26 @@ warning says so.`,
 			return nil
 		},
 	}
+	setFinePrint(c, `--token is the holder's token, or the hash that 'inspect locks --wide' shows
+(a prefix of at least 8 hex digits of SHA-1(token)). For a plain SET lock of
+another client the token is its whole value; for a Redisson lock, its
+uuid:threadId field. For a --limit lock it frees the one semaphore slot the
+token holds, for a lock held --shared the one shared holder's slot; the
+other holders keep theirs, and waiters (exclusive ones too) are woken to
+try again. For a Redisson read-write lock it frees the one hold the token
+names (uuid:threadId:write for the writer, uuid:threadId for a reader; see
+'inspect lock'), the other readers keep theirs, and Redisson's waiters are
+woken as Redisson's own unlock wakes them. The comparison, the delete,
+waking the waiters and the audit record (who, when, which holder, why; see
+'inspect audit') happen in one atomic script.
+
+Nothing is changed unless the key is a lock the token holds and the audit
+record can be written: a hash that is not a Redisson lock (an application's
+record) is refused (exit 65), as is a Redis user
+that may not write the audit stream (exit 69). Keys under lockctl's own
+"lockctl:" namespace are never locks (exit 64). Only waking the waiters is
+best effort: when the server refuses the publish, the release stands and a
+warning says so.`)
 	c.Flags().StringVar(&o.token, "token", "", "the holder's token, or its hash from 'inspect locks --wide'")
 	c.Flags().StringVar(&o.reason, "reason", "", "why, for the audit log")
 	return c

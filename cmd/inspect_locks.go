@@ -27,6 +27,28 @@ func newInspectLocksCmd(f *Factory, use string, aliases []string) *cobra.Command
 		Aliases: aliases,
 		Short:   "List every held lock under the prefix",
 		Long: `List every held lock under the prefix (or whose name matches the glob
+PATTERN): lockctl's own locks (--shared holders and --limit semaphores one
+row per holder), plain SET NX locks of other clients and Redisson locks.
+
+Columns: NAME OWNER HOST PID AGE TTL FENCE WAITERS NOTE; --wide adds KEY,
+TOKEN (the hash force-release accepts), CI and MODE. TTL "none" means the
+key never expires (see 'inspect orphans').
+
+Keys are read with SCAN, never KEYS; off a terminal rows stream as they are
+read. Values from Redis show escaped. --watch D lists again every D.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			glob := ""
+			if len(args) == 1 {
+				glob = args[0]
+			}
+			if o.watch > 0 {
+				return watchLocks(c, f, o, glob)
+			}
+			return runLocks(c, f, o, glob)
+		},
+	}
+	setFinePrint(c, `List every held lock under the prefix (or whose name matches the glob
 PATTERN): lockctl's own locks, locks taken --shared (one row per shared
 holder, NOTE starting "(shared, holders n)"), --limit semaphores (one row per
 holder, NOTE starting "(holders n/N)"), plain SET NX locks of other clients
@@ -61,19 +83,7 @@ exact.
 --watch D prints a fresh listing every D until interrupted: on a terminal
 the screen is cleared first (like watch(1)); elsewhere listings follow one
 another, each ended by an empty line (-o json: one array per listing).
-'lockctl top' is the live full-screen view.`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			glob := ""
-			if len(args) == 1 {
-				glob = args[0]
-			}
-			if o.watch > 0 {
-				return watchLocks(c, f, o, glob)
-			}
-			return runLocks(c, f, o, glob)
-		},
-	}
+'lockctl top' is the live full-screen view.`)
 	c.Flags().Var(newDuration(&o.watch, 0, false, false), "watch", "print a fresh table every D until interrupted (on a terminal the screen is cleared first)")
 	c.Flags().BoolVar(&o.wide, "wide", false, "add the KEY, TOKEN (hash) and CI columns (= -o wide)")
 	c.Flags().Var(newEnum(&o.sortBy, "", "name", "ttl", "age", "none"), "sort", "sort by name, ttl (soonest expiry first) or age (oldest first); default name on a terminal, none (SCAN order, streamed) otherwise")

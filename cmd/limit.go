@@ -39,6 +39,23 @@ The decision goes to stderr as
 -o json prints it on stdout instead. With CMD, only a refusal is printed.
 
 Algorithms (--algo):
+  gcra            default; a burst of B, then one call every PERIOD/N
+  sliding-log     exact: never more than N in any PERIOD; memory grows with N
+  sliding-window  two counters, previous window weighted; approximate, O(1)
+  token-bucket    a bucket of B tokens refilled at N per PERIOD
+
+KEY keeps the --algo, --rate and --burst it was first written under: a call
+with others exits 64 and changes nothing; --reset changes them on purpose.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			key, argv, err := commandArgs(c, args, "rate-limit KEY")
+			if err != nil {
+				return err
+			}
+			return runLimit(c, f, o, key, argv)
+		},
+	}
+	setFinePrint(c, `Algorithms (--algo):
   gcra            default; one key per KEY; a burst of B, then one call every PERIOD/N
   sliding-log     exact: never more than N in any PERIOD; memory grows with N
   sliding-window  two counters, previous window weighted; approximate, O(1)
@@ -51,23 +68,14 @@ misconfigured caller can neither raise nor lower everyone's limit. To change
 it on purpose, pass --reset once with the new flags: KEY's state is
 forgotten and this call is decided, and admitted, under the new
 configuration (a fresh start: a full burst). A key left idle until its
-state expires (reset_after) takes the configuration of the next call.`,
-		Args: cobra.ArbitraryArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			key, argv, err := commandArgs(c, args, "rate-limit KEY")
-			if err != nil {
-				return err
-			}
-			return runLimit(c, f, o, key, argv)
-		},
-	}
+state expires (reset_after) takes the configuration of the next call.`)
 	fs := c.Flags()
 	fs.StringVar(&o.rate, "rate", "", "N/PERIOD: 100/1m, 10/s, 5000/1h, 3/500ms (required)")
 	algos := make([]string, len(limit.Algorithms))
 	for i, a := range limit.Algorithms {
 		algos[i] = string(a)
 	}
-	fs.Var(newEnum(&o.algo, string(limit.GCRA), algos...), "algo", "algorithm: "+strings.Join(algos, ", "))
+	fs.Var(newEnum(&o.algo, string(limit.GCRA), algos...).named("ALGO"), "algo", "algorithm: "+strings.Join(algos, ", "))
 	fs.Int64Var(&o.burst, "burst", 0, "calls an idle key admits at once (gcra, token-bucket; default N)")
 	fs.Int64Var(&o.cost, "cost", 1, "how much of the limit this call uses")
 	fs.BoolVar(&o.wait, "wait", false, "sleep until the call is allowed instead of exiting 75")

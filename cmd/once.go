@@ -42,20 +42,9 @@ runs, and records CMD's exit code for --result-ttl. Later calls:
     and exit with the recorded exit code (--rerun-failed runs CMD again when
     that code was not 0);
   - with another --fingerprint than the record's: exit 65.
-A claimant that dies stops renewing. By default (--at-least-once) its claim
-expires after --ttl and the next call runs CMD again: right for a command
-that is safe to repeat, wrong for one that must never run twice. With
---at-most-once the claim carries that mode and does not expire: when its
-lease lapses without a recorded outcome (the claimant was killed, its host
-died), the next call marks KEY "outcome unknown" and refuses with exit 77,
-as does every later call, until someone finds out what happened (did the
-payment go through?) and runs 'lockctl once resolve KEY --succeeded',
-'--failed' or '--retry'. 'inspect once --unknown' lists such keys.
-The claim is a lease: it counts as held until its send
-time (or its last renewal's) + ttl - ttl/4. A claim whose reply comes later
-than that is re-confirmed once or given up, and CMD does not run (exit 75).
-If the claim is lost while CMD runs, CMD's process group gets SIGTERM
-(SIGKILL after a grace that fits the claim's margin) and lockctl exits 76.
+A claimant that dies stops renewing: by default (--at-least-once) a call
+after --ttl runs CMD again; with --at-most-once it finds KEY "outcome
+unknown" and exits 77 until 'lockctl once resolve KEY' settles it.
 
 CMD sees LOCKCTL_ONCE_KEY (the Redis key) and LOCKCTL_ONCE_ATTEMPT (1, or
 more when rerunning a failure).`,
@@ -74,6 +63,21 @@ more when rerunning a failure).`,
 			return runOnce(c, f, o, key, argv)
 		},
 	}
+	setFinePrint(c, `A claimant that dies stops renewing. By default (--at-least-once) its claim
+expires after --ttl and the next call runs CMD again: right for a command
+that is safe to repeat, wrong for one that must never run twice. With
+--at-most-once the claim carries that mode and does not expire: when its
+lease lapses without a recorded outcome (the claimant was killed, its host
+died), the next call marks KEY "outcome unknown" and refuses with exit 77,
+as does every later call, until someone finds out what happened (did the
+payment go through?) and runs 'lockctl once resolve KEY --succeeded',
+'--failed' or '--retry'. 'inspect once --unknown' lists such keys.
+
+The claim is a lease: it counts as held until its send
+time (or its last renewal's) + ttl - ttl/4. A claim whose reply comes later
+than that is re-confirmed once or given up, and CMD does not run (exit 75).
+If the claim is lost while CMD runs, CMD's process group gets SIGTERM
+(SIGKILL after a grace that fits the claim's margin) and lockctl exits 76.`)
 	fs := c.Flags()
 	fs.Var(newDuration(&o.ttl, once.DefaultTTL, false, false), "ttl", "claim lease, renewed every ttl/3 while CMD runs; a dead claimant's claim expires after it")
 	fs.Var(newDuration(&o.resultTTL, once.DefaultResultTTL, false, false), "result-ttl", "how long the outcome is kept (and CMD not run again)")

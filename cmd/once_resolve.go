@@ -21,7 +21,7 @@ type onceResolveOptions struct {
 func newOnceResolveCmd(f *Factory) *cobra.Command {
 	o := &onceResolveOptions{}
 	c := &cobra.Command{
-		Use:   "resolve KEY (--succeeded | --failed [--exit N] | --retry) [--reason S]",
+		Use:   "resolve KEY (--succeeded | --failed [--exit N] | --retry)",
 		Short: "Settle a once KEY whose outcome is unknown (its claimant died mid-run)",
 		Long: `Settle a KEY that 'lockctl once --at-most-once' left "outcome unknown": its
 claimant died (or lost Redis) while the command ran, and no call runs the

@@ -274,7 +274,7 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals) {
 	fs.BoolVar(&g.TLSInsecure, "tls-insecure", false, "do not verify the server certificate")
 	fs.StringVar(&g.Prefix, "prefix", "lock:", "lock key prefix ('' for raw keys)")
 	fs.StringVar(&g.Config, "config", "", "YAML config file (default $XDG_CONFIG_HOME/lockctl/config.yaml, then /etc/lockctl/config.yaml)")
-	fs.VarP(newEnum(&g.Output, "text", "text", "json", "env", "wide", "table"), "output", "o", "output format: text, json, env (lock only); for listings also wide (more columns) and table (the table even in a pipe)")
+	fs.VarP(newEnum(&g.Output, "text", "text", "json", "env", "wide", "table").named("FORMAT"), "output", "o", "output format: text, json, env (lock only); for listings also wide (more columns) and table (the table even in a pipe)")
 	fs.Var(newEnum(&g.Color, "auto", "auto", "always", "never"), "color", "colour: auto, always, never")
 	fs.Var(newDuration(&g.Timeout, 5*time.Second, false, false), "timeout", "bound on each Redis call")
 	fs.BoolVarP(&g.Verbose, "verbose", "v", false, "diagnostics to stderr")

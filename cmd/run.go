@@ -41,7 +41,25 @@ func newRunCmd(f *Factory) *cobra.Command {
 lease in the background, run CMD in its own process group, release once the
 whole group is gone. CMD's exit status is lockctl's.
 
-The lease counts as held until the send time of the call that granted or
+If the lease is lost while CMD runs (no renewal got through before its local
+deadline, ttl - ttl/4 after the last one was sent), CMD's group gets SIGTERM,
+then SIGKILL after --kill-after, and lockctl exits 76. With the default
+--renew-every (ttl/6) a lease rides out a failover of up to 7/12 of its ttl.
+Signals are forwarded to CMD's group; ^C ends lockctl after its clean-up.
+
+Several NAMEs are held together, all or none. A 'lockctl run NAME' inside CMD
+re-enters the lock instead of waiting for itself (--no-reentry waits).
+While waiting, a line on stderr names the holder every few seconds.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			names, argv, err := runArgs(c, o, args)
+			if err != nil {
+				return err
+			}
+			return runRun(c, f, o, names, argv)
+		},
+	}
+	setFinePrint(c, `The lease counts as held until the send time of the call that granted or
 last renewed it + ttl - ttl/4. A grant whose reply comes later than that is
 re-confirmed once or released (the wait goes on); CMD never starts on it.
 If the lease is lost while CMD runs (no renewal succeeded in time), CMD's
@@ -86,16 +104,7 @@ terminal after 2s and every 5s; elsewhere after 5s, then after 10s, 20s,
 40s and every 60s. A refusal that -E 0 turns into success prints nothing;
 -q prints no refusal and no waiting line at all (errors still print). Under
 GitHub Actions, refusals, timeouts and losses are also annotations, and a
-row goes to $GITHUB_STEP_SUMMARY (--no-ci-output: neither).`,
-		Args: cobra.ArbitraryArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			names, argv, err := runArgs(c, o, args)
-			if err != nil {
-				return err
-			}
-			return runRun(c, f, o, names, argv)
-		},
-	}
+row goes to $GITHUB_STEP_SUMMARY (--no-ci-output: neither).`)
 	o.register(c)
 	addQuietFlags(c, &f.G)
 	fs := c.Flags()

@@ -30,6 +30,34 @@ Each variant ends with a verdict (SAFE or UNSAFE); the exit status is 0 whenever
 the scenario ran, since an UNSAFE verdict is the lesson, not a failure.
 
 By default the scenario runs on an embedded, in-process Redis on virtual time:
+no server is needed and the output is the same on every run. Only an explicit
+--url on the command line runs it on that real server, in real time.
+Knobs (--ttl, --pause, --job) change a timing scenario's story, and
+--release-script and --renew-script replay it with your own Lua.
+
+Run "lockctl simulate list" for the scenarios.`,
+		Example: `  # pause after each step: Enter goes on, q quits
+  lockctl simulate stale-del --step
+  # the pause ends in time: no overlap
+  lockctl simulate stale-del --ttl 10s --pause 5s
+  lockctl simulate stale-del --release-script my-release.lua
+  lockctl simulate redlock-clock -o json`,
+		Args: cobra.ExactArgs(1),
+		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []string
+			for _, s := range simulate.List() {
+				out = append(out, s.Name+"\t"+s.Title)
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runSimulate(c, f, args[0], step, second, &knobs)
+		},
+	}
+	setFinePrint(c, `By default the scenario runs on an embedded, in-process Redis on virtual time:
 no server is needed, the output is the same on every run, and it finishes at
 once. LOCKCTL_URL, REDIS_URL and the config file's url are ignored here: only
 an explicit --url on the command line runs the scenario on that real server,
@@ -52,28 +80,7 @@ Redis. The verdict says what the script did: deleted another holder's lock,
 left it alone, or failed. A script that raises an error, or runs longer than 1 s
 (where Redis would answer BUSY to every client), is stopped and shown as an
 error reply in the timeline; the scenario still ends with its verdict, exit 0.
-A script that does not compile is a usage error (exit 64) before anything runs.
-
-Run "lockctl simulate list" for the scenarios.`,
-		Example: `  lockctl simulate stale-del --step        # pause after each step: Enter goes on, q quits
-  lockctl simulate stale-del --ttl 10s --pause 5s   # the pause ends in time: no overlap
-  lockctl simulate stale-del --release-script my-release.lua
-  lockctl simulate redlock-clock -o json`,
-		Args: cobra.ExactArgs(1),
-		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			var out []string
-			for _, s := range simulate.List() {
-				out = append(out, s.Name+"\t"+s.Title)
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		},
-		RunE: func(c *cobra.Command, args []string) error {
-			return runSimulate(c, f, args[0], step, second, &knobs)
-		},
-	}
+A script that does not compile is a usage error (exit 64) before anything runs.`)
 	c.Flags().BoolVar(&step, "step", false, "pause after each step until Enter (q quits); needs a terminal")
 	c.Flags().Var(newDuration(&second, 50*time.Millisecond, false, false), "second", "with --url: wall time of one simulated second")
 	c.Flags().Var(newDuration(&knobs.ttl, 0, false, false), "ttl", "the lock's TTL, 1s to 1h: stale-del and redlock-pause tell 10s, no-renew 9s, unless given")

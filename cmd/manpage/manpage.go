@@ -46,7 +46,7 @@ func Write(root *cobra.Command, dir string) error {
 			}
 		}
 		var buf bytes.Buffer
-		if err := doc.GenMan(c, h, &buf); err != nil {
+		if err := genMan(c, h, &buf); err != nil {
 			return err
 		}
 		page := insertManSections(buf.String(), extra)
@@ -54,6 +54,25 @@ func Write(root *cobra.Command, dir string) error {
 		return os.WriteFile(filepath.Join(dir, name), []byte(page), 0o644)
 	}
 	return walk(root)
+}
+
+// genMan is doc.GenMan with c's fine print (cmd.FinePrint), which --help
+// leaves out, as a DETAILS section after the DESCRIPTION: cobra/doc
+// writes the description as Markdown under a "# DESCRIPTION" heading, so
+// a heading after Long is a section of the page.
+func genMan(c *cobra.Command, h *doc.GenManHeader, buf *bytes.Buffer) error {
+	fine := cmd.FinePrint(c)
+	if fine == "" {
+		return doc.GenMan(c, h, buf)
+	}
+	long := c.Long
+	defer func() { c.Long = long }()
+	desc := long
+	if desc == "" {
+		desc = c.Short
+	}
+	c.Long = desc + "\n\n# DETAILS\n" + fine
+	return doc.GenMan(c, h, buf)
 }
 
 // insertManSections puts extra where man-pages(7) orders it: after the
