@@ -63,7 +63,7 @@ before may not repeat it. Inside 'lockctl run NAME --shared' (LOCKCTL_MODE
 is shared) --shared is the default.`,
 		Example: `  # inside lockctl run: LOCKCTL_FENCE and LOCKCTL_TOKEN are set
   lockctl fence check orders-db "$LOCKCTL_FENCE" && write-orders
-  lockctl fence check orders-db 42 --token "$TOKEN" || echo "stale: a newer fence"
+  lockctl fence check orders-db 42 --token "$TOKEN" || echo "stale fence"
   lockctl fence check orders-db "$FENCE" --shared && read-orders`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -146,3 +146,24 @@ func TestExamplesParse(t *testing.T) {
 		}
 	})
 }
+
+// TestUnknownCommandOneLine: cobra's suggestions for a mistyped command
+// read as words on the error line, while what the user typed is still
+// escaped like any other text of a diagnostic (no raw terminal controls).
+func TestUnknownCommandOneLine(t *testing.T) {
+	io, _, _, errOut := ui.Test()
+	if code := cmd.MainArgs([]string{"rn"}, io); code != cmd.ExitUsage {
+		t.Fatalf("exit %d, want %d", code, cmd.ExitUsage)
+	}
+	want := "lockctl: unknown command \"rn\" for \"lockctl\"; did you mean ls or run?\n" +
+		"lockctl: hint: see `lockctl --help` for the commands\n"
+	if got := errOut.String(); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+
+	io, _, _, errOut = ui.Test()
+	cmd.MainArgs([]string{"r\x1b]0;owned\x07un"}, io)
+	if got := errOut.String(); strings.ContainsAny(got, "\x1b\x07") || !strings.Contains(got, `\x1b]0;owned`) {
+		t.Errorf("a typed control character reached the terminal unescaped: %q", got)
+	}
+}
