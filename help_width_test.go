@@ -139,10 +139,11 @@ func runOnPty(lockctl string, args, env []string, cols int) (string, error) {
 	}
 	defer ptmx.Close()
 	var out bytes.Buffer
-	read := make(chan error, 1)
+	read := make(chan struct{})
 	go func() {
-		_, err := io.Copy(&out, ptmx)
-		read <- err
+		// It ends with EIO once the process and its terminal are gone.
+		_, _ = io.Copy(&out, ptmx)
+		close(read)
 	}()
 	waited := make(chan error, 1)
 	go func() { waited <- c.Wait() }()
@@ -151,10 +152,8 @@ func runOnPty(lockctl string, args, env []string, cols int) (string, error) {
 	case werr = <-waited:
 	case <-time.After(time.Minute):
 		_ = c.Process.Kill()
-		<-waited
-		werr = errors.New("still running after a minute")
+		werr = errors.Join(errors.New("still running after a minute"), <-waited)
 	}
-	// The reader ends with EIO once the process and its terminal are gone.
 	select {
 	case <-read:
 	case <-time.After(10 * time.Second):
