@@ -15,11 +15,6 @@ var keptOut = []struct {
 	why      string
 	prefixes []string
 }{
-	// client_golang, with protobuf (whose init reads the binary itself),
-	// procfs, expfmt and expvar, cost each `lockctl run` about 3 ms. The
-	// exporter writes the text format itself; client_golang is its
-	// tests' oracle only.
-	{"the Prometheus client stack", []string{"github.com/prometheus/", "google.golang.org/protobuf/", "expvar"}},
 	// viper's dependencies (go-toml, gotenv compiling regexps, cast with
 	// html/template, afero, mapstructure, fsnotify) cost every command
 	// 0.4–0.8 ms, for a YAML file cmd reads itself; viper is the oracle of

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/events"
+	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/spf13/pflag"
 )
 
@@ -28,15 +33,52 @@ func (f *Factory) resolveEvents(flags *pflag.FlagSet) error {
 }
 
 // eventsKey is the stream key: LOCKCTL_EVENTS_KEY, else config
-// `events-key`, else lockctl:events.
+// `events-key`, else lockctl:events. resolve has refused one that is a key
+// of lockctl's own (checkEventsKey).
 func (f *Factory) eventsKey() string {
+	k, _ := f.eventsKeySource()
+	return k
+}
+
+// eventsKeySource is eventsKey and where it came from, for messages.
+func (f *Factory) eventsKeySource() (key, from string) {
 	if k := f.Getenv("LOCKCTL_EVENTS_KEY"); k != "" {
-		return k
+		return k, "LOCKCTL_EVENTS_KEY"
 	}
 	if k := f.conf.getString("events-key"); k != "" {
-		return k
+		return k, "events-key"
 	}
-	return events.DefaultKey
+	return events.DefaultKey, ""
+}
+
+// checkEventsKey refuses an events key that names a key of lockctl's own:
+// a lock under the prefix in force, an auxiliary key of a lock, the audit
+// stream, the exporter's stored totals, a once or limit key. Every command
+// checks it before it runs (the exporter and top read the stream, every
+// other command may write it): an XADD there would turn a lock into a
+// stream without a TTL, which its next holder cannot take.
+func (f *Factory) checkEventsKey() error {
+	key, from := f.eventsKeySource()
+	if from == "" {
+		return nil
+	}
+	var what string
+	switch {
+	case f.G.Prefix != "" && strings.HasPrefix(key, f.G.Prefix):
+		what = fmt.Sprintf("a lock key (under the prefix %q)", f.G.Prefix)
+	case lockwire.InAuxSpace(key):
+		what = "an auxiliary key of a lock"
+	case key == inspect.AuditKey:
+		what = "the audit stream"
+	case key == events.DefaultKey+":exporter":
+		what = "the exporter's stored totals"
+	case strings.HasPrefix(key, once.DefaultPrefix) || strings.HasPrefix(key, limit.DefaultPrefix):
+		what = "a once or limit key"
+	default:
+		return nil
+	}
+	return &UsageError{Err: fmt.Errorf("%s=%s: %s, not a key the event stream may use", from, key, what),
+		Hints: []string{fmt.Sprintf("give the event stream a key of its own, outside the lock prefix and lockctl's keys (the default is %s)", events.DefaultKey)}}
 }
 
 // Events returns the recorder of operation events, or nil (which records

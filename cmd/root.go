@@ -387,6 +387,9 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	if err := f.resolveEvents(flags); err != nil {
 		return err
 	}
+	if err := f.checkEventsKey(); err != nil {
+		return err
+	}
 	f.G.urlOnArgv = flags.Changed("url")
 	f.G.redlockOnArgv = flags.Changed("redlock")
 	f.G.command = topCommand(c).Name()

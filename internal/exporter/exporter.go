@@ -21,8 +21,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,6 +47,7 @@ type Config struct {
 // Exporter collects and serves the series.
 type Exporter struct {
 	cfg Config
+	reg *prometheus.Registry
 
 	// work serialises the changes of totals (events counted, names
 	// chosen by a scan) and their storing; mu guards what collect reads.
@@ -63,6 +66,8 @@ type Exporter struct {
 	// partial: the last scan could not read every node of a Cluster
 	// (inspect.ErrIncomplete): part of Redis is unreachable.
 	partial bool
+	// discarded counts the stored totals found unreadable and replaced.
+	discarded uint64
 
 	scanLog, eventLog trouble
 }
@@ -109,15 +114,16 @@ func New(cfg Config) *Exporter {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	e := &Exporter{cfg: cfg, totals: newTotals()}
+	e := &Exporter{cfg: cfg, reg: prometheus.NewRegistry(), totals: newTotals()}
 	e.scanLog.what, e.eventLog.what = "scan", "events"
+	e.reg.MustRegister(collector{e})
 	return e
 }
 
 // Handler serves /metrics and /healthz.
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", e.serveMetrics)
+	mux.Handle("/metrics", e.metricsHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		ok, err := e.scan.ok, e.scanErr
@@ -331,20 +337,33 @@ func (e *Exporter) load(ctx context.Context) (*Totals, error) {
 		return t, nil
 	}
 	raw, err := e.cfg.Client.Get(ctx, e.cfg.StateKey).Bytes()
+	var bad error
 	switch {
 	case errors.Is(err, redis.Nil):
 		t = newTotals()
+	case redisreply.IsData(err):
+		bad = err
 	case err != nil:
 		return nil, err
 	default:
 		t = newTotals()
-		if err := json.Unmarshal(raw, t); err != nil {
-			return nil, fmt.Errorf("%s: %v", e.cfg.StateKey, err)
+		if bad = json.Unmarshal(raw, t); bad == nil {
+			t.migrate()
+			bad = t.check()
 		}
-		t.migrate()
+	}
+	discarded := uint64(0)
+	if bad != nil {
+		// Stopping at a state that cannot be read would leave every
+		// series to a key deleted by hand: start afresh instead (as a
+		// first start does, from what the stream holds; Prometheus takes
+		// the counters' fall as a reset), and overwrite it.
+		e.cfg.Logf("events: the stored totals in %s cannot be read (%v); starting afresh from the stream %s and overwriting them: the counters restart", e.cfg.StateKey, bad, e.cfg.EventsKey)
+		t, discarded = newTotals(), 1
 	}
 	e.mu.Lock()
 	e.totals, e.loaded = t, true
+	e.discarded += discarded
 	e.mu.Unlock()
 	e.dirty = true
 	return t, nil
@@ -391,17 +410,28 @@ func (e *Exporter) readEvents(ctx context.Context) error {
 	}
 	changed := e.dirty
 	for {
-		batch, last, err := events.Read(ctx, c, e.cfg.EventsKey, t.LastID, 1000)
+		start := "-"
+		if t.LastID != "" {
+			start = "(" + t.LastID
+		}
+		batch, err := c.XRangeN(ctx, e.cfg.EventsKey, start, "+", 1000).Result()
 		if err != nil {
 			return err
 		}
-		if last == t.LastID {
+		if len(batch) == 0 {
 			break
 		}
-		for _, en := range batch {
-			t.add(en, e.cfg.MaxNames)
+		for _, m := range batch {
+			if en, err := events.Parse(m); err == nil {
+				t.add(en, e.cfg.MaxNames)
+			} else {
+				// Written by another client, or by hand: it must not
+				// move a series (a NaN duration would make a histogram's
+				// sum negative for good), but it is seen.
+				t.Malformed++
+			}
 		}
-		t.LastID = last
+		t.LastID = batch[len(batch)-1].ID
 		changed = true
 		if len(batch) < 1000 {
 			break
@@ -433,91 +463,6 @@ func idLess(a, b string) bool {
 func splitID(id string) (ms, seq uint64) {
 	_, _ = fmt.Sscanf(id, "%d-%d", &ms, &seq) // a malformed ID keeps what parsed, zeros otherwise
 	return
-}
-
-// The families the exporter serves (the contract's series).
-var (
-	descUp           = &family{"lockctl_up", "1 when Redis answered the last PING (at start and before each scan) and, on a Cluster, the last scan reached every master.", kindGauge, nil}
-	descScanComplete = &family{"lockctl_scan_complete", "1 when the last scan ended and read every key; 0 before the first scan ends and after a scan that failed or missed part of a Cluster (the scan gauges are then absent).", kindGauge, nil}
-	descHeld         = &family{"lockctl_locks_held", "Held locks under the prefix (semaphore slots and shared holders count once per holder).", kindGauge, nil}
-	descLockHeld     = &family{"lockctl_lock_held_seconds", "Age of the current holder (_other: the oldest).", kindGauge, []string{"name"}}
-	descLockTTL      = &family{"lockctl_lock_ttl_seconds", "Remaining TTL (_other: the longest).", kindGauge, []string{"name"}}
-	descLockWaiters  = &family{"lockctl_lock_waiters", "Waiters (FIFO queue and announced waiters).", kindGauge, []string{"name"}}
-	descOrphans      = &family{"lockctl_orphans", "Lock-pattern keys with no TTL.", kindGauge, nil}
-	descWait         = &family{"lockctl_acquire_wait_seconds", "Wait before acquiring (events).", kindHistogram, []string{"name"}}
-	descHold         = &family{"lockctl_hold_seconds", "Time between acquire and release (events).", kindHistogram, []string{"name"}}
-	descAcq          = &family{"lockctl_acquisitions_total", "Acquire outcomes.", kindCounter, []string{"name", "result"}}
-	descRel          = &family{"lockctl_releases_total", "Release outcomes; not_owner is a stale release that lockctl refused.", kindCounter, []string{"name", "result"}}
-	descRenewFailed  = &family{"lockctl_renewals_failed_total", "Renewals that failed.", kindCounter, []string{"name"}}
-	descLost         = &family{"lockctl_leases_lost_total", "Leases lost while held (run exit 76).", kindCounter, []string{"name"}}
-	descForce        = &family{"lockctl_force_releases_total", "Force-releases.", kindCounter, []string{"name"}}
-	descRateLimited  = &family{"lockctl_rate_limited_total", "limit refusals.", kindCounter, []string{"key"}}
-	descScanDuration = &family{"lockctl_scan_duration_seconds", "Duration of the last scan.", kindGauge, nil}
-	descChannels     = &family{"lockctl_pubsub_channels", "lockctl release channels with at least one subscriber (PUBSUB CHANNELS).", kindGauge, nil}
-	descSubscribers  = &family{"lockctl_pubsub_subscribers", "Subscriptions to lockctl release channels (PUBSUB NUMSUB): waiting processes.", kindGauge, nil}
-	descClients      = &family{"lockctl_redis_connected_clients", "Clients connected to the Redis server (INFO clients).", kindGauge, nil}
-)
-
-// collect turns the latest scan and totals into the series of a scrape.
-func (e *Exporter) collect() *exposition {
-	e.mu.Lock()
-	s := e.scan
-	t := e.totals.clone()
-	reachable := e.reachable && !e.partial
-	e.mu.Unlock()
-	x := newExposition()
-	bit := func(b bool) float64 {
-		if b {
-			return 1
-		}
-		return 0
-	}
-	x.gauge(descUp, bit(reachable))
-	x.gauge(descScanComplete, bit(s.ok))
-	x.gauge(descScanDuration, s.duration.Seconds())
-	if s.ok {
-		// Without a scan there is nothing to say: absent beats a
-		// misleading 0 held, 0 orphans.
-		x.gauge(descHeld, float64(s.held))
-		x.gauge(descOrphans, float64(s.orphans))
-		for _, l := range s.locks {
-			if l.heldKnown {
-				x.gauge(descLockHeld, l.held, l.name)
-			}
-			if l.ttlKnown {
-				x.gauge(descLockTTL, l.ttl, l.name)
-			}
-			x.gauge(descLockWaiters, l.waiters, l.name)
-		}
-		if s.pubsub {
-			x.gauge(descChannels, float64(s.channels))
-			x.gauge(descSubscribers, float64(s.subscribers))
-			x.gauge(descClients, float64(s.clients))
-		}
-	}
-	names := make([]string, 0, len(t.Names))
-	for n := range t.Names {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		n := t.Names[name]
-		x.histogram(descWait, n.Wait.Count, n.Wait.Sum, n.Wait.cumulative(waitBuckets), name)
-		x.histogram(descHold, n.Hold.Count, n.Hold.Sum, n.Hold.cumulative(holdBuckets), name)
-		x.counter(descAcq, n.Counts[events.Acquired], name, "acquired")
-		x.counter(descAcq, n.Counts[events.Busy], name, "busy")
-		x.counter(descAcq, n.Counts[events.Timeout], name, "timeout")
-		x.counter(descRel, n.Counts[events.Released], name, "released")
-		x.counter(descRel, n.Counts[events.NotHeld], name, "not_held")
-		x.counter(descRel, n.Counts[events.NotOwner], name, "not_owner")
-		x.counter(descRenewFailed, n.Counts[events.RenewFailed], name)
-		x.counter(descLost, n.Counts[events.LeaseLost], name)
-		x.counter(descForce, n.Counts[events.ForceRelease], name)
-	}
-	for key, v := range t.Keys {
-		x.counter(descRateLimited, v, key)
-	}
-	return x
 }
 
 // trouble logs a failing loop without flooding the log: the first failure

@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"fmt"
+	"math"
 	"sort"
 
 	"github.com/lockctl/lockctl/pkg/events"
@@ -84,6 +86,9 @@ type Totals struct {
 	// Missed counts entries the stream's cap trimmed before they were read
 	// (at least one; the exact number is unknowable).
 	Missed uint64 `json:"missed"`
+	// Malformed counts entries skipped as no event of lockctl's
+	// (events.ErrMalformed).
+	Malformed uint64 `json:"malformed,omitempty"`
 
 	// Counts, Wait and Hold are the totals of an exporter that kept no
 	// names; they are read once and moved under Other.
@@ -123,6 +128,29 @@ func (t *Totals) migrate() {
 		o.Hold.merge(*t.Hold)
 	}
 	t.Counts, t.Wait, t.Hold = nil, nil, nil
+}
+
+// check says why stored totals cannot be what the exporter wrote (a name
+// without totals, a histogram sum that observations, durations of 0 or
+// more, cannot make), and fills in counts left out.
+func (t *Totals) check() error {
+	for name, n := range t.Names {
+		if n == nil {
+			return fmt.Errorf("name %q: no totals", name)
+		}
+		if n.Counts == nil {
+			n.Counts = map[string]uint64{}
+		}
+		for _, h := range []struct {
+			what string
+			h    histogram
+		}{{"wait", n.Wait}, {"hold", n.Hold}} {
+			if !(h.h.Sum >= 0) || math.IsInf(h.h.Sum, 0) || (h.h.Count == 0 && h.h.Sum != 0) {
+				return fmt.Errorf("name %q: %s sum %v of %d observations", name, h.what, h.h.Sum, h.h.Count)
+			}
+		}
+	}
+	return nil
 }
 
 func (t *Totals) entry(label string) *nameTotals {

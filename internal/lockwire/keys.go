@@ -1,6 +1,9 @@
 package lockwire
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // AuxPrefix starts every auxiliary key lockctl writes (fence counters, wait
 // queues, semaphores, fence-check records, the audit stream). It lies outside
@@ -21,6 +24,22 @@ const (
 	KindWriters = "writers" // exclusive acquirers waiting (see shared.go): ZSET token -> expiry (server ms)
 	KindWaiting = "waiting" // shared and semaphore acquirers waiting (wake.lua): ZSET token -> expiry (server ms)
 )
+
+// auxKinds lists every kind of auxiliary key.
+var auxKinds = []string{KindFence, KindQueue, KindSem, KindSemVal, KindQueueHB, KindChannel, KindWake, KindChecked, KindWriters, KindWaiting}
+
+// InAuxSpace reports whether key lies where lockctl's scripts write the
+// auxiliary keys of locks (AuxPrefix, a kind and a colon, whatever
+// follows): a key that another part of lockctl (the event stream) must
+// never use.
+func InAuxSpace(key string) bool {
+	rest, ok := strings.CutPrefix(key, AuxPrefix)
+	if !ok {
+		return false
+	}
+	kind, _, ok := strings.Cut(rest, ":")
+	return ok && slices.Contains(auxKinds, kind)
+}
 
 // AuxKey names the auxiliary key of the given kind for lock key key. It lives
 // in key's Redis Cluster slot: the braces hold exactly the string Redis hashes

@@ -81,3 +81,25 @@ func TestKeyOfAuxInvertsAuxKey(t *testing.T) {
 		}
 	}
 }
+
+// Every auxiliary key lockctl writes lies in the auxiliary key space; the
+// event stream's default key, the audit stream and lock keys do not.
+func TestInAuxSpace(t *testing.T) {
+	kinds := []string{lockwire.KindFence, lockwire.KindQueue, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueueHB,
+		lockwire.KindChannel, lockwire.KindWake, lockwire.KindChecked, lockwire.KindWriters, lockwire.KindWaiting}
+	for _, kind := range kinds {
+		for _, key := range []string{"lock:x", "", "a{b}c", "}{"} {
+			if aux := lockwire.AuxKey(kind, key); !lockwire.InAuxSpace(aux) {
+				t.Errorf("InAuxSpace(%q) = false", aux)
+			}
+		}
+	}
+	if w := lockwire.WakeKey("lock:x", "tok"); !lockwire.InAuxSpace(w) {
+		t.Errorf("InAuxSpace(%q) = false", w)
+	}
+	for _, key := range []string{"lockctl:events", "lockctl:audit", "lockctl:", "lock:x", "fence:{x}", "lockctl:fencex:{x}"} {
+		if lockwire.InAuxSpace(key) {
+			t.Errorf("InAuxSpace(%q) = true", key)
+		}
+	}
+}

@@ -1,18 +1,16 @@
 // Package runmetrics writes the node_exporter textfile record of one
 // `lockctl run`: a file the textfile collector serves as it stands, so it is
-// replaced atomically and carries the last success over from the previous
-// run of the same name.
+// replaced atomically (client_golang's WriteToTextfile) and carries the last
+// success over from the previous run of the same name.
 package runmetrics
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Run is what one run reports.
@@ -70,62 +68,44 @@ func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // skipped with -n -E 0) keeps the one recorded in the file it replaces
 // (for the same name): the alert "has not succeeded in 26h" must neither
 // reset because the latest attempt failed nor be fooled by a skip.
+//
+// The file is written to a temporary file in path's directory (path's
+// name followed by digits, which the collector's *.prom never matches)
+// and renamed over path: the collector reads the old file or the new one,
+// never half of either.
 func Write(path string, r *Run) error {
 	last := 0.0
 	if r.Succeeded {
 		last = unix(r.End)
-	} else if old, err := os.ReadFile(path); err == nil {
+	} else if old, err := os.Open(path); err == nil {
 		last = previousSuccess(old, r.Name)
+		_ = old.Close() // read only: its close error changes nothing
 	}
-	var b bytes.Buffer
-	label := `{name="` + escape(r.Name) + `"}`
+	reg := prometheus.NewRegistry()
 	for _, s := range all {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s%s %s\n", s.name, s.help, s.name, s.name, label,
-			strconv.FormatFloat(s.value(r, last), 'f', -1, 64))
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: s.name, Help: s.help, ConstLabels: prometheus.Labels{"name": r.Name}})
+		g.Set(s.value(r, last))
+		if err := reg.Register(g); err != nil {
+			return err
+		}
 	}
-	return replace(path, b.Bytes())
+	return prometheus.WriteToTextfile(path, reg)
 }
 
-// previousSuccess finds the last-success sample for name in an old file.
-func previousSuccess(old []byte, name string) float64 {
-	want := lastSuccess + `{name="` + escape(name) + `"} `
-	sc := bufio.NewScanner(bytes.NewReader(old))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), want); ok {
-			if f, err := strconv.ParseFloat(strings.Fields(v + " ")[0], 64); err == nil {
-				return f
+// previousSuccess finds the last-success sample for name in an old file;
+// 0 when it has none, or cannot be read as the text format.
+func previousSuccess(old *os.File, name string) float64 {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(old)
+	if err != nil || mfs[lastSuccess] == nil {
+		return 0
+	}
+	for _, m := range mfs[lastSuccess].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "name" && l.GetValue() == name && m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
 			}
 		}
 	}
 	return 0
-}
-
-// escape quotes a label value as the text exposition format wants.
-func escape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
-}
-
-// replace writes a temporary file in path's directory and renames it over
-// path: the collector reads either the old file or the new one, never half.
-// The temporary name starts with a dot and does not end in .prom, so the
-// collector never reads it either.
-func replace(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name()) // best effort: err is the failure to report
-	}
-	return err
 }

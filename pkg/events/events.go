@@ -16,6 +16,7 @@ package events
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -296,10 +297,13 @@ func Parse(m redis.XMessage) (Entry, error) {
 	}
 	if s, ok := m.Values["ms"].(string); ok {
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f < 0 {
+		// NaN, Inf and durations past what a time.Duration holds would
+		// convert to about -292 years: refused with the negative ones.
+		d := f * float64(time.Millisecond)
+		if err != nil || !(d >= 0 && d < math.MaxInt64) {
 			return e, ErrMalformed
 		}
-		e.Duration = time.Duration(f * float64(time.Millisecond))
+		e.Duration = time.Duration(d)
 	}
 	return e, nil
 }

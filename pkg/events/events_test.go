@@ -123,9 +123,23 @@ func TestParseRejectsForeignEntries(t *testing.T) {
 		{ID: "1-0", Values: map[string]any{"n": "a"}},
 		{ID: "x", Values: map[string]any{"k": "busy"}},
 		{ID: "1-0", Values: map[string]any{"k": "acquired", "ms": "-3"}},
+		// Durations a time.Duration cannot hold: converted, each became
+		// about -9.2e9 s.
+		{ID: "1-0", Values: map[string]any{"k": "acquired", "ms": "NaN"}},
+		{ID: "1-0", Values: map[string]any{"k": "acquired", "ms": "Inf"}},
+		{ID: "1-0", Values: map[string]any{"k": "released", "ms": "+Inf"}},
+		{ID: "1-0", Values: map[string]any{"k": "acquired", "ms": "1e308"}},
+		{ID: "1-0", Values: map[string]any{"k": "acquired", "ms": "9223372036854.776"}},
 	} {
 		if _, err := events.Parse(m); err == nil {
 			t.Errorf("Parse(%+v) accepted", m)
+		}
+	}
+	// Long durations still parse, up to what a time.Duration holds.
+	for ms, want := range map[string]time.Duration{"86400000.5": 24*time.Hour + 500*time.Microsecond, "9223372036853": 9223372036853 * time.Millisecond} {
+		e, err := events.Parse(redis.XMessage{ID: "1-0", Values: map[string]any{"k": "acquired", "ms": ms}})
+		if d := e.Duration - want; err != nil || d < -time.Microsecond || d > time.Microsecond {
+			t.Errorf("Parse(%s ms) = %v, %v; want %v", ms, e.Duration, err, want)
 		}
 	}
 }
