@@ -26,9 +26,9 @@ that took over in the meantime is left alone (exit 65, naming it).
 --token is the holder's token, or the hash that 'inspect locks --wide' shows,
 or any prefix of it of at least 6 hex digits (of SHA-1(token)) that names
 one holder alone; a shorter one, or one that several holders share (slots
-of one semaphore), is refused (exit 64) and changes nothing. For a plain SET lock of
-another client the token is its whole value; for a Redisson lock, its
-uuid:threadId field. For a --limit lock it frees the one semaphore slot the
+of one semaphore), is refused (exit 64) and changes nothing. For a plain
+SET lock of another client the token is its whole value; for a Redisson
+lock, its uuid:threadId field. For a --limit lock it frees the one semaphore slot the
 token holds, for a lock held --shared the one shared holder's slot; the
 other holders keep theirs. Waiters are woken as a release wakes them (the
 FIFO head, the exclusive waiter listed longest ago, the shared waiters, one
