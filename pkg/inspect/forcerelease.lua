@@ -145,9 +145,17 @@ end
 -- wake, on the same keys, picks them (the FIFO head, the exclusive waiter
 -- listed longest ago, the shared ones) and appends to their own wake-up
 -- streams, which they sleep on. one: a semaphore slot was freed, which
--- lets one waiter in.
+-- lets one waiter in. A waiters' list of another type, which wake takes
+-- for a data error, comes after the release here: the release stands, and
+-- the refusal is reported as wake reports one, every process's first
+-- waiter woken instead.
 local function handOff(one)
-  local err, channel, command = wake(ARGV[2], ARGV[14], KEYS[4], KEYS[5], KEYS[6], KEYS[7], one)
+  local ok, err, channel, command = pcall(wake, ARGV[2], ARGV[14], KEYS[4], KEYS[5], KEYS[6], KEYS[7], one)
+  if not ok then
+    local r = redis.pcall('PUBLISH', ARGV[2], 'released')
+    channel = type(r) == 'table' and r.err and ARGV[2] or ''
+    err, command = type(err) == 'table' and err.err or tostring(err), step
+  end
   if err and not refused then
     refused, refusedOn, refusedCmd = err, channel, command or false
   end

@@ -2,7 +2,9 @@ package inspect_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +155,40 @@ func TestForceReleaseHandsOffOnCluster(t *testing.T) {
 					m.name, forced, plain, bound)
 			}
 		})
+	}
+}
+
+// A waiters' list that someone else wrote with another type cannot stop a
+// force-release after its audit record and delete: the release stands,
+// reported as a wake-up whose pick was refused, and the waiters are woken
+// on the release channel instead.
+func TestForceReleaseWakeOverForeignWaitersList(t *testing.T) {
+	in, c, prefix, leases := fixture(t)
+	ctx := context.Background()
+	d := leases["deploy"]
+	do(t, c, "SET", lockwire.AuxKey(lockwire.KindWriters, prefix+"deploy"), "not a zset")
+	ps := c.Subscribe(ctx, lockwire.Channel(prefix+"deploy"))
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(d.Token), nil)
+	if err != nil {
+		t.Fatalf("force-release: %v", err)
+	}
+	var we *lock.WakeError
+	if !errors.As(r.Wake, &we) || we.Command == "" || !strings.Contains(we.Reason, "WRONGTYPE") {
+		t.Errorf("wake: %#v, want the pick's refusal", r.Wake)
+	}
+	if n := c.Exists(ctx, prefix+"deploy").Val(); n != 0 || r.AuditID == "" {
+		t.Errorf("lock left %d, audit %q: want released and recorded", n, r.AuditID)
+	}
+	select {
+	case m := <-ps.Channel():
+		if m.Payload != "released" {
+			t.Errorf("message %q", m.Payload)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("waiters were not woken on the release channel")
 	}
 }
