@@ -23,12 +23,12 @@ func newForceReleaseCmd(f *Factory) *cobra.Command {
 		Long: `Free NAME only if the holder identified by --token still holds it; a holder
 that took over in the meantime is left alone (exit 65, naming it).
 
---token is the holder's token, or the hash that 'inspect locks --wide' shows
-(a prefix of at least 8 hex digits of SHA-1(token)). Of a --limit, --shared
-or Redisson read-write lock it frees the one hold the token names, and the
-waiters are woken to try again. The comparison, the delete and the audit
-record (who, when, which holder, why; see 'inspect audit') are one atomic
-script.`,
+--token is the holder's token, or the hash that 'inspect locks --wide'
+shows, or a prefix of that hash of at least 6 hex digits that names one
+holder alone. Of a --limit, --shared or Redisson read-write lock it frees
+the one hold the token names. Waiters are woken as a release wakes them.
+The comparison, the delete and the audit record (who, when, which holder,
+why; see 'inspect audit') are one atomic script.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			name, err := validName(args, "lock NAME")
@@ -50,8 +50,17 @@ script.`,
 			var (
 				held      *lock.HeldError
 				wrongType *lock.DataError
+				prefix    *inspect.PrefixError
 			)
 			switch {
+			case errors.As(err, &prefix) && prefix.Holders > 1:
+				return withHint(reword(err, "--token %s names %d holders of %s (a prefix of each one's token hash); nothing changed",
+					prefix.Prefix, prefix.Holders, name),
+					"give more of the token hash: `lockctl inspect lock "+name+"` lists every holder's")
+			case errors.As(err, &prefix):
+				return withHint(reword(err, "--token %s is no holder's token, and too short for a token hash: a hash prefix needs at least %d hex digits; nothing changed",
+					prefix.Prefix, inspect.TokenPrefixMin),
+					fmt.Sprintf("`lockctl inspect lock %s` shows each holder's token hash (%d digits)", name, inspect.TokenHashLen))
 			case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore:
 				return withHint(reword(err, "no slot of %s is held by %s; nothing changed (%d holder(s); the first to expire is %s, token %s, ttl %s)",
 					name, givenToken(o.token), held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),
@@ -104,13 +113,17 @@ script.`,
 			return nil
 		},
 	}
-	setFinePrint(c, `--token is the holder's token, or the hash that 'inspect locks --wide' shows
-(a prefix of at least 8 hex digits of SHA-1(token)). For a plain SET lock of
-another client the token is its whole value; for a Redisson lock, its
-uuid:threadId field. For a --limit lock it frees the one semaphore slot the
-token holds, for a lock held --shared the one shared holder's slot; the
-other holders keep theirs, and waiters (exclusive ones too) are woken to
-try again. For a Redisson read-write lock it frees the one hold the token
+	setFinePrint(c, `--token is the holder's token, or the hash that 'inspect locks --wide' shows,
+or any prefix of it of at least 6 hex digits (of SHA-1(token)) that names
+one holder alone; a shorter one, or one that several holders share (slots
+of one semaphore), is refused (exit 64) and changes nothing. For a plain
+SET lock of another client the token is its whole value; for a Redisson
+lock, its uuid:threadId field. For a --limit lock it frees the one
+semaphore slot the token holds, for a lock held --shared the one shared holder's slot; the
+other holders keep theirs. Waiters are woken as a release wakes them (the
+FIFO head, the exclusive waiter listed longest ago, the shared waiters, one
+waiting --limit holder for a freed slot), so the next holder gets in at
+once. For a Redisson read-write lock it frees the one hold the token
 names (uuid:threadId:write for the writer, uuid:threadId for a reader; see
 'inspect lock'), the other readers keep theirs, and Redisson's waiters are
 woken as Redisson's own unlock wakes them. The comparison, the delete,
@@ -140,7 +153,7 @@ func releasedMode(h lock.Holder) string {
 // log release the lock: a hash prefix (hex, shorter or longer than
 // lockctl's 32-digit tokens) is shown as given, anything else as its hash.
 func givenToken(t string) string {
-	hex := len(t) >= 8 && len(t) <= 40 && len(t) != 32
+	hex := len(t) >= inspect.TokenPrefixMin && len(t) <= 40 && len(t) != 32
 	for i := 0; hex && i < len(t); i++ {
 		hex = (t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')
 	}

@@ -76,10 +76,12 @@ const (
 	RaiseDone int64 = 1 // counter raised (and the lock carries fence F)
 
 	// pkg/inspect's forcerelease.lua.
-	ForceNone     int64 = 0 // {0}: no lock and no semaphore slot
-	ForceReleased int64 = 1 // {1, type, body, pttl, kind, owner, token, fence, audit id, holders left, refusal, channel}
-	ForceOther    int64 = 2 // {2, type, body, pttl, holders}: held, not by the token
-	ForceNotLock  int64 = 3 // {3, type, what}: not a lock
+	ForceNone      int64 = 0 // {0}: no lock and no semaphore slot
+	ForceReleased  int64 = 1 // {1, type, body, pttl, kind, owner, token, fence, audit id, holders left, refusal, channel, command}
+	ForceOther     int64 = 2 // {2, type, body, pttl, holders}: held, not by the token
+	ForceNotLock   int64 = 3 // {3, type, what}: not a lock
+	ForceAmbiguous int64 = 4 // {4, holders}: the hash prefix names several holders
+	ForceTooShort  int64 = 5 // {5, digits}: a hex token no holder has, too short for a hash prefix
 )
 
 // Codes names, per script file, every reply code the script returns.
@@ -102,7 +104,8 @@ var Codes = map[string]map[int64]string{
 	"check.lua":         {CheckRefused: "refused", CheckAccepted: "accepted"},
 	"fence_next.lua":    {FenceIssued: "issued"},
 	"redlock_raise.lua": {RaiseLost: "token lost", RaiseDone: "raised"},
-	"forcerelease.lua":  {ForceNone: "nothing held", ForceReleased: "released", ForceOther: "another holder", ForceNotLock: "not a lock"},
+	"forcerelease.lua": {ForceNone: "nothing held", ForceReleased: "released", ForceOther: "another holder", ForceNotLock: "not a lock",
+		ForceAmbiguous: "prefix names several holders", ForceTooShort: "prefix too short"},
 	// The scripts of a set of locks (multi.go).
 	"multi_acquire.lua": multiCodes["multi_acquire.lua"],
 	"multi_renew.lua":   multiCodes["multi_renew.lua"],

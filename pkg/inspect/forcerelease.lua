@@ -1,25 +1,35 @@
 -- KEYS[1] lock key; KEYS[2] its semaphore slots (zset token -> expiry in
 -- server ms); KEYS[3] the slots' values (hash token -> lockctl JSON);
--- KEYS[4] the audit stream (absent on Redis Cluster, where
--- it lives in another slot and the caller appends the record itself).
--- ARGV[1] token, or a hex prefix (8-40 digits) of SHA-1(token); ARGV[2] the
--- release channel; ARGV[3] who; ARGV[4] reason; ARGV[5] lock name;
--- ARGV[6] audit MAXLEN; ARGV[7] token hash length; ARGV[8] Redisson's
+-- KEYS[4], KEYS[5] the FIFO queue and its heartbeats; KEYS[6] the exclusive
+-- acquirers waiting; KEYS[7] the shared and semaphore acquirers waiting
+-- (the waiters wake.lua picks from, as a release's); KEYS[8] the audit
+-- stream (absent on Redis Cluster, where it lives in another slot and the
+-- caller appends the record itself).
+-- ARGV[1] token, or a hex prefix (ARGV[15] to 40 digits) of SHA-1(token);
+-- ARGV[2] the release channel; ARGV[3] who; ARGV[4] reason; ARGV[5] lock
+-- name; ARGV[6] audit MAXLEN; ARGV[7] token hash length; ARGV[8] Redisson's
 -- channel for the key; ARGV[9] Redisson's unlock message; ARGV[10] "check"
 -- to find the holder and write nothing (on a Cluster the caller writes the
 -- audit record between a check and the release); ARGV[11] what Redisson
 -- puts before a read hold's timeout keys (the key, in braces unless it
 -- holds a '{'); ARGV[12] Redisson's read-write lock channel for the key;
--- ARGV[13] Redisson's read unlock message (every waiter wakes).
+-- ARGV[13] Redisson's read unlock message (every waiter wakes); ARGV[14]
+-- the base of the waiters' own wake-up streams and channels (wake.lua);
+-- ARGV[15] the fewest hex digits a hash prefix may have.
 -- Replies: {0} no lock and no semaphore slot; {1, type, value|fields,
 -- pttl, kind, owner, token, fence, audit id|false, holders left, wake-up
--- refusal|false, its channel|false} released, or for a check would be
+-- refusal|false, its channel|false, the command refused|false} released,
+-- or for a check would be
 -- (type 'zset' for a slot: kind 'semaphore' for a --limit holder's,
 -- 'shared' for a shared holder's; for a hold of a Redisson read-write
 -- lock, holders left counts its other holds; the refusal is the server's
--- error when it refused to publish a wake-up, the release standing); {2,
--- type, value|fields, pttl, holders} held, but not by the token (for
--- slots, the value of the one that frees first); {3, type} not a lock.
+-- error when it refused a wake-up, the release standing, with the channel
+-- refused, or the command that picks the waiter, as wake.lua returns
+-- them); {2, type, value|fields, pttl, holders} held, but not by the
+-- token (for slots, the value of the one that frees first); {3, type} not
+-- a lock; {4, n} the hash prefix names n holders; {5, digits} a hex token
+-- that is no holder's is shorter than a hash prefix must be (ARGV[15]).
+-- Neither 4 nor 5 changes anything.
 -- Order: everything is checked before anything is written, and the audit
 -- record is the first write, so a key that is not a lock, a holder that is
 -- not the token's and an ACL that refuses XADD all leave nothing changed.
@@ -27,13 +37,15 @@ local key, sem, vals = KEYS[1], KEYS[2], KEYS[3]
 local check = ARGV[10] == 'check'
 
 local want = ARGV[1]
+local shortest = tonumber(ARGV[15])
+local hex = #want <= 40 and not string.find(want, '[^0-9a-f]')
+local hashed = hex and #want >= shortest
+-- The holder a token names: the token itself, or a prefix of its hash.
 local function matches(tok)
   if tok == want then
     return true
   end
-  local n = #want
-  return n >= 8 and n <= 40 and not string.find(want, '[^0-9a-f]')
-    and string.sub(redis.sha1hex(tok), 1, n) == want
+  return hashed and string.sub(redis.sha1hex(tok), 1, #want) == want
 end
 
 local function describe(body)
@@ -94,11 +106,11 @@ local function rwlock(fields)
 end
 
 local function audit(kind, owner, token, fence, pttl)
-  if not KEYS[4] then
+  if not KEYS[8] then
     return false
   end
   local hash = string.sub(redis.sha1hex(token), 1, tonumber(ARGV[7]))
-  return redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*',
+  return redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[6], '*',
     'who', ARGV[3], 'name', ARGV[5], 'key', key, 'kind', kind,
     'owner', owner or '', 'token_hash', hash, 'fence', fence or '0',
     'ttl_ms', tostring(pttl), 'reason', ARGV[4])
@@ -111,7 +123,7 @@ local function write(id, ...)
   local r = redis.pcall(...)
   if type(r) == 'table' and r.err then
     if id then
-      redis.pcall('XDEL', KEYS[4], id)
+      redis.pcall('XDEL', KEYS[8], id)
     end
     error(r)
   end
@@ -121,18 +133,38 @@ end
 -- Wake-ups are best effort: a user whose ACL refuses PUBLISH or the
 -- channel still releases, and the waiters find the lock free at their
 -- next poll. The first refusal goes back to the caller, who warns.
-local refused, refusedOn = false, false
-local function wake(channel, msg)
+local refused, refusedOn, refusedCmd = false, false, false
+local function notify(channel, msg)
   local r = redis.pcall('PUBLISH', channel, msg)
   if type(r) == 'table' and r.err and not refused then
     refused, refusedOn = r.err, channel
   end
 end
 
+-- handOff wakes lockctl's waiters exactly as a release does: wake.lua's
+-- wake, on the same keys, picks them (the FIFO head, the exclusive waiter
+-- listed longest ago, the shared ones) and appends to their own wake-up
+-- streams, which they sleep on. one: a semaphore slot was freed, which
+-- lets one waiter in. A waiters' list of another type, which wake takes
+-- for a data error, comes after the release here: the release stands, and
+-- the refusal is reported as wake reports one, every process's first
+-- waiter woken instead.
+local function handOff(one)
+  local ok, err, channel, command = pcall(wake, ARGV[2], ARGV[14], KEYS[4], KEYS[5], KEYS[6], KEYS[7], one)
+  if not ok then
+    local r = redis.pcall('PUBLISH', ARGV[2], 'released')
+    channel = type(r) == 'table' and r.err and ARGV[2] or ''
+    err, command = type(err) == 'table' and err.err or tostring(err), step
+  end
+  if err and not refused then
+    refused, refusedOn, refusedCmd = err, channel, command or false
+  end
+end
+
 -- Redisson's waiters on a Cluster of Redis 7 subscribe with SSUBSCRIBE;
 -- before Redis 7 there is no SPUBLISH, and pcall leaves that error alone.
 local function wakeRedisson(channel, msg)
-  wake(channel, msg)
+  notify(channel, msg)
   redis.pcall('SPUBLISH', channel, msg)
 end
 
@@ -164,7 +196,7 @@ local function releaseRW(id, fields, field, count, mode)
     if type(r) == 'table' and r.err then
       redis.pcall('HSET', key, 'mode', 'write')
       if id then
-        redis.pcall('XDEL', KEYS[4], id)
+        redis.pcall('XDEL', KEYS[8], id)
       end
       error(r)
     end
@@ -208,8 +240,59 @@ local function releaseRW(id, fields, field, count, mode)
       redis.pcall('PEXPIRE', key, longest)
     end
   end
-  wake(ARGV[2], 'released')
+  handOff(false)
   return left
+end
+
+-- The tokens of every holder of the name: the lock key's (a lockctl or
+-- another client's string lock, a Redisson lock's holds) and the live
+-- semaphore or shared slots'.
+local function holderTokens()
+  local out = {}
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'string' then
+    local body = redis.call('GET', key)
+    out[1] = valueToken(body) or body
+  elseif t == 'hash' and redis.call('HLEN', key) <= 64 then
+    local fields = redis.call('HGETALL', key)
+    if redisson(fields) or rwlock(fields) then
+      for i = 1, #fields, 2 do
+        if fields[i] ~= 'mode' then
+          out[#out + 1] = fields[i]
+        end
+      end
+    end
+  end
+  local tm = redis.call('TIME')
+  local ms = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  for _, tok in ipairs(redis.call('ZRANGEBYSCORE', sem, '(' .. string.format('%d', ms), '+inf')) do
+    out[#out + 1] = tok
+  end
+  return out
+end
+
+-- A hex token that is no holder's own is a prefix of the hash of one
+-- (as listings show): it must be long enough that a holder who took over
+-- since the operator looked does not share it by chance, and name one
+-- holder alone (two semaphore slots may share a short one). Either
+-- refusal changes nothing. A token that is a holder's own is that
+-- holder's, whatever hash prefixes it also is.
+if hex then
+  local exact, named = false, 0
+  for _, tok in ipairs(holderTokens()) do
+    if tok == want then
+      exact = true
+    elseif hashed and string.sub(redis.sha1hex(tok), 1, #want) == want then
+      named = named + 1
+    end
+  end
+  if exact then
+    hashed = false
+  elseif not hashed then
+    return {5, shortest}
+  elseif named > 1 then
+    return {4, named}
+  end
 end
 
 -- The lock key: a lockctl lock, another client's SET NX lock, a Redisson
@@ -248,20 +331,20 @@ if t == 'string' or (t == 'hash' and redis.call('HLEN', key) <= 64) then
   end
   if token and matches(token) then
     if check then
-      return {1, t, body, pttl, kind, owner or '', token, fence or '0', false, math.max(holds - 1, 0), false, false}
+      return {1, t, body, pttl, kind, owner or '', token, fence or '0', false, math.max(holds - 1, 0), false, false, false}
     end
     local id = audit(kind, owner, token, fence, pttl)
     if rwmode then
       local left = releaseRW(id, body, token, count, rwmode)
-      return {1, t, body, pttl, kind, owner, token, '0', id, left, refused, refusedOn}
+      return {1, t, body, pttl, kind, owner, token, '0', id, left, refused, refusedOn, refusedCmd}
     end
     write(id, 'DEL', key)
-    wake(ARGV[2], 'released')
+    handOff(false)
     if kind == 'redisson' then
       -- Wake Redisson's waiters as its own unlock does.
       wakeRedisson(ARGV[8], ARGV[9])
     end
-    return {1, t, body, pttl, kind, owner or '', token, fence or '0', id, 0, refused, refusedOn}
+    return {1, t, body, pttl, kind, owner or '', token, fence or '0', id, 0, refused, refusedOn, refusedCmd}
   end
   other = other or {2, t, body, pttl, holds}
 elseif t ~= 'none' then
@@ -293,7 +376,7 @@ for i = 1, #live, 2 do
       kind = 'shared'
     end
     if check then
-      return {1, 'zset', body, pttl, kind, owner or '', token, fence or '0', false, #live / 2 - 1, false, false}
+      return {1, 'zset', body, pttl, kind, owner or '', token, fence or '0', false, #live / 2 - 1, false, false, false}
     end
     local id = audit(kind, owner, token, fence, pttl)
     write(id, 'ZREM', sem, token)
@@ -314,8 +397,9 @@ for i = 1, #live, 2 do
       redis.pcall('PEXPIRE', sem, ttl)
       redis.pcall('PEXPIRE', vals, ttl)
     end
-    wake(ARGV[2], 'released')
-    return {1, 'zset', body, pttl, kind, owner or '', token, fence or '0', id, #live / 2 - 1, refused, refusedOn}
+    -- A semaphore slot lets one waiter in; a shared holder's, everyone.
+    handOff(kind ~= 'shared')
+    return {1, 'zset', body, pttl, kind, owner or '', token, fence or '0', id, #live / 2 - 1, refused, refusedOn, refusedCmd}
   end
 end
 if other then

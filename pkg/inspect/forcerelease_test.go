@@ -5,7 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
@@ -80,5 +82,94 @@ func TestOwnKeysAreNeverReleasedOrFixed(t *testing.T) {
 	}
 	if v := c.Get(ctx, key).Val(); v != "5" {
 		t.Errorf("%s is %q", key, v)
+	}
+}
+
+// sharedPrefixTokens returns two tokens whose hashes (inspect.TokenHash)
+// share their first inspect.TokenPrefixMin digits and differ after them.
+func sharedPrefixTokens(t *testing.T) (a, b string) {
+	t.Helper()
+	seen := map[string]string{}
+	for range 1 << 20 {
+		tok := token(t)
+		h := inspect.TokenHash(tok)
+		if other, ok := seen[h[:inspect.TokenPrefixMin]]; ok && inspect.TokenHash(other) != h {
+			return other, tok
+		}
+		seen[h[:inspect.TokenPrefixMin]] = tok
+	}
+	t.Fatal("no two tokens share a hash prefix")
+	return "", ""
+}
+
+// A hash prefix shorter than the 12 digits listings show frees the holder
+// it names, as people copy 7 digits of a git hash; one that two holders
+// share, or one too short to be read as a hash prefix, is refused and
+// changes nothing: never reported as a holder that changed.
+func TestForceReleaseTokenPrefix(t *testing.T) {
+	in, c, prefix, leases := fixture(t)
+	ctx := context.Background()
+	l := lock.New(c, &lock.Options{Prefix: prefix})
+
+	// Two semaphore slots whose token hashes share a prefix.
+	ta, tb := sharedPrefixTokens(t)
+	for _, tok := range []string{ta, tb} {
+		if _, err := l.Acquire(ctx, "pool", time.Minute, &lock.AcquireOptions{Limit: 2, Token: tok}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	semKey := lockwire.AuxKey(lockwire.KindSem, prefix+"pool")
+	common := inspect.TokenHash(ta)[:inspect.TokenPrefixMin]
+	var pe *inspect.PrefixError
+	_, err := in.ForceRelease(ctx, "pool", common, nil)
+	if !errors.As(err, &pe) || !errors.Is(err, lock.ErrInvalid) || errors.Is(err, lock.ErrNotOwner) || pe.Holders != 2 || pe.Prefix != common {
+		t.Fatalf("a prefix two slots share: %v", err)
+	}
+	if n := c.ZCard(ctx, semKey).Val(); n != 2 {
+		t.Fatalf("an ambiguous prefix freed a slot: %d left", n)
+	}
+	// The digits that tell them apart free the one they name.
+	r, err := in.ForceRelease(ctx, "pool", inspect.TokenHash(tb), nil)
+	if err != nil || r.Holder.Token != tb || r.HoldersLeft != 1 {
+		t.Fatalf("the longer prefix: %+v %v", r, err)
+	}
+	if c.ZScore(ctx, semKey, ta).Err() != nil {
+		t.Fatal("the other slot is gone")
+	}
+	audit, err := in.Audit(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded []string
+	for _, e := range audit {
+		if e.Key == prefix+"pool" {
+			recorded = append(recorded, e.TokenHash)
+		}
+	}
+	if len(recorded) != 1 || recorded[0] != inspect.TokenHash(tb) {
+		t.Fatalf("audit after one release and one refusal: %v, want %s alone", recorded, inspect.TokenHash(tb))
+	}
+
+	// A plain lock: 7 digits name its holder; fewer than TokenPrefixMin
+	// are refused, whatever they match.
+	d := leases["deploy"]
+	for n := 1; n < inspect.TokenPrefixMin; n++ {
+		short := inspect.TokenHash(d.Token)[:n]
+		if _, err := in.ForceRelease(ctx, "deploy", short, nil); !errors.As(err, &pe) || pe.Holders != 0 || errors.Is(err, lock.ErrNotOwner) {
+			t.Fatalf("%d digits: %v", n, err)
+		}
+	}
+	if h, err := l.Get(ctx, "deploy"); err != nil || h.Token != d.Token {
+		t.Fatalf("a refused prefix changed the lock: %+v %v", h, err)
+	}
+	if r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(d.Token)[:7], nil); err != nil || r.Holder.Token != d.Token {
+		t.Fatalf("7 digits: %+v %v", r, err)
+	}
+
+	// A short hex value is a foreign lock's whole token: its own, never a
+	// prefix refused.
+	do(t, c, "SET", prefix+"short", "abc", "PX", 60000)
+	if r, err := in.ForceRelease(ctx, "short", "abc", nil); err != nil || r.Holder.Token != "abc" {
+		t.Fatalf("a foreign lock's short token: %+v %v", r, err)
 	}
 }

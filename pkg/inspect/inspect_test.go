@@ -492,12 +492,19 @@ func TestForceReleaseStaleTokenAfterTakeover(t *testing.T) {
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// A hash prefix shorter than 8 digits names no holder (forcerelease.lua).
-	var held *lock.HeldError
-	if _, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(next.Token)[:7], nil); !errors.As(err, &held) || !errors.Is(err, lock.ErrNotOwner) {
-		t.Fatalf("a 7-digit hash prefix: %v", err)
+	// A hash prefix shorter than inspect.TokenPrefixMin digits is refused
+	// as such, not read as a whole token that some other holder has.
+	var pe *inspect.PrefixError
+	short := inspect.TokenHash(next.Token)[:inspect.TokenPrefixMin-1]
+	if _, err := in.ForceRelease(ctx, "deploy", short, nil); !errors.As(err, &pe) || !errors.Is(err, lock.ErrInvalid) ||
+		errors.Is(err, lock.ErrNotOwner) || pe.Holders != 0 || pe.Prefix != short {
+		t.Fatalf("a %d-digit hash prefix: %v", len(short), err)
 	}
-	r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(next.Token)[:8], &inspect.ReleaseOptions{Reason: "runner died", Who: "oncall@laptop"})
+	if h, err := l.Get(ctx, "deploy"); err != nil || h.Token != next.Token {
+		t.Fatalf("a refused prefix changed the lock: %v %v", h, err)
+	}
+	// 7 digits, as git shows a hash, name the holder.
+	r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(next.Token)[:7], &inspect.ReleaseOptions{Reason: "runner died", Who: "oncall@laptop"})
 	if err != nil {
 		t.Fatal(err)
 	}

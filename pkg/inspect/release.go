@@ -29,17 +29,48 @@ var (
 
 	// Built on first use, not at start-up: every lockctl invocation links
 	// these scripts, few run them.
-	forceReleaseScript = sync.OnceValue(func() *luascript.Script { return luascript.New(lockwire.ValueLua + forceReleaseLua) })
-	fairWakeScript     = sync.OnceValue(func() *luascript.Script { return luascript.New(fairWakeLua) })
-	fixOrphanScript    = sync.OnceValue(func() *luascript.Script { return luascript.New(fixOrphanLua) })
+	forceReleaseScript = sync.OnceValue(func() *luascript.Script {
+		return luascript.New(lockwire.ValueLua + lockwire.WakeLua + forceReleaseLua)
+	})
+	fairWakeScript  = sync.OnceValue(func() *luascript.Script { return luascript.New(fairWakeLua) })
+	fixOrphanScript = sync.OnceValue(func() *luascript.Script { return luascript.New(fixOrphanLua) })
 )
 
 // inspectScriptCommands lists, sorted, the commands force-release's (with
-// its wake-up of a Redisson fair lock's next waiter) and orphans --fix's
-// scripts call.
+// the wake-up of its waiters, and of a Redisson fair lock's next one) and
+// orphans --fix's scripts call.
 func inspectScriptCommands() []string {
-	return scriptcmds.Calls(lockwire.ValueLua, forceReleaseLua, fairWakeLua, fixOrphanLua)
+	return scriptcmds.Calls(lockwire.ValueLua, lockwire.WakeLua, forceReleaseLua, fairWakeLua, fixOrphanLua)
 }
+
+// TokenPrefixMin is the fewest hex digits of SHA-1(token) that
+// ForceRelease reads as a prefix of a holder's token hash (TokenHash). A
+// holder who took over since the operator looked shares a prefix of n
+// digits by chance once in 16^n force-releases: once in 16.7 million at
+// 6, the length below which a mistyped or half-copied hash would start
+// to release strangers.
+const TokenPrefixMin = 6
+
+// PrefixError is a token that ForceRelease read as a hash prefix and that
+// names no one holder: shorter than TokenPrefixMin hex digits (Holders 0),
+// or shared by Holders holders (slots of one semaphore, holds of one
+// Redisson lock). Nothing was changed. It matches lock.ErrInvalid.
+type PrefixError struct {
+	Key     string
+	Prefix  string
+	Holders int
+}
+
+func (e *PrefixError) Error() string {
+	if e.Holders > 1 {
+		return fmt.Sprintf("inspect: force-release %s: token hash prefix %s names %d holders", e.Key, e.Prefix, e.Holders)
+	}
+	return fmt.Sprintf("inspect: force-release %s: token %s is no holder's, and shorter than a token hash prefix (at least %d hex digits)",
+		e.Key, e.Prefix, TokenPrefixMin)
+}
+
+// Is makes a *PrefixError match lock.ErrInvalid.
+func (e *PrefixError) Is(target error) bool { return target == lock.ErrInvalid }
 
 // ReleaseOptions tune ForceRelease. A nil *ReleaseOptions means defaults.
 type ReleaseOptions struct {
@@ -82,14 +113,22 @@ func Operator() string { return identity.UserHost() }
 // its waiters and records who, when, which holder and why in the audit
 // stream, all in one script on a single server. token is the holder's
 // token (for a foreign string lock, its whole value; for a Redisson lock,
-// its "uuid:threadId" field), or a prefix of 8 to 40 hex digits of
-// SHA-1(token), as TokenHash shows: the script hashes the stored token
-// itself, so the comparison and the delete are one atomic step and a holder
-// that took over a moment ago is never touched. Releasing a Redisson fair
+// its "uuid:threadId" field), or a prefix of TokenPrefixMin to 40 hex
+// digits of SHA-1(token), as TokenHash shows: the script hashes the stored
+// token itself, so the comparison and the delete are one atomic step and a
+// holder that took over a moment ago is never touched. A prefix must name
+// one holder: one that several holders share (slots of one semaphore) is
+// refused, as is a shorter hex token that is no holder's own
+// (*PrefixError), and nothing is changed. Releasing a Redisson fair
 // lock wakes the head of its queue as Redisson's forceUnlock does. For a
 // semaphore (--limit) lock, or one held in shared mode, the slot token
 // holds is freed and the other holders keep theirs; waiters, exclusive ones
-// included, are woken to try again. For a Redisson read-write lock
+// included, are woken to try again. The waiters are woken as a release
+// wakes them, by the same script prelude (lockwire.WakeLua) on the same
+// keys: the FIFO head, the exclusive waiter listed longest ago, the shared
+// waiters, or for a freed semaphore slot the semaphore waiter listed
+// longest ago, each on its own wake-up stream, so the next holder gets in
+// at once. For a Redisson read-write lock
 // (RReadWriteLock) token names one hold, "<uuid>:<threadId>:write" for the
 // writer's, "<uuid>:<threadId>" for a reader's: that hold is freed whole
 // (every re-entry, and a read hold's rwlock_timeout keys), the others keep
@@ -110,7 +149,8 @@ func Operator() string { return identity.UserHost() }
 // Released.Wake).
 //
 // Errors: ErrOwnKey (errors.Is lock.ErrInvalid) for a key under
-// lockwire.AuxPrefix; lock.ErrNotHeld when there is no lock;
+// lockwire.AuxPrefix; *PrefixError (errors.Is lock.ErrInvalid) for a hash
+// prefix that names no one holder; lock.ErrNotHeld when there is no lock;
 // *lock.HeldError (errors.Is lock.ErrNotOwner) naming the current holder
 // when token does not match (for slots, Reason semaphore or shared, the
 // holder whose slot frees first and Holders; for a Redisson read-write
@@ -159,15 +199,19 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	if strings.HasPrefix(key, lockwire.AuxPrefix) {
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, ErrOwnKey)
 	}
-	keys := []string{key, lockwire.AuxKey(lockwire.KindSem, key), lockwire.AuxKey(lockwire.KindSemVal, key)}
+	// The keys and names a release of key wakes its waiters by
+	// (pkg/lock's release.lua): wake.lua picks from the same lists.
+	keys := lockwire.WithAux(key, lockwire.KindSem, lockwire.KindSemVal, lockwire.KindQueue, lockwire.KindQueueHB,
+		lockwire.KindWriters, lockwire.KindWaiting, lockwire.KindChannel, lockwire.KindWake)
+	keys, channel, base := keys[:7], keys[7], keys[8]
 	_, cluster := in.c.(*redis.ClusterClient)
 	if !cluster {
 		keys = append(keys, AuditKey)
 	}
 	run := func(token, mode string) ([]any, error) {
-		v, err := forceReleaseScript().Run(ctx, in.c, keys, token, lockwire.Channel(key), who, o.Reason, name,
+		v, err := forceReleaseScript().Run(ctx, in.c, keys, token, channel, who, o.Reason, name,
 			AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage, mode,
-			redissonSuffixBase(key), RedissonRWChannel(key), RedissonReadUnlockMessage).Slice()
+			redissonSuffixBase(key), RedissonRWChannel(key), RedissonReadUnlockMessage, base, TokenPrefixMin).Slice()
 		var rerr redis.Error
 		if errors.As(err, &rerr) {
 			// An error reply: the script stopped before its first write,
@@ -187,7 +231,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	if err != nil {
 		return nil, err
 	}
-	r, err := released(key, name, v)
+	r, err := released(key, name, token, v)
 	if err != nil || !cluster {
 		return r, err
 	}
@@ -206,7 +250,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	}
 	v, err = run(exact, "")
 	if err == nil {
-		r, err = released(key, name, v)
+		r, err = released(key, name, exact, v)
 	}
 	if err != nil {
 		if xerr := in.c.XDel(context.WithoutCancel(ctx), AuditKey, id).Err(); xerr != nil {
@@ -218,11 +262,11 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	return r, nil
 }
 
-// released decodes forcerelease.lua's reply into what was (or, for a
-// check, would be) released, or the error that refused it.
-func released(key, name string, v []any) (*Released, error) {
+// released decodes forcerelease.lua's reply to token into what was (or,
+// for a check, would be) released, or the error that refused it.
+func released(key, name, token string, v []any) (*Released, error) {
 	_, code, err := lockwire.DecodeForceRelease(v)
-	if err != nil || (code == lockwire.ForceNotLock && len(v) < 2) {
+	if err != nil || (len(v) < 2 && (code == lockwire.ForceNotLock || code == lockwire.ForceAmbiguous || code == lockwire.ForceTooShort)) {
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
 	}
 	switch code {
@@ -237,6 +281,12 @@ func released(key, name string, v []any) (*Released, error) {
 			return nil, err
 		}
 		return nil, &lock.HeldError{Err: lock.ErrNotOwner, Holder: h}
+	case lockwire.ForceAmbiguous, lockwire.ForceTooShort:
+		n, _ := v[1].(int64)
+		if code == lockwire.ForceTooShort {
+			n = 0
+		}
+		return nil, &PrefixError{Key: key, Prefix: token, Holders: int(n)}
 	case lockwire.ForceReleased:
 	default:
 		return nil, fmt.Errorf("inspect: force-release %s: %w", key, redisreply.Unexpected("script reply", v))
@@ -254,8 +304,14 @@ func released(key, name string, v []any) (*Released, error) {
 	}
 	if len(v) > 11 {
 		if why, ok := v[10].(string); ok {
-			ch, _ := v[11].(string)
-			r.Wake = &lock.WakeError{Key: key, Channel: ch, Reason: why}
+			we := &lock.WakeError{Key: key, Reason: why}
+			we.Channel, _ = v[11].(string)
+			if len(v) > 12 {
+				// Picking the waiter was refused (wake.lua): every
+				// process's first waiter was woken instead.
+				we.Command, _ = v[12].(string)
+			}
+			r.Wake = we
 		}
 	}
 	return r, nil

@@ -118,8 +118,6 @@ var (
 	fenceNextLua string
 	//go:embed reenter.lua
 	reenterLua string
-	//go:embed wake.lua
-	wakeLua string
 
 	// The SHA-1 of each script is computed once, at first use (lazyScript);
 	// EVALSHA falls back to EVAL on NOSCRIPT, which also reloads the script
@@ -128,7 +126,7 @@ var (
 	// starts with lockwire.ValueLua (value.lua), the value's Lua side.
 	acquireScript   = lazyScript("acquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + acquireLua })
 	renewScript     = lazyScript("renew", func() string { return lockwire.ValueLua + holderLua + renewLua })
-	releaseScript   = lazyScript("release", func() string { return lockwire.ValueLua + holderLua + wakeLua + releaseLua })
+	releaseScript   = lazyScript("release", func() string { return lockwire.ValueLua + holderLua + lockwire.WakeLua + releaseLua })
 	inspectScript   = lazyScript("inspect", func() string { return lockwire.ValueLua + holderLua + inspectLua })
 	checkScript     = lazyScript("check", func() string { return fenceLua + checkLua })
 	fenceNextScript = lazyScript("fenceNext", func() string { return fenceLua + fenceNextLua })

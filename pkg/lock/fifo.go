@@ -39,7 +39,7 @@ var (
 	fifoLeaveLua string
 
 	fifoAcquireScript = lazyScript("fifoAcquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + fifoAcquireLua })
-	fifoLeaveScript   = lazyScript("fifoLeave", func() string { return auxLua + wakeLua + fifoLeaveLua })
+	fifoLeaveScript   = lazyScript("fifoLeave", func() string { return auxLua + lockwire.WakeLua + fifoLeaveLua })
 )
 
 func queueKeys(key string) []string {

@@ -37,9 +37,9 @@ var (
 	//go:embed multi_release.lua
 	multiReleaseLua string
 
-	multiAcquireScript = lazyScript("multiAcquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + wakeLua + multiAcquireLua })
+	multiAcquireScript = lazyScript("multiAcquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + lockwire.WakeLua + multiAcquireLua })
 	multiRenewScript   = lazyScript("multiRenew", func() string { return lockwire.ValueLua + holderLua + multiRenewLua })
-	multiReleaseScript = lazyScript("multiRelease", func() string { return lockwire.ValueLua + holderLua + wakeLua + multiReleaseLua })
+	multiReleaseScript = lazyScript("multiRelease", func() string { return lockwire.ValueLua + holderLua + lockwire.WakeLua + multiReleaseLua })
 )
 
 // leaseSet is what a Lease of a set of locks holds beyond one lock's: its

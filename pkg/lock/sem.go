@@ -47,7 +47,7 @@ var (
 
 	semAcquireScript = lazyScript("semAcquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + auxLua + semAcquireLua })
 	semRenewScript   = lazyScript("semRenew", func() string { return lockwire.ValueLua + holderLua + auxLua + semRenewLua })
-	semReleaseScript = lazyScript("semRelease", func() string { return lockwire.ValueLua + holderLua + auxLua + wakeLua + semReleaseLua })
+	semReleaseScript = lazyScript("semRelease", func() string { return lockwire.ValueLua + holderLua + auxLua + lockwire.WakeLua + semReleaseLua })
 )
 
 func semKeys(key string) []string {

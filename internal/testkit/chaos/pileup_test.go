@@ -1,8 +1,12 @@
 package chaos_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
 	"slices"
 	"syscall"
 	"testing"
@@ -256,5 +260,177 @@ func TestPileUp(t *testing.T) {
 				t.Errorf("paused holder exit %d, want 76: %s", p.Exit, p)
 			}
 		})
+	}
+}
+
+// tokenHashRe finds the first token hash of `inspect lock -o json`: the
+// holder's ("holders" sorts before "queue" and "writers").
+var tokenHashRe = regexp.MustCompile(`"token_hash":\s*"([0-9a-f]{12})"`)
+
+// TestForceReleaseHandOff: a lock's holder is stuck (lockctl run and its
+// command stopped, SIGSTOP) with a 30s lease, and a lockctl run -w waits
+// behind it, listed and asleep on its wake-up stream. On call frees the
+// stuck holder; the waiter must get in about as soon as it does after a
+// plain release, measured first in the same run (a holder leaves, the
+// waiter behind it enters): within 4 times that plus 700ms, well before
+// the waiter would look again on its own (when it renews its listing, 2s
+// after it was listed). The stuck holder, resumed, must find its lease
+// lost (exit 76), and none of its command's late writes is accepted. The
+// unprotected variant frees the holder with a plain DEL of the key, as
+// redis-cli would: nobody is woken, and the waiter gets in only when it
+// renews its listing. An earlier build (LOCKCTL_CHAOS_BIN_OLD) whose
+// force-release woke nobody fails the same way.
+func TestForceReleaseHandOff(t *testing.T) {
+	type variant struct {
+		label, bin string
+		flags      []string
+		del, old   bool
+	}
+	vs := []variant{
+		{label: "unprotected: DEL of the stuck holder's key (redis-cli), no wake-up", bin: lockctlBin, del: true},
+		{label: "lockctl inspect force-release", bin: lockctlBin},
+		{label: "lockctl --fifo, inspect force-release", bin: lockctlBin, flags: []string{"--fifo"}},
+	}
+	if old := os.Getenv("LOCKCTL_CHAOS_BIN_OLD"); old != "" {
+		vs = append(vs, variant{label: "earlier build (LOCKCTL_CHAOS_BIN_OLD) inspect force-release", bin: old, old: true})
+	}
+	for _, v := range vs {
+		sub := "lockctl"
+		switch {
+		case v.del:
+			sub = "unprotected"
+		case v.old:
+			sub = "earlier-build"
+		case len(v.flags) > 0:
+			sub = "lockctl-fifo"
+		}
+		t.Run("13.force-release/"+sub, func(t *testing.T) { forceReleaseHandOff(t, v.label, v.bin, v.flags, v.del, v.old) })
+	}
+}
+
+func forceReleaseHandOff(t *testing.T, label, bin string, flags []string, del, old bool) {
+	srv := startRedis(t)
+	e := chaos.NewEnv(t, "13.force-release", bin)
+	ctx := context.Background()
+	c := client(t, srv.Addr, 2*time.Second)
+	name := "stuck"
+	key := "lock:" + name
+	ttl := 30 * time.Second
+	glob := []string{"--url", srv.URL}
+	spawn := func(id int, gate bool, wait string) *chaos.Proc {
+		f := append([]string{"--ttl", ttl.String(), "-w", wait}, flags...)
+		return e.Spawn(id, chaos.ProcSpec{Global: glob, Name: name, TTL: ttl, Flags: f,
+			Work: 50 * time.Millisecond, Writes: 2, Gate: gate})
+	}
+	entered := func(p *chaos.Proc) {
+		t.Helper()
+		if !e.WaitEntered(p.Holder, 30*time.Second) {
+			t.Fatalf("holder %s never got in: %s", p.Holder, p)
+		}
+	}
+	// The waiters listed: the exclusive waiters' list and the FIFO queue.
+	waiting := func() []string {
+		return append(c.ZRange(ctx, lockwire.AuxKey(lockwire.KindWriters, key), 0, -1).Val(),
+			c.ZRange(ctx, lockwire.AuxKey(lockwire.KindQueue, key), 0, -1).Val()...)
+	}
+	// listed waits until a waiter that was not listed before is: it has
+	// been refused once and sleeps.
+	listed := func(before []string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			for _, tok := range waiting() {
+				if !slices.Contains(before, tok) {
+					return
+				}
+			}
+		}
+		t.Fatal("the waiter was never listed")
+	}
+
+	// A plain release's hand-off: h leaves, w enters.
+	h := spawn(0, true, "10s")
+	entered(h)
+	before := waiting()
+	w := spawn(1, false, "60s")
+	listed(before)
+	e.Res.OpenGate(h.Holder)
+	h.Wait()
+	w.Wait()
+	plain := e.Res.Entered(w.Holder) - e.Res.LeftAt(h.Holder)
+
+	// The stuck holder, and a waiter behind it.
+	s := spawn(2, true, "10s")
+	entered(s)
+	signal(t, s, syscall.SIGSTOP)
+	s.SignalChildren(syscall.SIGSTOP)
+	out, _ := exec.Command(bin, append(glob, "inspect", "lock", name, "-o", "json")...).Output()
+	m := tokenHashRe.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no token hash in inspect lock: %s", out)
+	}
+	hash := string(m[1])
+	before = waiting()
+	x := spawn(3, false, "60s")
+	listed(before)
+	freedAt := e.Rec.Now()
+	how := "inspect force-release exit %d"
+	code := 0
+	if del {
+		how = "DEL: %d key deleted"
+		code = int(c.Del(ctx, key).Val())
+	} else {
+		cmd := exec.Command(bin, append(glob, "inspect", "force-release", name, "--token", hash, "--reason", "stuck")...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		code = exitOf(cmd.Run())
+		if code != 0 {
+			t.Errorf("force-release: exit %d: %s", code, errb.String())
+		}
+	}
+	if !e.WaitEntered(x.Holder, 30*time.Second) {
+		t.Fatalf("the waiter behind the stuck holder never got in: %s", x)
+	}
+	forced := e.Res.Entered(x.Holder) - freedAt
+	// The stuck holder resumes after the waiter's fenced writes (a write
+	// of its own before any newer one is no stale write a fence could
+	// refuse): its lease is gone.
+	x.Wait()
+	signal(t, s, syscall.SIGCONT)
+	s.SignalChildren(syscall.SIGCONT)
+	e.Res.OpenGate(s.Holder)
+	s.Wait()
+
+	f := e.Collect(label, ttl, 4)
+	f.Recover = forced
+	bound := 4*plain + 700*time.Millisecond
+	f.Note("a release's hand-off (the holder left, the waiter in) took %v; after the stuck holder was freed ("+how+") the waiter got in %v later (bound %v)",
+		plain.Round(time.Millisecond), code, forced.Round(time.Millisecond), bound.Round(time.Millisecond))
+	f.Note("the stuck holder, resumed: exit %d; the waiters: exit %d and %d", s.Exit, w.Exit, x.Exit)
+	safe := f.Fenced.AcceptedStale == 0 && s.Exit == 76 && w.Exit == 0 && x.Exit == 0
+	prompt := plain > 0 && forced > 0 && forced <= bound
+	if del {
+		f.Verdict = verdictOf(safe && !prompt, "fails as it must: nobody is woken, the waiter gets in only when it renews its listing")
+		chaos.Publish(f)
+		if prompt {
+			t.Errorf("the unprotected DEL handed off in %v (a release in %v, bound %v): the scenario did not bite", forced, plain, bound)
+		}
+		return
+	}
+	report := earlierBuild(t, old, f, safe && prompt,
+		"the waiter gets in as soon after force-release as after a release; the stuck holder resumed exits 76, no stale write accepted",
+		safe && !prompt, "force-release wakes nobody: the waiter gets in only when it renews its listing")
+	chaos.Publish(f)
+	t.Logf("holders:\n%s\nfigures: %+v", procDetail([]*chaos.Proc{h, w, s, x}), f)
+	if !prompt {
+		report("force-release handed off in %v, a release in %v: want within %v", forced, plain, bound)
+	}
+	if s.Exit != 76 {
+		report("the stuck holder, resumed after force-release: exit %d, want 76: %s", s.Exit, s)
+	}
+	if f.Fenced.AcceptedStale != 0 {
+		report("the fenced store accepted %d stale writes", f.Fenced.AcceptedStale)
+	}
+	if w.Exit != 0 || x.Exit != 0 {
+		report("waiters: %s; %s", w, x)
 	}
 }

@@ -30,7 +30,7 @@ var Scenarios = []Scenario{
 	{ID: "10", Title: "Redlock"},
 	{ID: "11", Title: "once and limit under concurrency and restarts"},
 	{ID: "12", Title: "Shared locks across processes"},
-	{ID: "13", Title: "Pile-up: many processes on one lock, waiters and holders killed and paused mid-queue"},
+	{ID: "13", Title: "Pile-up: many processes on one lock, waiters and holders killed and paused mid-queue, a stuck holder force-released"},
 	{ID: "14", Title: "Foreign locks: Redisson read-write and fair locks beside lockctl"},
 	{ID: "15", Title: "lockctl's own pipes and output, and once that never runs twice"},
 }
