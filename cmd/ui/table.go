@@ -107,9 +107,16 @@ func writeTable(w io.Writer, header []string, rows [][]string, width int, over o
 		}
 	}
 
+	return layOut(w, header, cells, final, " ", " ")
+}
+
+// layOut is tablewriter's part: header (nil: none) and cells, which fit
+// their columns, in columns of the given widths (padding not counted),
+// padded by padLeft and padRight, without borders or rules.
+func layOut(w io.Writer, header []string, cells [][]string, widths []int, padLeft, padRight string) error {
 	perColumn := tw.NewMapper[int, int]()
-	for i, fw := range final {
-		perColumn.Set(i, fw+2)
+	for i, cw := range widths {
+		perColumn.Set(i, cw+len(padLeft)+len(padRight))
 	}
 	var b bytes.Buffer
 	tbl := tablewriter.NewTable(&b,
@@ -120,6 +127,7 @@ func writeTable(w io.Writer, header []string, rows [][]string, width int, over o
 				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
 			},
 		})),
+		tablewriter.WithPadding(tw.Padding{Left: padLeft, Right: padRight, Overwrite: true}),
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAlignment(tw.AlignLeft),
 		tablewriter.WithHeaderAutoFormat(tw.Off),

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/lockctl/lockctl/cmd/ui"
@@ -181,5 +182,34 @@ func TestTableWidth(t *testing.T) {
 	checkFits(t, out.String(), 80)
 	if strings.Count(strings.Join(words(out.String()), " "), "word") != 60 {
 		t.Errorf("words lost:\n%s", out.String())
+	}
+}
+
+// top's screen: every line within the terminal at any width, the columns
+// under their titles, rows past the height summarised.
+func TestRenderTopFits(t *testing.T) {
+	io, _, _, _ := ui.Test()
+	io.DecideColor("always", func(string) string { return "" })
+	long := "order:payment:reconcile-eu-west-1-nightly-ledger-" + strings.Repeat("x", 80)
+	var locks []ui.TopLock
+	for i := range 30 {
+		locks = append(locks, ui.TopLock{Name: long, Holder: "runner@fv-az123-456-very-long-build-host-name.example.com:2231",
+			Mode: "exclusive", Age: time.Duration(i) * time.Second, TTL: 20 * time.Second, LeaseTTL: 30 * time.Second, Waiters: 3,
+			Waits: []time.Duration{time.Second, 2 * time.Second}})
+	}
+	for _, width := range []int{20, 40, 80, 120, 200} {
+		screen := io.RenderTop(ui.TopView{Title: "lock:*", Locks: locks, Refresh: 7}, width, 24)
+		lines := strings.Split(strings.TrimSuffix(screen, "\r\n"), "\r\n")
+		checkFits(t, strings.Join(lines, "\n"), width)
+		if len(lines) != 23 {
+			t.Errorf("width %d: %d lines on a 24-line screen", width, len(lines))
+		}
+		if !strings.Contains(lines[1], "NAME") || !strings.HasPrefix(sgrRE.ReplaceAllString(lines[2], ""), "or") ||
+			!strings.Contains(lines[len(lines)-1], "… 10 more") {
+			t.Errorf("width %d:\n%s", width, strings.Join(lines, "\n"))
+		}
+		if width == 80 && !regexp.MustCompile(`NAME +HOLDER +AGE +MODE +TTL +WAITERS +QUEUE`).MatchString(lines[1]) {
+			t.Errorf("80 columns lost a column: %q", lines[1])
+		}
 	}
 }
