@@ -204,7 +204,7 @@ func TestRenderTopFits(t *testing.T) {
 		if len(lines) != 23 {
 			t.Errorf("width %d: %d lines on a 24-line screen", width, len(lines))
 		}
-		if !strings.Contains(lines[1], "NAME") || !strings.HasPrefix(sgrRE.ReplaceAllString(lines[2], ""), "or") ||
+		if !strings.Contains(lines[1], "NA") || !strings.HasPrefix(sgrRE.ReplaceAllString(lines[2], ""), "or") ||
 			!strings.Contains(lines[len(lines)-1], "… 10 more") {
 			t.Errorf("width %d:\n%s", width, strings.Join(lines, "\n"))
 		}
