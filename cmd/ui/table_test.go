@@ -144,7 +144,7 @@ func TestTableWrapKeepsStyle(t *testing.T) {
 	if len(lines) < 4 {
 		t.Fatalf("verdict not wrapped:\n%s", s)
 	}
-	faint := io.Faint("x")[:strings.Index(io.Faint("x"), "x")]
+	faint, _, _ := strings.Cut(io.Faint("x"), "x")
 	sawFaint := false
 	for _, line := range lines[1:] {
 		if i := strings.Index(line, faint); i >= 0 {
