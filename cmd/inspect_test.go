@@ -10,7 +10,7 @@ import (
 )
 
 // On a terminal, ls prints a table with a header, sorted by name; doctor
-// prints one line per check.
+// prints one line per check (on a terminal wide enough).
 func TestInspectTerminalTable(t *testing.T) {
 	s := redistest.StartTest(t, nil)
 	for _, n := range []string{"zeta", "alpha", "mid"} {
@@ -30,6 +30,9 @@ func TestInspectTerminalTable(t *testing.T) {
 	}
 	io, _, out, _ = ui.Test()
 	io.SetTTY(false, true, false)
+	// Wide enough for every verdict on its line (at 80 columns they wrap
+	// where their words fall).
+	io.SetWidth(1000, 0)
 	code := cmd.MainArgs([]string{"doctor", "--url", s.URL, "--color", "never"}, io)
 	if code != 1 || !strings.Contains(out.String(), "persistence") || !strings.Contains(out.String(), "→ CONFIG SET appendonly yes") {
 		t.Fatalf("doctor exited %d:\n%s", code, out.String())

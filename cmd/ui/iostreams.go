@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -26,6 +27,9 @@ type IOStreams struct {
 	stderrTTY bool
 	color     bool
 	width     int
+	// columns is $COLUMNS, the width for a table whose terminal is
+	// unknown (watch(1) sets it for the command it runs in a pipe).
+	columns int
 
 	// forceTable (-o table) prints the human table off a terminal too;
 	// headers (--headers / --no-headers) overrides whether text listings
@@ -51,6 +55,9 @@ func System() *IOStreams {
 		if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
 			s.width = w
 		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		s.columns = n
 	}
 	s.color = s.stdoutTTY && os.Getenv("NO_COLOR") == ""
 	s.stdoutClosed = closedAtStart(1)
@@ -147,3 +154,18 @@ func ValidColor(when string) bool {
 
 // Width is the terminal width, or 0 when stdout is not a terminal.
 func (s *IOStreams) Width() int { return s.width }
+
+// SetWidth overrides the terminal's width (tests) and $COLUMNS (0: unset).
+func (s *IOStreams) SetWidth(terminal, columns int) { s.width, s.columns = terminal, columns }
+
+// TableWidth is the width tables fit: the terminal's, else $COLUMNS, else
+// 80 (-o table in a pipe, a terminal that does not tell its size).
+func (s *IOStreams) TableWidth() int {
+	switch {
+	case s.width > 0:
+		return s.width
+	case s.columns > 0:
+		return s.columns
+	}
+	return 80
+}

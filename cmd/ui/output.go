@@ -21,9 +21,11 @@ type Table struct {
 	// an ellipsis (DataCellWidth for data from Redis). The tab-separated
 	// form always has every cell whole.
 	MaxCellWidth int
-	// Fit cuts a listing's terminal table to the terminal's width (see
-	// fitColumns), so that no line wraps; -o wide leaves it off, to keep
-	// every cell whole (up to MaxCellWidth).
+	// Fit keeps each row of the terminal table one line: a cell wider than
+	// its column's share of the terminal is cut with an ellipsis (a
+	// listing, read down its columns). Without it such a cell wraps onto
+	// further lines of its row, whole (a verdict, a detail view, -o wide).
+	// Either way no line is wider than the terminal (TableWidth).
 	Fit bool
 }
 
@@ -44,7 +46,7 @@ func (s *IOStreams) PrintTable(t Table) error {
 	if s.headers == nil || *s.headers {
 		header = make([]string, len(t.Header))
 		for i, h := range t.Header {
-			header[i] = s.Bold(h)
+			header[i] = s.Bold(escapeStyled(h))
 		}
 	}
 	cells := make([][]string, len(t.Rows))
@@ -52,157 +54,31 @@ func (s *IOStreams) PrintTable(t Table) error {
 		row := make([]string, len(r))
 		for i, c := range r {
 			c = escapeStyled(c)
-			if t.MaxCellWidth > 0 && !strings.Contains(c, "\x1b") {
-				c = Truncate(c, t.MaxCellWidth)
+			if t.MaxCellWidth > 0 && cellWidth(c) > t.MaxCellWidth {
+				c = cutCell(c, t.MaxCellWidth)
 			}
 			row[i] = c
 		}
 		cells[j] = row
 	}
-	if t.Fit && s.stdoutTTY && s.width > 0 {
-		fitColumns(t.Header, cells, s.width)
+	over := wrapCells
+	if t.Fit {
+		over = cutCells
 	}
 	var b bytes.Buffer
-	if err := writeTable(&b, header, cells); err != nil {
+	if err := writeTable(&b, header, cells, s.TableWidth(), over); err != nil {
 		return err
 	}
 	return s.writeOut(b.Bytes())
 }
 
-// fitColumns cuts cells so that the table's lines (each column padded by
-// one space either side) fit width: the last column (free text) first,
-// then the widest column, a column at a time, never below its header's
-// width.
-// Cells with lockctl's own colours are not cut (their column keeps its
-// width).
-func fitColumns(header []string, rows [][]string, width int) {
-	n := len(header)
-	w := make([]int, n)
-	floor := make([]int, n)
-	for i, h := range header {
-		w[i] = lipgloss.Width(h)
-		floor[i] = max(w[i], 3)
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			if i >= n {
-				continue
-			}
-			w[i] = max(w[i], lipgloss.Width(c))
-			if strings.Contains(c, "\x1b") {
-				floor[i] = max(floor[i], lipgloss.Width(c))
-			}
-		}
-	}
-	total := func() int {
-		t := 0
-		for _, x := range w {
-			t += x + 2
-		}
-		return t
-	}
-	cut := false
-	// The last column (a note, a reason: free text) gives way first.
-	for last := n - 1; last >= 0 && total() > width && w[last] > floor[last]; {
-		w[last]--
-		cut = true
-	}
-	for total() > width {
-		widest := -1
-		for i := range w {
-			if w[i] > floor[i] && (widest < 0 || w[i] > w[widest]) {
-				widest = i
-			}
-		}
-		if widest < 0 {
-			break
-		}
-		w[widest]--
-		cut = true
-	}
-	if !cut {
-		return
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			if i < n && !strings.Contains(c, "\x1b") {
-				r[i] = Truncate(c, w[i])
-			}
-		}
-	}
-}
-
 // PrintDetail renders FIELD/VALUE rows of one object (inspect lock): on a
-// terminal, the fields in a column and each value after them, unpadded, a
-// long value wrapped onto lines of its own under the value column so that
-// nothing runs past the terminal's width and nothing is cut; off a terminal,
+// terminal, the fields in a column and each value after them, a long value
+// wrapped onto lines of its own under the value column so that nothing
+// runs past the terminal's width and nothing is cut; off a terminal,
 // tab-separated rows as PrintTable writes them.
 func (s *IOStreams) PrintDetail(header []string, rows [][]string) error {
-	if !s.Tabular() {
-		if err := s.WriteTSVHeader(header); err != nil {
-			return err
-		}
-		return WriteTSV(s.Out, rows)
-	}
-	fw := 0
-	all := rows
-	if s.headers == nil || *s.headers {
-		all = append([][]string{header}, rows...)
-	}
-	for _, r := range all {
-		fw = max(fw, lipgloss.Width(Escape(r[0])))
-	}
-	room := 0
-	if s.stdoutTTY && s.width > 0 {
-		room = max(s.width-fw-4, 16)
-	}
-	var b strings.Builder
-	for i, r := range all {
-		field, value := Escape(r[0]), escapeStyled(r[1])
-		if i == 0 && len(all) > len(rows) {
-			field, value = s.Bold(r[0]), s.Bold(r[1])
-		}
-		b.WriteString(" " + field + strings.Repeat(" ", fw-lipgloss.Width(Escape(r[0]))) + "  ")
-		for j, line := range wrapCells(value, room) {
-			if j > 0 {
-				b.WriteString("\n" + strings.Repeat(" ", fw+3))
-			}
-			b.WriteString(line)
-		}
-		b.WriteString("\n")
-	}
-	return s.writeOut([]byte(b.String()))
-}
-
-// wrapCells splits v into lines of at most room terminal columns (room 0:
-// one line), at spaces where it can, else mid-word.
-func wrapCells(v string, room int) []string {
-	if room <= 0 || lipgloss.Width(v) <= room || strings.Contains(v, "\x1b") {
-		return []string{v}
-	}
-	var lines []string
-	for lipgloss.Width(v) > room {
-		var b strings.Builder
-		used, lastSpace := 0, -1
-		for i, r := range v {
-			rw := lipgloss.Width(string(r))
-			if used+rw > room {
-				break
-			}
-			if r == ' ' {
-				lastSpace = i
-			}
-			b.WriteRune(r)
-			used += rw
-		}
-		cut := b.Len()
-		if lastSpace > 0 && lastSpace > cut/2 {
-			cut = lastSpace
-		}
-		lines = append(lines, v[:cut])
-		v = strings.TrimLeft(v[cut:], " ")
-	}
-	return append(lines, v)
+	return s.PrintTable(Table{Header: header, Rows: rows})
 }
 
 // WriteTSV writes rows as tab-separated lines. Cells pass through Escape, so

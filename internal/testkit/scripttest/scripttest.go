@@ -82,6 +82,7 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"pty-send":      cmdPtySend,
 	"pty-shows":     cmdPtyShows,
 	"pty-wait":      cmdPtyWait,
+	"maxcols":       cmdMaxCols,
 	"proxy":         cmdProxy,
 	"proxy-set":     cmdProxySet,
 }
