@@ -81,17 +81,22 @@ var PIDStart = sync.OnceValue(func() int64 { return StartTime(os.Getpid()) })
 // (/proc/PID/stat's starttime, field 22): with the pid, it names one
 // process on this host for as long as the host runs. 0 when it cannot be
 // read (the process is gone, or there is no /proc).
-func StartTime(pid int) int64 { return startTime(procRoot, pid) }
+func StartTime(pid int) int64 {
+	start, _ := startTime(procRoot, pid)
+	return start
+}
 
 const procRoot = "/proc"
 
-func startTime(root string, pid int) int64 {
+// startTime reads pid's start time, and whether it has died: a zombie
+// (state Z, or X) keeps its /proc entry until its parent reaps it.
+func startTime(root string, pid int) (start int64, dead bool) {
 	if pid <= 0 {
-		return 0
+		return 0, false
 	}
 	b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	// "pid (comm) state ppid ...": comm may hold spaces and parentheses,
 	// so the fields are counted after its last ')'. starttime is field 22,
@@ -99,17 +104,17 @@ func startTime(root string, pid int) int64 {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0
+		return 0, false
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 20 {
-		return 0
+		return 0, false
 	}
 	n, err := strconv.ParseInt(f[19], 10, 64)
 	if err != nil || n < 0 {
-		return 0
+		return 0, false
 	}
-	return n
+	return n, f[0] == "Z" || f[0] == "X"
 }
 
 // Process is what this host knows of the process a lock's owner names.
@@ -122,7 +127,8 @@ const (
 	// ProcessAlive: the pid runs and, when a start time was recorded, is
 	// the same process.
 	ProcessAlive Process = "alive"
-	// ProcessGone: no process has the pid.
+	// ProcessGone: no process has the pid (or only a zombie, dead
+	// and not yet reaped).
 	ProcessGone Process = "gone"
 	// ProcessReused: the pid runs, but started at another time than the
 	// one recorded: another process took the pid, the owner is gone.
@@ -142,9 +148,9 @@ func checkProcess(root string, pid int, start int64) Process {
 		// No proc filesystem here: nothing can be told.
 		return ProcessUnknown
 	}
-	now := startTime(root, pid)
+	now, dead := startTime(root, pid)
 	switch {
-	case now == 0:
+	case now == 0, dead:
 		return ProcessGone
 	case start > 0 && now != start:
 		return ProcessReused
