@@ -73,6 +73,33 @@ type lockGauge struct {
 	waiters   float64
 	heldKnown bool
 	ttlKnown  bool
+	// The renewal record of the most overdue holder (renewal): how long
+	// ago it renewed, and its period (0: renewed by hand); renewKnown is
+	// false when no holder records one (foreign locks).
+	renewAge, renewEvery float64
+	renewKnown           bool
+}
+
+// renewal folds one holder's renewal record (age and period in seconds)
+// into g, which keeps the most overdue holder's: the most periods since
+// its last renewal, and among leases renewed by hand (no period), which
+// count below any holder with one, the oldest renewal. Age and period
+// stay one holder's, so that the alert comparing them compares a holder
+// with itself.
+func (g *lockGauge) renewal(age, every float64) {
+	periods := func(age, every float64) float64 {
+		if every > 0 {
+			return age / every
+		}
+		return -1
+	}
+	if g.renewKnown {
+		p, q := periods(age, every), periods(g.renewAge, g.renewEvery)
+		if p < q || (p == q && age <= g.renewAge) {
+			return
+		}
+	}
+	g.renewAge, g.renewEvery, g.renewKnown = age, every, true
 }
 
 type scanResult struct {
@@ -202,6 +229,9 @@ func (e *Exporter) Scan(ctx context.Context) error {
 			g.ttl, g.ttlKnown = l.TTL.Seconds(), true
 		}
 		g.waiters = max(g.waiters, float64(l.Waiters()))
+		if r := l.Renewal; r.Recorded {
+			g.renewal(r.Age.Seconds(), r.Every.Seconds())
+		}
 		return nil
 	})
 	if err == nil {
@@ -278,6 +308,9 @@ func (e *Exporter) chooseNames(ctx context.Context, byName map[string]*lockGauge
 			f.ttl, f.ttlKnown = g.ttl, true
 		}
 		f.waiters += g.waiters
+		if g.renewKnown {
+			f.renewal(g.renewAge, g.renewEvery)
+		}
 	}
 	for _, l := range order {
 		r.locks = append(r.locks, *folded[l])
@@ -443,6 +476,8 @@ var (
 	descLockHeld     = &family{"lockctl_lock_held_seconds", "Age of the current holder (_other: the oldest).", kindGauge, []string{"name"}}
 	descLockTTL      = &family{"lockctl_lock_ttl_seconds", "Remaining TTL (_other: the longest).", kindGauge, []string{"name"}}
 	descLockWaiters  = &family{"lockctl_lock_waiters", "Waiters (FIFO queue and announced waiters).", kindGauge, []string{"name"}}
+	descLockRenewed  = &family{"lockctl_lock_last_renewal_age_seconds", "Time since the holder last renewed its lease, server time; lockctl's own holders only (several holders, _other: the most overdue).", kindGauge, []string{"name"}}
+	descLockPeriod   = &family{"lockctl_lock_renew_period_seconds", "Renewal period of the holder that lockctl_lock_last_renewal_age_seconds describes; absent for a lease renewed by hand.", kindGauge, []string{"name"}}
 	descOrphans      = &family{"lockctl_orphans", "Lock-pattern keys with no TTL.", kindGauge, nil}
 	descWait         = &family{"lockctl_acquire_wait_seconds", "Wait before acquiring (events).", kindHistogram, []string{"name"}}
 	descHold         = &family{"lockctl_hold_seconds", "Time between acquire and release (events).", kindHistogram, []string{"name"}}
@@ -488,6 +523,12 @@ func (e *Exporter) collect() *exposition {
 				x.gauge(descLockTTL, l.ttl, l.name)
 			}
 			x.gauge(descLockWaiters, l.waiters, l.name)
+			if l.renewKnown {
+				x.gauge(descLockRenewed, l.renewAge, l.name)
+				if l.renewEvery > 0 {
+					x.gauge(descLockPeriod, l.renewEvery, l.name)
+				}
+			}
 		}
 		if s.pubsub {
 			x.gauge(descChannels, float64(s.channels))

@@ -205,6 +205,8 @@ func TestExporterAsClientGolang(t *testing.T) {
 		descLockHeld     = prometheus.NewDesc("lockctl_lock_held_seconds", "Age of the current holder (_other: the oldest).", []string{"name"}, nil)
 		descLockTTL      = prometheus.NewDesc("lockctl_lock_ttl_seconds", "Remaining TTL (_other: the longest).", []string{"name"}, nil)
 		descLockWaiters  = prometheus.NewDesc("lockctl_lock_waiters", "Waiters (FIFO queue and announced waiters).", []string{"name"}, nil)
+		descLockRenewed  = prometheus.NewDesc("lockctl_lock_last_renewal_age_seconds", "Time since the holder last renewed its lease, server time; lockctl's own holders only (several holders, _other: the most overdue).", []string{"name"}, nil)
+		descLockPeriod   = prometheus.NewDesc("lockctl_lock_renew_period_seconds", "Renewal period of the holder that lockctl_lock_last_renewal_age_seconds describes; absent for a lease renewed by hand.", []string{"name"}, nil)
 		descOrphans      = prometheus.NewDesc("lockctl_orphans", "Lock-pattern keys with no TTL.", nil, nil)
 		descWait         = prometheus.NewDesc("lockctl_acquire_wait_seconds", "Wait before acquiring (events).", []string{"name"}, nil)
 		descHold         = prometheus.NewDesc("lockctl_hold_seconds", "Time between acquire and release (events).", []string{"name"}, nil)
@@ -219,7 +221,7 @@ func TestExporterAsClientGolang(t *testing.T) {
 		descSubscribers  = prometheus.NewDesc("lockctl_pubsub_subscribers", "Subscriptions to lockctl release channels (PUBSUB NUMSUB): waiting processes.", nil, nil)
 		descClients      = prometheus.NewDesc("lockctl_redis_connected_clients", "Clients connected to the Redis server (INFO clients).", nil, nil)
 	)
-	descs := []*prometheus.Desc{descUp, descHeld, descLockHeld, descLockTTL, descLockWaiters, descOrphans,
+	descs := []*prometheus.Desc{descUp, descHeld, descLockHeld, descLockTTL, descLockWaiters, descLockRenewed, descLockPeriod, descOrphans,
 		descWait, descHold, descAcq, descRel, descRenewFailed, descLost, descForce, descRateLimited, descScanDuration,
 		descScanComplete, descChannels, descSubscribers, descClients}
 	collect := func(e *Exporter, ch chan<- prometheus.Metric) {
@@ -254,6 +256,12 @@ func TestExporterAsClientGolang(t *testing.T) {
 					gauge(descLockTTL, l.ttl, l.name)
 				}
 				gauge(descLockWaiters, l.waiters, l.name)
+				if l.renewKnown {
+					gauge(descLockRenewed, l.renewAge, l.name)
+					if l.renewEvery > 0 {
+						gauge(descLockPeriod, l.renewEvery, l.name)
+					}
+				}
 			}
 			if s.pubsub {
 				gauge(descChannels, float64(s.channels))
@@ -309,7 +317,8 @@ func TestExporterAsClientGolang(t *testing.T) {
 			// Names repeat and may not be UTF-8 here, which Scan never
 			// lets through: both refuse such series alike.
 			s.locks = append(s.locks, lockGauge{name: oracleString(r), held: oracleFloat(r), ttl: oracleFloat(r), waiters: float64(r.IntN(50)),
-				heldKnown: r.IntN(5) > 0, ttlKnown: r.IntN(5) > 0})
+				heldKnown: r.IntN(5) > 0, ttlKnown: r.IntN(5) > 0,
+				renewAge: oracleFloat(r), renewEvery: float64(r.IntN(3)) * oracleFloat(r), renewKnown: r.IntN(4) > 0})
 		}
 		e.scan = s
 		for range r.IntN(12) {
