@@ -27,6 +27,15 @@ expiry unless it tries again). A Redisson lock shows its fields, and its
 holds ("hold" rows, mode read or write) for a read-write lock, and the
 waiters in its fair queue ("fair queue") for a fair lock.
 
+"renewed" says when the holder last renewed its lease (server time) and its
+renewal period; a holder that has gone more than two periods without a
+renewal is NOT RENEWING: killed (kill -9), stopped, or cut off from Redis,
+its lock held until its TTL with nobody behind it. A lease renewed by hand
+(lock, then renew) has no period and is never called that; a lock of
+another client has no renewal record. For a holder on this host, "process"
+says whether its pid still runs and is still the same process (its start
+time is recorded with the lock).
+
 A holder's token is shown as its hash (the first 12 hex digits of
 SHA-1(token), as 'inspect locks --wide' shows and 'inspect force-release'
 accepts): the token itself lets anyone renew or release the lock, and this
