@@ -27,6 +27,15 @@ expiry unless it tries again). A Redisson lock shows its fields, and its
 holds ("hold" rows, mode read or write) for a read-write lock, and the
 waiters in its fair queue ("fair queue") for a fair lock.
 
+"renewed" says when the holder last renewed its lease (server time) and its
+renewal period; a holder that has gone more than two periods without a
+renewal is NOT RENEWING: killed (kill -9), stopped, or cut off from Redis,
+its lock held until its TTL with nobody behind it. A lease renewed by hand
+(lock, then renew) has no period and is never called that; a lock of
+another client has no renewal record. For a holder on this host, "process"
+says whether its pid still runs and is still the same process (its start
+time is recorded with the lock).
+
 A holder's token is shown as its hash (the first 12 hex digits of
 SHA-1(token), as 'inspect locks --wide' shows and 'inspect force-release'
 accepts): the token itself lets anyone renew or release the lock, and this
@@ -84,6 +93,10 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 			rows = append(rows, []string{"acquired", l.AcquiredAt.Local().Format(time.RFC3339) + " (" + ageText(l.Age) + " ago)"})
 		}
 		rows = append(rows, []string{"ttl", ttlCell(l.TTL)})
+		rows = append(rows, []string{"renewed", renewalText(l.Renewal)})
+		if s := processText(*l); s != "" {
+			rows = append(rows, []string{"process", s})
+		}
 		if l.Format == lock.FormatLockctl && l.Reason == "" {
 			rows = append(rows, []string{"fence", strconv.FormatInt(l.Fence, 10)})
 		}
@@ -157,6 +170,44 @@ func limitText(d *inspect.Detail) string {
 	return s
 }
 
+// renewalText says when a holder last renewed, and whether it has
+// stopped (inspect.NotRenewing).
+func renewalText(r inspect.Renewal) string {
+	if !r.Recorded {
+		return "no renewal record (a lock of another client: whether its holder renews cannot be told)"
+	}
+	s := r.At.Local().Format(time.RFC3339) + " (" + ageText(r.Age) + " ago"
+	switch {
+	case r.Every == 0:
+		return s + "; renewed by hand, no renewal period)"
+	case r.Stale:
+		return fmt.Sprintf("%s; renews every %s): NOT RENEWING, no renewal for more than %d periods: the holder was killed, is stopped or cannot reach Redis; the lock frees itself at its TTL",
+			s, shortDuration(r.Every), inspect.StalePeriods)
+	}
+	return s + "; renews every " + shortDuration(r.Every) + ")"
+}
+
+// processText says whether l's owner process still runs, when its host is
+// this one; "" when that cannot be told. A lease renewed by hand may
+// outlive the shell that took it (its token passed on), so only a holder
+// with a renewal period is called dead for it.
+func processText(l inspect.Lock) string {
+	id := "pid " + strconv.Itoa(l.PID)
+	dead := ""
+	if l.Renewal.Every > 0 {
+		dead = ": the holder is dead"
+	}
+	switch l.Process {
+	case inspect.ProcessAlive:
+		return id + " is running on this host"
+	case inspect.ProcessGone:
+		return id + " is not running on this host" + dead
+	case inspect.ProcessReused:
+		return id + " is another process now (the pid was reused)" + dead
+	}
+	return ""
+}
+
 // holderText is one semaphore holder on one line.
 func holderText(h inspect.Lock, showToken bool) string {
 	tok := h.TokenHash
@@ -164,7 +215,17 @@ func holderText(h inspect.Lock, showToken bool) string {
 		tok = ui.Escape(h.Token)
 	}
 	s := ui.Escape(orDash(h.Owner)) + " (token " + tok + ", fence " + strconv.FormatInt(h.Fence, 10) +
-		", age " + ageText(h.Age) + ", ttl " + ttlCell(h.TTL) + ")"
+		", age " + ageText(h.Age) + ", ttl " + ttlCell(h.TTL)
+	if h.Renewal.Recorded {
+		s += ", renewed " + ageText(h.Renewal.Age) + " ago"
+	}
+	if h.Renewal.Stale {
+		s += ", NOT RENEWING"
+	}
+	if p := processText(h); p != "" {
+		s += ", " + p
+	}
+	s += ")"
 	if h.Note != "" {
 		s += " note: " + ui.Escape(h.Note)
 	}

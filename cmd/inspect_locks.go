@@ -63,7 +63,10 @@ accepts), CI (the CI job's URL, when the holder ran in CI) and MODE:
 "exclusive" (the one holder of the lock), "shared" (one of its shared
 holders), "semaphore" (one slot of a --limit lock), or "read" and "write"
 (a hold of a Redisson read-write lock). TTL "none" means the key never
-expires (see 'inspect orphans'). WAITERS counts the processes waiting on
+expires (see 'inspect orphans'); a TTL followed by "stale" is a holder that
+has stopped renewing (no renewal for more than two of its renewal periods:
+killed, stopped, or cut off from Redis), whose lease runs out at that TTL
+with nobody behind it ('inspect lock NAME' says more). WAITERS counts the processes waiting on
 the release channel plus the FIFO queue (for a Redisson fair lock, its
 queue).
 
@@ -240,7 +243,12 @@ func lockRow(l inspect.Lock, wide bool) []string {
 	case "shared":
 		note = strings.TrimSpace(fmt.Sprintf("(shared, holders %d) %s", l.Holders, note))
 	}
-	row := []string{ui.Escape(l.Name), ui.Escape(owner), ui.Escape(host), pid, ageText(l.Age), ttlCell(l.TTL), fence,
+	ttl := ttlCell(l.TTL)
+	if l.Renewal.Stale {
+		// The TTL counts down with nobody behind it.
+		ttl += " " + staleMark
+	}
+	row := []string{ui.Escape(l.Name), ui.Escape(owner), ui.Escape(host), pid, ageText(l.Age), ttl, fence,
 		strconv.FormatInt(l.Waiters(), 10), note}
 	if wide {
 		// MODE last: the columns before it keep the places scripts cut.
@@ -248,6 +256,10 @@ func lockRow(l inspect.Lock, wide bool) []string {
 	}
 	return row
 }
+
+// staleMark ends the TTL cell of a holder that has stopped renewing
+// (inspect.NotRenewing): its TTL runs out with nobody behind it.
+const staleMark = "stale"
 
 // lockJSON has a fixed set of fields; unknown values are null or -1.
 type lockRecord struct {
@@ -271,6 +283,18 @@ type lockRecord struct {
 	Holders     int64   `json:"holders"`
 	Limit       int64   `json:"limit"`
 	TokenHash   string  `json:"token_hash"`
+	// The renewal record: the server time of the last renewal (null for
+	// a foreign lock, which records none), its age, the holder's period
+	// (null for a lease renewed by hand), and renewing: false once the
+	// holder has gone more than two periods without a renewal, null when
+	// that cannot be told (no period, no record).
+	RenewedAt    *string `json:"renewed_at"`
+	RenewalAgeMS int64   `json:"renewal_age_ms"`
+	RenewEveryMS *int64  `json:"renew_every_ms"`
+	Renewing     *bool   `json:"renewing"`
+	// Process is "alive", "gone" or "reused" when the holder's host is
+	// this one and inspect lock checked its pid; null otherwise.
+	Process *string `json:"process"`
 	// Token is set only on request (inspect lock --show-token): it is
 	// what renews and releases the lock.
 	Token string `json:"token,omitempty"`
@@ -284,6 +308,19 @@ func lockJSON(l inspect.Lock) lockRecord {
 	if !l.AcquiredAt.IsZero() {
 		s := l.AcquiredAt.UTC().Format(time.RFC3339Nano)
 		r.AcquiredAt = &s
+	}
+	r.RenewalAgeMS = -1
+	if rn := l.Renewal; rn.Recorded {
+		s := rn.At.UTC().Format(time.RFC3339Nano)
+		r.RenewedAt, r.RenewalAgeMS = &s, rn.Age.Milliseconds()
+		if rn.Every > 0 {
+			every, renewing := rn.Every.Milliseconds(), !rn.Stale
+			r.RenewEveryMS, r.Renewing = &every, &renewing
+		}
+	}
+	if l.Process != inspect.ProcessUnknown {
+		p := string(l.Process)
+		r.Process = &p
 	}
 	return r
 }

@@ -87,18 +87,22 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		}
 		return &ExitError{Code: ExitFound, Silent: true}
 	}
-	owner := o.owner
+	owner, start := o.owner, int64(0)
 	if owner == "" {
 		// lock returns at once; the process that holds the token (and
 		// that a person looking at the lock wants to find) is the
 		// shell or script that called it.
-		owner = identity.OwnerWithPID(callerPID())
+		pid := callerPID()
+		owner, start = identity.OwnerWithPID(pid), identity.StartTime(pid)
 	}
 	status := newWaitStatus(f, name)
 	opts, err := o.acquireOptions(c, f, owner, status)
 	if err != nil {
 		return err
 	}
+	// No RenewEvery: a lease taken here is renewed by hand (lockctl
+	// renew), with no period to miss.
+	opts.OwnerStart = start
 	if err := f.IO.RequireOut(); err != nil {
 		// Nobody could get the token: the lock would only stand in
 		// everyone's way until its TTL.

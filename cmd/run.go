@@ -240,6 +240,15 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	if err != nil {
 		return err
 	}
+	// Recorded with the lease, so that inspect can tell a holder that
+	// stopped renewing (killed) and a pid reused since.
+	opts.RenewEvery = o.renewEvery
+	if opts.RenewEvery == 0 {
+		opts.RenewEvery = leasetime.DefaultRenewEvery(o.ttl)
+	}
+	if o.owner == "" {
+		opts.OwnerStart = identity.PIDStart()
+	}
 	// Its fork and exec overlap the acquire's round trip.
 	helper := child.StartHelper()
 	started := time.Now()

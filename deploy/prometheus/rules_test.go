@@ -23,7 +23,7 @@ func promtool(t *testing.T, args ...string) string {
 
 func TestRulesValid(t *testing.T) {
 	out := promtool(t, "check", "rules", "lockctl-rules.yml")
-	if !strings.Contains(out, "SUCCESS: 11 rules found") {
+	if !strings.Contains(out, "SUCCESS: 12 rules found") {
 		t.Fatalf("unexpected promtool output:\n%s", out)
 	}
 }

@@ -49,6 +49,10 @@ var lockGauges = []struct {
 		func(l *lockGauge) (float64, bool) { return l.ttl, l.ttlKnown }},
 	{prometheus.NewDesc("lockctl_lock_waiters", "Waiters (FIFO queue and announced waiters).", []string{"name"}, nil),
 		func(l *lockGauge) (float64, bool) { return l.waiters, true }},
+	{prometheus.NewDesc("lockctl_lock_last_renewal_age_seconds", "Time since the holder last renewed its lease, server time; lockctl's own holders only (several holders, _other: the most overdue).", []string{"name"}, nil),
+		func(l *lockGauge) (float64, bool) { return l.renewAge, l.renewKnown }},
+	{prometheus.NewDesc("lockctl_lock_renew_period_seconds", "Renewal period of the holder that lockctl_lock_last_renewal_age_seconds describes; absent for a lease renewed by hand.", []string{"name"}, nil),
+		func(l *lockGauge) (float64, bool) { return l.renewEvery, l.renewKnown && l.renewEvery > 0 }},
 }
 
 // nameCounters are the per-name counters of the events: the event kind

@@ -78,6 +78,33 @@ type lockGauge struct {
 	waiters   float64
 	heldKnown bool
 	ttlKnown  bool
+	// The renewal record of the most overdue holder (renewal): how long
+	// ago it renewed, and its period (0: renewed by hand); renewKnown is
+	// false when no holder records one (foreign locks).
+	renewAge, renewEvery float64
+	renewKnown           bool
+}
+
+// renewal folds one holder's renewal record (age and period in seconds)
+// into g, which keeps the most overdue holder's: the most periods since
+// its last renewal, and among leases renewed by hand (no period), which
+// count below any holder with one, the oldest renewal. Age and period
+// stay one holder's, so that the alert comparing them compares a holder
+// with itself.
+func (g *lockGauge) renewal(age, every float64) {
+	periods := func(age, every float64) float64 {
+		if every > 0 {
+			return age / every
+		}
+		return -1
+	}
+	if g.renewKnown {
+		p, q := periods(age, every), periods(g.renewAge, g.renewEvery)
+		if p < q || (p == q && age <= g.renewAge) {
+			return
+		}
+	}
+	g.renewAge, g.renewEvery, g.renewKnown = age, every, true
 }
 
 type scanResult struct {
@@ -208,6 +235,9 @@ func (e *Exporter) Scan(ctx context.Context) error {
 			g.ttl, g.ttlKnown = l.TTL.Seconds(), true
 		}
 		g.waiters = max(g.waiters, float64(l.Waiters()))
+		if r := l.Renewal; r.Recorded {
+			g.renewal(r.Age.Seconds(), r.Every.Seconds())
+		}
 		return nil
 	})
 	if err == nil {
@@ -284,6 +314,9 @@ func (e *Exporter) chooseNames(ctx context.Context, byName map[string]*lockGauge
 			f.ttl, f.ttlKnown = g.ttl, true
 		}
 		f.waiters += g.waiters
+		if g.renewKnown {
+			f.renewal(g.renewAge, g.renewEvery)
+		}
 	}
 	for _, l := range order {
 		r.locks = append(r.locks, *folded[l])

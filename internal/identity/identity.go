@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -69,4 +70,97 @@ func CIJobURL(getenv func(string) string) string {
 		}
 	}
 	return ""
+}
+
+// PIDStart is the start time of this process, as StartTime reads it: what
+// a lock records beside the pid in its owner, so that a PID reused by
+// another process is told apart. 0 where there is no /proc.
+var PIDStart = sync.OnceValue(func() int64 { return StartTime(os.Getpid()) })
+
+// StartTime is when process pid started, in clock ticks after boot
+// (/proc/PID/stat's starttime, field 22): with the pid, it names one
+// process on this host for as long as the host runs. 0 when it cannot be
+// read (the process is gone, or there is no /proc).
+func StartTime(pid int) int64 {
+	start, _ := startTime(procRoot, pid)
+	return start
+}
+
+const procRoot = "/proc"
+
+// startTime reads pid's start time, and whether it has died: a zombie
+// (state Z, or X) keeps its /proc entry until its parent reaps it.
+func startTime(root string, pid int) (start int64, dead bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+	// so the fields are counted after its last ')'. starttime is field 22,
+	// the 20th after comm.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(f[19], 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, f[0] == "Z" || f[0] == "X"
+}
+
+// Process is what this host knows of the process a lock's owner names.
+type Process string
+
+// States of an owner's process, as CheckProcess tells them.
+const (
+	// ProcessUnknown: it cannot be told (another host, no pid, no /proc).
+	ProcessUnknown Process = ""
+	// ProcessAlive: the pid runs and, when a start time was recorded, is
+	// the same process.
+	ProcessAlive Process = "alive"
+	// ProcessGone: no process has the pid (or only a zombie, dead
+	// and not yet reaped).
+	ProcessGone Process = "gone"
+	// ProcessReused: the pid runs, but started at another time than the
+	// one recorded: another process took the pid, the owner is gone.
+	ProcessReused Process = "reused"
+)
+
+// CheckProcess tells whether process pid of this host is still the one
+// that started at start (a StartTime; 0 when unknown, which only tells
+// whether the pid runs).
+func CheckProcess(pid int, start int64) Process { return checkProcess(procRoot, pid, start) }
+
+func checkProcess(root string, pid int, start int64) Process {
+	if pid <= 0 {
+		return ProcessUnknown
+	}
+	if _, err := os.Stat(root + "/self/stat"); err != nil {
+		// No proc filesystem here: nothing can be told.
+		return ProcessUnknown
+	}
+	now, dead := startTime(root, pid)
+	switch {
+	case now == 0, dead:
+		return ProcessGone
+	case start > 0 && now != start:
+		return ProcessReused
+	}
+	return ProcessAlive
+}
+
+// Host is this host's name as owners record it (the part of UserHost after
+// '@').
+func Host() string {
+	_, h, _ := strings.Cut(UserHost(), "@")
+	return h
 }

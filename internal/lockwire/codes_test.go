@@ -187,7 +187,7 @@ func TestDecodersRefuseOtherScriptsCodes(t *testing.T) {
 // Only value.lua knows the stored value's layout: no other script names a
 // member of it.
 func TestOnlyValueLuaKnowsTheValue(t *testing.T) {
-	members := regexp.MustCompile(`"(token|fence|owner|note|ci|limit|mode|ttl_ms|acquired_ms|holds|holders)":|\.owner\b`)
+	members := regexp.MustCompile(`"(token|fence|owner|note|ci|limit|mode|ttl_ms|acquired_ms|holds|holders|renewed_ms|renew_every_ms|pid_start)":|\.owner\b`)
 	for name, src := range readScripts(t) {
 		if name == "value.lua" {
 			continue

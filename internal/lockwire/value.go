@@ -21,12 +21,18 @@ import (
 // holder's value (see the package doc) also carries "limit", and a shared
 // holder's "mode":"shared". ttl_ms is the TTL the lease was taken with
 // (a renewal with ttl 0 extends by it), and holds, present only above 1,
-// the hold count of a re-entered lease.
+// the hold count of a re-entered lease. renewed_ms is the server's time of
+// the last renewal (the acquisition's at first); renew_every_ms, present
+// for a holder that renews in the background (lockctl run's watchdog), is
+// its renewal period, and pid_start, right after the owner, the start
+// time of the owner's process (/proc/PID/stat starttime, clock ticks after
+// boot), so that a PID reused by another process is told apart.
 //
 // Go writes the members after the fence (Members); the acquire scripts
-// write the rest (value.lua's newValue: fence and acquired_ms come from
-// the counter and the server's TIME inside the script); listing locks needs
-// no second key.
+// write the rest (value.lua's newValue: fence, acquired_ms and renewed_ms
+// come from the counter and the server's TIME inside the script), and
+// every renewal moves renewed_ms (value.lua's withRenewed); listing locks
+// needs no second key.
 func ValuePrefix(token string) string { return `{"token":"` + token + `"` }
 
 // Owns reports whether the stored value belongs to token: a lockctl
@@ -58,6 +64,16 @@ type Value struct {
 	LeaseTTL   time.Duration
 	AcquiredAt time.Time // zero when unknown
 	Shared     bool      // a holder in shared mode
+	// RenewedAt is the server's time of the last renewal (the
+	// acquisition's until the first); zero when the value records none (a
+	// foreign lock).
+	RenewedAt time.Time
+	// RenewEvery is the holder's renewal period; 0 when it records none
+	// (a lease renewed by hand, lockctl lock and renew).
+	RenewEvery time.Duration
+	// PIDStart is the start time of the owner's process (/proc/PID/stat
+	// starttime); 0 when not recorded.
+	PIDStart int64
 }
 
 type storedValue struct {
@@ -72,6 +88,9 @@ type storedValue struct {
 	TTLMS      int64  `json:"ttl_ms,omitempty"`
 	Holds      int64  `json:"holds,omitempty"`
 	Mode       string `json:"mode,omitempty"`
+	RenewedMS  int64  `json:"renewed_ms,omitempty"`
+	EveryMS    int64  `json:"renew_every_ms,omitempty"`
+	PIDStart   int64  `json:"pid_start,omitempty"`
 }
 
 // ParseValue decodes the string stored at a lock key (or a semaphore
@@ -95,6 +114,13 @@ func ParseValue(value string) Value {
 		if v.AcquiredMS > 0 {
 			out.AcquiredAt = time.UnixMilli(v.AcquiredMS).UTC()
 		}
+		if v.RenewedMS > 0 {
+			out.RenewedAt = time.UnixMilli(v.RenewedMS).UTC()
+		}
+		if v.EveryMS > 0 {
+			out.RenewEvery = time.Duration(v.EveryMS) * time.Millisecond
+		}
+		out.PIDStart = max(v.PIDStart, 0)
 		return out
 	}
 	return Value{Format: FormatString, Token: value, Owner: value, Holds: 1}
@@ -151,6 +177,12 @@ func (v *storedValue) parseFlat(s string) bool {
 			num = &v.TTLMS
 		case "holds":
 			num = &v.Holds
+		case "renewed_ms":
+			num = &v.RenewedMS
+		case "renew_every_ms":
+			num = &v.EveryMS
+		case "pid_start":
+			num = &v.PIDStart
 		default:
 			return false
 		}
@@ -374,16 +406,31 @@ func SetFence(v string, f int64) string {
 	return v[:j] + strconv.FormatInt(f, 10) + v[k:]
 }
 
+// Holding is how a holder keeps its lease, recorded with it for those
+// looking at the lock (inspect): its renewal period (0: renewed by hand,
+// no period) and the start time of the owner's process (0: unknown).
+type Holding struct {
+	RenewEvery time.Duration
+	PIDStart   int64
+}
+
 // Members is the stored value's members after the fence, which Go writes
 // and every acquire script splices in (value.lua's newValue), built in one
 // allocation: it is on every acquire. ownerJSON is the owner already
 // encoded (EncodeJSONString); note and ci are left out when empty, limit
-// when 0.
-func Members(ownerJSON, note, ci string, limit int64, shared bool, ttl time.Duration) string {
+// when 0, and h's members when 0.
+func Members(ownerJSON, note, ci string, limit int64, shared bool, ttl time.Duration, h Holding) string {
 	var b strings.Builder
-	b.Grow(len(ownerJSON) + len(note) + len(ci) + 64)
+	b.Grow(len(ownerJSON) + len(note) + len(ci) + 96)
 	b.WriteString(`,"owner":`)
 	b.WriteString(ownerJSON)
+	var n [20]byte
+	if h.PIDStart > 0 {
+		// Right after the owner, whose process it names: value.lua's
+		// ownerSpan keeps the two together.
+		b.WriteString(`,"pid_start":`)
+		b.Write(strconv.AppendInt(n[:0], h.PIDStart, 10))
+	}
 	if note != "" {
 		b.WriteString(`,"note":`)
 		b.WriteString(EncodeJSONString(note))
@@ -392,7 +439,6 @@ func Members(ownerJSON, note, ci string, limit int64, shared bool, ttl time.Dura
 		b.WriteString(`,"ci":`)
 		b.WriteString(EncodeJSONString(ci))
 	}
-	var n [20]byte
 	if limit > 0 {
 		b.WriteString(`,"limit":`)
 		b.Write(strconv.AppendInt(n[:0], limit, 10))
@@ -404,6 +450,10 @@ func Members(ownerJSON, note, ci string, limit int64, shared bool, ttl time.Dura
 	// with ttl 0) and for re-entry.
 	b.WriteString(`,"ttl_ms":`)
 	b.Write(strconv.AppendInt(n[:0], ttl.Milliseconds(), 10))
+	if ms := h.RenewEvery.Milliseconds(); ms > 0 {
+		b.WriteString(`,"renew_every_ms":`)
+		b.Write(strconv.AppendInt(n[:0], ms, 10))
+	}
 	return b.String()
 }
 

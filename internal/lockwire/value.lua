@@ -4,10 +4,12 @@
 --
 -- A value is one JSON object whose first member is the token and whose
 -- second is the fence:
---   {"token":"<token>","fence":<n>,"owner":...[,"note":...][,"ci":...]
---    [,"limit":<n>][,"mode":"shared"],"ttl_ms":<n>,"acquired_ms":<n>[,"holds":<n>]}
+--   {"token":"<token>","fence":<n>,"owner":...[,"pid_start":<n>][,"note":...]
+--    [,"ci":...][,"limit":<n>][,"mode":"shared"],"ttl_ms":<n>[,"renew_every_ms":<n>],
+--    "acquired_ms":<n>,"renewed_ms":<n>[,"holds":<n>]}
 -- Go writes the members between the fence and acquired_ms
--- (lockwire.Members); newValue adds the rest. A token holds no '"', and a
+-- (lockwire.Members); newValue adds the rest, and every renewal moves
+-- renewed_ms (withRenewed). A token holds no '"', and a
 -- '"' inside owner, note or ci is always escaped, so no member name can
 -- match inside another member's string.
 
@@ -25,15 +27,35 @@ end
 
 -- newValue builds the value an acquire stores: prefix is tokenPrefix(token),
 -- fence a decimal string (see fence.lua), rest the members Go sent, ms the
--- server's time in ms.
+-- server's time in ms, which is also the lease's first renewal.
 local function newValue(prefix, fence, rest, ms)
-  return prefix .. ',"fence":' .. fence .. rest .. ',"acquired_ms":' .. string.format('%d', ms) .. '}'
+  local t = string.format('%d', ms)
+  return prefix .. ',"fence":' .. fence .. rest .. ',"acquired_ms":' .. t .. ',"renewed_ms":' .. t .. '}'
+end
+
+-- withRenewed returns v with its last renewal at ms (the server's time in
+-- ms), which is how inspect tells a holder that stopped renewing (killed)
+-- from one that renews. A value without acquired_ms (a foreign lock) is
+-- returned as it is.
+local function withRenewed(v, ms)
+  local m = ',"renewed_ms":' .. string.format('%d', ms)
+  local nv, n = string.gsub(v, ',"renewed_ms":%d+', m, 1)
+  if n > 0 then
+    return nv
+  end
+  local _, j = string.find(v, ',"acquired_ms":%d+')
+  if not j then
+    return v
+  end
+  return string.sub(v, 1, j) .. m .. string.sub(v, j + 1)
 end
 
 -- ownerSpan is where the owner member (,"owner":...) of a value, or of the
--- members Go sent, starts and ends, or nil. A '"' inside a JSON string is
--- always escaped, so ',"' never occurs inside one: the member ends where
--- the next one starts (there is always one: ttl_ms, acquired_ms).
+-- members Go sent, starts and ends, or nil; the start time of the owner's
+-- process (,"pid_start":<n>), which Go writes right after it, goes with
+-- it. A '"' inside a JSON string is always escaped, so ',"' never occurs
+-- inside one: the member ends where the next one starts (there is always
+-- one: ttl_ms, acquired_ms).
 local function ownerSpan(s)
   local i, j = string.find(s, ',"owner":', 1, true)
   if not i then
@@ -43,15 +65,20 @@ local function ownerSpan(s)
   if not k then
     return nil
   end
+  local _, e = string.find(s, '^,"pid_start":%d+', k)
+  if e then
+    return i, e
+  end
   return i, k - 1
 end
 
 -- withMembers returns v with rest (the members Go sent, as newValue takes
 -- them) in place of its own between the fence and acquired_ms: an acquire
--- by the token that already holds the lock stores its caller's note, ci
--- and ttl, and its owner unless keepOwner (the caller named none: rest has
--- the default), and keeps the token, the fence, the acquisition time and
--- the hold count. Any other value (a foreign lock) is returned as it is.
+-- by the token that already holds the lock stores its caller's note, ci,
+-- ttl and renewal period, and its owner unless keepOwner (the caller named
+-- none: rest has the default), and keeps the token, the fence, the
+-- acquisition time and the hold count. Any other value (a foreign lock) is
+-- returned as it is. The caller marks the renewal (withRenewed).
 local function withMembers(v, rest, keepOwner)
   local head = string.match(v, '^{"token":"[^"]+","fence":%d+')
   local at = string.find(v, ',"acquired_ms":%d+')

@@ -182,8 +182,12 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 		return nil, &lock.DataError{Key: key, Type: t, Want: "a lock", Err: lock.ErrWrongType}
 	}
 	d.Holders = in.semHolders(key, sem.Val(), semVals.Val(), clk, d.Subscribers, queued)
-	for _, h := range d.Holders {
+	for i, h := range d.Holders {
 		d.Limit = max(d.Limit, h.Limit)
+		d.Holders[i].Process = checkProcess(h)
+	}
+	if d.Lock != nil {
+		d.Lock.Process = checkProcess(*d.Lock)
 	}
 	return d, nil
 }

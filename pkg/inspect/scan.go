@@ -33,6 +33,13 @@ type Lock struct {
 	Subscribers int64
 	Queued      int64
 	TokenHash   string
+	// Renewal is what the holder's value records of its renewals: when it
+	// last renewed, its period, and whether it has stopped (Stale).
+	Renewal Renewal
+	// Process is whether the owner's process still runs, when its host
+	// is this one; Inspector.Lock fills it in, listings leave it
+	// ProcessUnknown (a /proc read per lock).
+	Process Process
 }
 
 // Modes of a holder, as Lock.Mode reports them.
@@ -543,11 +550,13 @@ func (in *Inspector) record(h lock.Holder, clk clock, subs, queued int64) Lock {
 			l.User, l.Host, l.PID = u, host, pid
 		}
 	}
+	now := clk.now()
 	if !h.AcquiredAt.IsZero() {
-		if l.Age = clk.now().Sub(h.AcquiredAt); l.Age < 0 {
+		if l.Age = now.Sub(h.AcquiredAt); l.Age < 0 {
 			l.Age = 0
 		}
 	}
+	l.Renewal = renewalOf(h, now)
 	return l
 }
 

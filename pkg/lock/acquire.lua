@@ -13,7 +13,8 @@
 -- Replies: {1, fence, server ms} acquired; {2, stored value, server ms} the
 -- same token already held it (a retry after a lost reply, or a re-acquire):
 -- its ttl refreshed and ARGV[3]'s members (note, owner, ...) stored in place
--- of the old ones (withMembers), its fence and acquisition time kept;
+-- of the old ones (withMembers), its fence and acquisition time kept, its
+-- renewal time moved (withRenewed);
 -- {0, type, ...} refused, as held() describes, or as semHeld() does.
 local key, token, w = KEYS[1], ARGV[1], KEYS[5]
 local function grant()
@@ -71,14 +72,15 @@ end
 if t == 'string' then
   local v = redis.call('GET', key)
   if owns(v, token, tokenPrefix(token)) then
-    local nv = withMembers(v, ARGV[3], ARGV[5] == '1')
+    local ms = nowMS()
+    local nv = withRenewed(withMembers(v, ARGV[3], ARGV[5] == '1'), ms)
     if nv ~= v then
       redis.call('SET', key, nv, 'PX', ARGV[2])
     else
       redis.call('PEXPIRE', key, ARGV[2])
     end
     unlist()
-    return {2, nv, nowMS()}
+    return {2, nv, ms}
   end
   return refuse(held(0, key, t, v))
 end

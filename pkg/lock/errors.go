@@ -74,6 +74,17 @@ type Holder struct {
 	RWMode     string        // a Redisson read-write lock's hold: RedissonRead or RedissonWrite; "" otherwise
 	LeaseTTL   time.Duration // the TTL a lockctl lease was taken with; 0 when unknown
 	CI         string        // the CI job's URL recorded by the acquirer, if any
+	// RenewedAt is the server's time of the holder's last renewal (its
+	// acquisition's until the first); zero when unknown (foreign locks
+	// record none).
+	RenewedAt time.Time
+	// RenewEvery is the holder's renewal period as it recorded it
+	// (AcquireOptions.RenewEvery); 0 for a lease renewed by hand, or
+	// unknown.
+	RenewEvery time.Duration
+	// PIDStart is the start time of the owner's process
+	// (AcquireOptions.OwnerStart); 0 when unknown.
+	PIDStart int64
 
 	// Shared: a holder in shared mode (AcquireOptions.Shared).
 	Shared bool

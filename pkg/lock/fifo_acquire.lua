@@ -39,7 +39,7 @@ if t == 'string' then
   local v = redis.call('GET', key)
   if owns(v, token, ARGV[3]) then
     -- As acquire.lua: the caller's members replace the stored ones.
-    local nv = withMembers(v, ARGV[4], ARGV[6] == '1')
+    local nv = withRenewed(withMembers(v, ARGV[4], ARGV[6] == '1'), ms)
     if nv ~= v then
       redis.call('SET', key, nv, 'PX', ARGV[2])
     else

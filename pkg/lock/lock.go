@@ -142,6 +142,17 @@ type AcquireOptions struct {
 	// CI is the URL of the CI job acquiring the lock, recorded in the
 	// stored value ("ci") for people looking at the holder.
 	CI string
+	// RenewEvery is the period at which the holder will renew the lease
+	// (the RenewEvery of the Watch it starts), recorded with it so that
+	// people looking at the lock can tell a holder that stopped renewing
+	// (Holder.RenewEvery): 0 for a lease renewed by hand, which has no
+	// period. It changes nothing in how the lease is kept.
+	RenewEvery time.Duration
+	// OwnerStart is the start time (identity.StartTime: /proc/PID/stat's
+	// starttime) of the process Owner's pid names, recorded so that a pid
+	// reused by another process is told apart (Holder.PIDStart); 0 when
+	// unknown. Without an Owner, this process's is recorded.
+	OwnerStart int64
 	// Limit > 0 makes the lock a counting semaphore with up to Limit
 	// holders (see sem.go). Every user of the semaphore must pass the same
 	// Limit: another Limit than the live holders' fails with *DataError (ErrLimitMismatch).
@@ -320,11 +331,12 @@ func (e *deadlineError) Is(target error) bool { return target == ErrNotObtained 
 // valueRest is the stored value's members after the fence
 // (lockwire.Members).
 func valueRest(o *AcquireOptions, ttl time.Duration) string {
-	owner := defaultOwnerJSON()
+	owner, start := defaultOwnerJSON(), identity.PIDStart()
 	if o.Owner != "" {
-		owner = lockwire.EncodeJSONString(o.Owner)
+		owner, start = lockwire.EncodeJSONString(o.Owner), o.OwnerStart
 	}
-	return lockwire.Members(owner, o.Note, o.CI, int64(o.Limit), o.Shared, ttl)
+	return lockwire.Members(owner, o.Note, o.CI, int64(o.Limit), o.Shared, ttl,
+		lockwire.Holding{RenewEvery: o.RenewEvery, PIDStart: start})
 }
 
 func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {

@@ -88,7 +88,8 @@ if not first then
     end
     if mine[i] then
       local v = mine[i]
-      local nv = withMembers(v, ARGV[3], ARGV[5] == '1')
+      ms = ms or nowMS()
+      local nv = withRenewed(withMembers(v, ARGV[3], ARGV[5] == '1'), ms)
       if nv ~= v then
         redis.call('SET', key, nv, 'PX', ARGV[2])
       else

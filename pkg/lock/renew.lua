@@ -3,6 +3,8 @@
 -- Replies: {0} no lock and no semaphore; {3} no lock, but a
 -- semaphore (never re-created); {1, ttl in ms} renewed; {4} ttl 0, but the
 -- value records no TTL; {2, ...} another holder, as held() describes.
+-- A renewal records the server's time in the value (withRenewed), so that
+-- inspect can tell a holder that stopped renewing.
 local key = KEYS[1]
 -- pcall: a key of another type makes GET fail, which costs a TYPE only
 -- then, not on every call (each redis.call is a measurable share of a
@@ -26,7 +28,14 @@ if type(v) == 'string' then
         return {4}
       end
     end
-    redis.call('PEXPIRE', key, ttl)
+    local t = redis.call('TIME')
+    local nv = withRenewed(v, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+    if nv ~= v then
+      redis.call('SET', key, nv, 'PX', ttl)
+    else
+      -- A foreign plain lock whose whole value is the token.
+      redis.call('PEXPIRE', key, ttl)
+    end
     return {1, tonumber(ttl)}
   end
   return held(2, key, 'string', v)

@@ -7,39 +7,39 @@ package lock
 func scriptHash(name string) string {
 	switch name {
 	case "acquire":
-		return "48e7b919bb93a02a056705b5e3d96843d431ae9a"
+		return "4063c73f7b5a3809c555d1ec7ef2478b9a47d62a"
 	case "check":
 		return "68800a39214a66df6b9309c5be8034a820c2536f"
 	case "fenceNext":
 		return "90e3d19c644596166494ffc71a76ef994de5dcff"
 	case "fifoAcquire":
-		return "a5a083f978ce2695cbbcac067064e5e7d4834067"
+		return "eb3d05ba2d5e2fb690ad2acb35cbd0a53b4fb917"
 	case "fifoLeave":
 		return "76d7290c0300e736686dcab1ff867e12f51b0332"
 	case "inspect":
-		return "f277e371cbbbeab37bd53939bfa02a8c67274af1"
+		return "cf28c23749da60200642bfaac0451d842b84363d"
 	case "multiAcquire":
-		return "42647b59195ad33dade76380d83c621519a51107"
+		return "f40523a195caef0f80969235e3c29ddc0fc8049d"
 	case "multiRelease":
-		return "448a9a5584a00b56a116281a9ea33dcc9f024d45"
+		return "676fee0944a6e8354c67da430674644d09dd706f"
 	case "multiRenew":
-		return "9e53f3198383b9349e935b8a75b36430afaa9018"
+		return "d6b7382403ff0c12614a3c5d4d70065109d04dde"
 	case "raise":
-		return "c600e9f5a0f3017c7db850ed06eb934a2d2d19f6"
+		return "ec0f5f34cbd548f64dbb25ba7394dc9edf22ac59"
 	case "reenter":
-		return "cdbf4502c97e4b5dfb3143b9da4b07ae7a69371b"
+		return "9b915f85803a3eb51e78777058d243de2885d019"
 	case "release":
-		return "cda3a22bf8fcc5075453596834fe629fbd0496a7"
+		return "7cf425a808c5a1837f5fcfa0a158b7aebcebddcb"
 	case "renew":
-		return "335ce4b6e468023f7dbd2cf6d9605113779e044c"
+		return "52c323f9dc985c60f0c698551fa0c8b3b71b472d"
 	case "semAcquire":
-		return "3ae71dcfcbaafb2f70c81153f885ac0c4422f7b1"
+		return "a94068169c467f4d8bc355d0e7987886585db24d"
 	case "semRelease":
-		return "b5bbb631cf2cde40d77ea284d7aec9151bc07e07"
+		return "c8bfc9a76813529935ee885fc73dfa978084f80d"
 	case "semRenew":
-		return "00509032306c295218c1762babec23ca5342b9de"
+		return "c92e5a7e39f5c72853414242e7eb97b2c0de83da"
 	case "sharedAcquire":
-		return "34ba81e8b430ba4e3eb68e95cf6a6723f41c502c"
+		return "22264fc5f0c4ab19acb80fd24b7abba1b94b4224"
 	}
 	return ""
 }

@@ -28,7 +28,11 @@ if redis.call('ZSCORE', z, ARGV[1]) then
   -- they name another limit (the live holders' limit stays the semaphore's).
   local v = redis.call('HGET', vals, ARGV[1]) or ''
   local nv = withMembers(v, ARGV[5], ARGV[6] == '1')
-  if nv ~= v and valueLimit(nv) == valueLimit(v) then
+  if valueLimit(nv) ~= valueLimit(v) then
+    nv = v
+  end
+  nv = withRenewed(nv, ms)
+  if nv ~= v then
     redis.call('HSET', vals, ARGV[1], nv)
     v = nv
   end

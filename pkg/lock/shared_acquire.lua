@@ -41,7 +41,7 @@ if redis.call('ZSCORE', z, token) then
   leave()
   -- As acquire.lua: the caller's members replace the stored ones.
   local v = redis.call('HGET', vals, token) or ''
-  local nv = withMembers(v, ARGV[4], ARGV[6] == '1')
+  local nv = withRenewed(withMembers(v, ARGV[4], ARGV[6] == '1'), ms)
   if nv ~= v then
     redis.call('HSET', vals, token, nv)
   end
