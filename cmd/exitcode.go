@@ -64,6 +64,11 @@ type ExitError struct {
 	// rather than from lockctl, so lockctl's own group (a calling shell's)
 	// did not (see dieOf).
 	Terminal bool
+	// Summary words a silent end for --log-format json, whose last line
+	// carries the exit status even when text mode prints nothing (the
+	// command spoke for itself): "the lease was lost while the command
+	// ran". Empty: Err's text, or "exit status N".
+	Summary string
 }
 
 func (e *ExitError) Error() string {
@@ -113,12 +118,27 @@ func childExit(res runner.Result) error {
 	if code == 0 {
 		return nil
 	}
-	e := &ExitError{Code: code, Silent: true}
+	e := &ExitError{Code: code, Silent: true, Summary: endSummary(res)}
 	if s := res.Status.Signal; s != 0 && code == statusExit(res.Status) {
 		e.Died = s
 		e.Terminal = res.Foreground && res.GroupReceived && !slices.Contains(res.Forwarded, s)
 	}
 	return e
+}
+
+// endSummary words a supervised command's end for the closing JSON line.
+func endSummary(res runner.Result) string {
+	status := fmt.Sprintf("exited %d", res.Status.Code)
+	if s := res.Status.Signal; s != 0 {
+		status = "died of " + child.SignalName(s)
+	}
+	switch res.End {
+	case runner.Lost:
+		return "the lease was lost while the command ran (the command " + status + ")"
+	case runner.TimedOut:
+		return "the command ran past --max-runtime and was stopped (it " + status + ")"
+	}
+	return "the command " + status
 }
 
 // runError is the error a run ends with, once it acquired the lease (see
