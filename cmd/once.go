@@ -149,7 +149,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 		// failure that may not be one. The claim lapses into "unknown".
 		f.IO.Errorf("outcome not recorded: the claim on %s was lost while the command ran; %s becomes unknown once its lease lapses (%s), and `lockctl once resolve %s` settles it",
 			claim.Key, key, claim.TTL, key)
-		return childExit(res)
+		return childExit(res, "the claim on "+claim.Key)
 	}
 	rec, err := claim.Complete(rctx, superviseExit(res))
 	var taken *once.NotOwnerError
@@ -167,7 +167,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 	default:
 		f.Verbosef("recorded exit %d for %s (kept %s)", rec.ExitCode, claim.Key, o.resultTTL)
 	}
-	return childExit(res)
+	return childExit(res, "the claim on "+claim.Key)
 }
 
 // uncoveredClaim is once's outcome when recording it found the claim gone
@@ -178,7 +178,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 func uncoveredClaim(key string, res runner.Result, what string) error {
 	if res.Lost {
 		// The keeper lost it first: 76 already, and said so.
-		return childExit(res)
+		return childExit(res, "the claim on "+key)
 	}
 	return lostError(fmt.Errorf("the claim on %s was %s when the command ended (exit %d): part of its run was not covered by the claim", key, what, superviseExit(res)))
 }

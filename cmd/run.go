@@ -276,7 +276,11 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 			rep.ChildExit = &code
 		}
 	}
-	err = runError(out)
+	held := "the lock " + name
+	if len(names) > 1 {
+		held = "the set of locks " + name
+	}
+	err = runError(out, held)
 	if out.Uncovered != nil {
 		err = uncoveredEnd(f, name, out.Uncovered, err, onLost)
 	}
