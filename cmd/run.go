@@ -247,7 +247,11 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 		if errors.Is(err, context.Canceled) {
 			return err
 		}
-		return o.refused(c, name, err, waited)
+		busy := name
+		if len(names) > 1 {
+			busy, err = setRefusal(f, l, names, err)
+		}
+		return o.refusedAs(c, name, busy, err, waited)
 	}
 	rep.WaitedMS = lease.Waited.Milliseconds()
 	logAcquired(f, lease)
