@@ -55,7 +55,12 @@ The claim is a lease: it counts as held until its send
 time (or its last renewal's) + ttl - ttl/4. A claim whose reply comes later
 than that is re-confirmed once or given up, and CMD does not run (exit 75).
 If the claim is lost while CMD runs, CMD's process group gets SIGTERM
-(SIGKILL after a grace that fits the claim's margin) and lockctl exits 76.
+(SIGKILL after a grace that fits the claim's margin) and lockctl exits 76;
+nothing is recorded for a CMD stopped part way (at least once the next call
+runs it again; at most once KEY is "outcome unknown" at once). A CMD that
+had ended by itself before lockctl could act (lockctl paused past the
+claim's deadline) has its own status recorded while the record is still
+this claim's, and lockctl exits with it.
 
 CMD sees LOCKCTL_ONCE_KEY (the Redis key) and LOCKCTL_ONCE_ATTEMPT (1, or
 more when rerunning a failure).`,
