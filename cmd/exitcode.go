@@ -64,6 +64,11 @@ type ExitError struct {
 	// rather than from lockctl, so lockctl's own group (a calling shell's)
 	// did not (see dieOf).
 	Terminal bool
+	// Summary words a silent end for --log-format json, whose last line
+	// carries the exit status even when text mode prints nothing (the
+	// command spoke for itself): "the lease was lost while the command
+	// ran". Empty: Err's text, or "exit status N".
+	Summary string
 }
 
 func (e *ExitError) Error() string {
@@ -107,13 +112,14 @@ func superviseExit(res runner.Result) int {
 
 // childExit is the error a supervised command's end returns: nil for exit
 // 0, else its exit status, silently (the command spoke for itself), with
-// the signal it died of for dieOf.
-func childExit(res runner.Result) error {
+// the signal it died of for dieOf. held names what the command ran under
+// ("the lock deploy", "the claim on once:k"), for the words of a loss.
+func childExit(res runner.Result, held string) error {
 	code := superviseExit(res)
 	if code == 0 {
 		return nil
 	}
-	e := &ExitError{Code: code, Silent: true}
+	e := &ExitError{Code: code, Silent: true, Summary: endSummary(res, held)}
 	if s := res.Status.Signal; s != 0 && code == statusExit(res.Status) {
 		e.Died = s
 		e.Terminal = res.Foreground && res.GroupReceived && !slices.Contains(res.Forwarded, s)
@@ -121,10 +127,29 @@ func childExit(res runner.Result) error {
 	return e
 }
 
+// endSummary words a supervised command's end for the closing JSON line
+// and a CI annotation; held is what a loss was of ("" for "the lease").
+func endSummary(res runner.Result, held string) string {
+	status := fmt.Sprintf("exited %d", res.Status.Code)
+	if s := res.Status.Signal; s != 0 {
+		status = "died of " + child.SignalName(s)
+	}
+	switch res.End {
+	case runner.Lost:
+		if held == "" {
+			held = "the lease"
+		}
+		return held + " was lost while the command ran (the command " + status + ")"
+	case runner.TimedOut:
+		return "the command ran past --max-runtime and was stopped (it " + status + ")"
+	}
+	return "the command " + status
+}
+
 // runError is the error a run ends with, once it acquired the lease (see
 // runner.Outcome): the error that stopped it, a bug of lockctl's, or the
-// command's end.
-func runError(out *runner.Outcome) error {
+// command's end. held names the lock(s) (see childExit).
+func runError(out *runner.Outcome, held string) error {
 	var bug *watchdog.PanicError
 	switch {
 	case out.Err != nil:
@@ -134,7 +159,7 @@ func runError(out *runner.Outcome) error {
 		// as for a loss, and the status says it was lockctl's fault.
 		return &internalError{What: bug.Error(), Stack: bug.Stack}
 	}
-	return childExit(out.Result)
+	return childExit(out.Result, held)
 }
 
 // lostError is a run (or once) whose lease did not cover the command's

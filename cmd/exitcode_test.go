@@ -183,7 +183,7 @@ func TestChildStatusExitsLikeAShell(t *testing.T) {
 			if got := superviseExit(res); got != tc.exit {
 				t.Errorf("status %v: exit %d, want %d", res.Status, got, tc.exit)
 			}
-			if got := ExitCode(childExit(res)); got != tc.exit {
+			if got := ExitCode(childExit(res, "")); got != tc.exit {
 				t.Errorf("status %v: childExit's exit %d, want %d", res.Status, got, tc.exit)
 			}
 			res.End = runner.Lost

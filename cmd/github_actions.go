@@ -56,11 +56,9 @@ func (f *Factory) annotate(err error, code int) {
 	var exit *ExitError
 	if errors.As(err, &exit) && exit.Err == nil {
 		msg = fmt.Sprintf("exit status %d", code)
-		switch code {
-		case ExitLost:
-			msg = "the lock was lost while the command ran (exit 76)"
-		case ExitMaxRuntime:
-			msg = "the command ran past --max-runtime and was killed (exit 124)"
+		if exit.Summary != "" {
+			// Names the lock (or the once claim) that was lost.
+			msg = fmt.Sprintf("%s; exit %d", exit.Summary, code)
 		}
 	}
 	title := "lockctl " + f.G.command

@@ -162,7 +162,7 @@ func runLimit(c *cobra.Command, f *Factory, o *limitOptions, key string, argv []
 	if err != nil {
 		return err
 	}
-	return childExit(res)
+	return childExit(res, "")
 }
 
 func burstSource(o *limitOptions, algo limit.Algorithm) string {

@@ -85,7 +85,7 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		default:
 			f.IO.Logf(ui.LevelInfo, holderFields(*h), "%s is held by %s%s", name, h.Owner, ttlText(h.TTL))
 		}
-		return &ExitError{Code: ExitFound, Silent: true}
+		return &ExitError{Code: ExitFound, Silent: true, Summary: name + " is held"}
 	}
 	owner, start := o.owner, int64(0)
 	if owner == "" {

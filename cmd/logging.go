@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -112,6 +113,32 @@ func logError(io *ui.IOStreams, err error, code int, hints []string) {
 		fields = append(fields, ui.Field{Key: "waited_ms", Value: timeout.waited})
 	}
 	io.Log(ui.Entry{Level: level, Text: err.Error(), Hints: hints, Fields: fields})
+}
+
+// logSilentEnd is the last line of a command that ends non-zero without
+// an error of its own to print (the command's exit status passed
+// through, a lease lost under it, --max-runtime, -E, lock --test): text
+// mode stays silent, since the command and lockctl's warnings spoke
+// already, but a log collector reads the outcome from the last JSON line,
+// which carries exit.
+func logSilentEnd(io *ui.IOStreams, err error, exit *ExitError, code int) {
+	text := exit.Summary
+	switch {
+	case text != "":
+	case exit.Err != nil:
+		text = exit.Err.Error()
+	default:
+		text = fmt.Sprintf("exit status %d", code)
+	}
+	level := ui.LevelError
+	switch {
+	case isRefusal(err):
+		level = ui.LevelWarn
+	case code == ExitFound:
+		// lock --test's answer (held), not a failure.
+		level = ui.LevelInfo
+	}
+	io.Log(ui.Entry{Level: level, Text: text, Fields: []ui.Field{{Key: "exit", Value: code}}})
 }
 
 // logAcquired says under -v that lock or run got the lease and how long it

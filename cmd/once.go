@@ -77,7 +77,12 @@ The claim is a lease: it counts as held until its send
 time (or its last renewal's) + ttl - ttl/4. A claim whose reply comes later
 than that is re-confirmed once or given up, and CMD does not run (exit 75).
 If the claim is lost while CMD runs, CMD's process group gets SIGTERM
-(SIGKILL after a grace that fits the claim's margin) and lockctl exits 76.`)
+(SIGKILL after a grace that fits the claim's margin) and lockctl exits 76;
+nothing is recorded for a CMD stopped part way (at least once the next call
+runs it again; at most once KEY is "outcome unknown" at once). A CMD that
+had ended by itself before lockctl could act (lockctl paused past the
+claim's deadline) has its own status recorded while the record is still
+this claim's, and lockctl exits with it.`)
 	fs := c.Flags()
 	fs.Var(newDuration(&o.ttl, once.DefaultTTL, false, false), "ttl", "claim lease, renewed every ttl/3 while CMD runs; a dead claimant's claim expires after it")
 	fs.Var(newDuration(&o.resultTTL, once.DefaultResultTTL, false, false), "result-ttl", "how long the outcome is kept (and CMD not run again)")
@@ -147,31 +152,108 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 		}
 		return runErr
 	}
-	if o.atMostOnce && res.Lost {
-		// CMD was stopped part way because the claim was lost: whether
-		// it took effect is unknown, and recording 76 would replay a
-		// failure that may not be one. The claim lapses into "unknown".
-		f.IO.Errorf("outcome not recorded: the claim on %s was lost while the command ran; %s becomes unknown once its lease lapses (%s), and `lockctl once resolve %s` settles it",
-			claim.Key, key, claim.TTL, key)
-		return childExit(res)
+	if res.Lost && res.Stopped {
+		// CMD was stopped part way because the claim was lost: its
+		// status is lockctl's doing, no outcome of its own.
+		return onceStopped(f, rctx, claim, key, res)
 	}
-	rec, err := claim.Complete(rctx, superviseExit(res))
+	// CMD's own status, also after a loss it had ended before (lockctl
+	// was paused past the claim's deadline): never lockctl's 76.
+	code := statusExit(res.Status)
+	rec, err := claim.Complete(rctx, code)
 	var taken *once.NotOwnerError
 	switch {
 	case errors.As(err, &taken):
-		f.IO.Errorf("outcome not recorded: %s was taken over by %s after this claim lapsed", claim.Key, taken.Record.Owner)
-		return uncoveredClaim(claim.Key, res, "taken over by "+taken.Record.Owner)
+		f.warnf("%s: the command's %s was not recorded: %s", claim.Key, statusText(res.Status), elsewhere(taken.Record))
+		what := "taken over by " + taken.Record.Owner
+		if taken.Record.Resolved != "" {
+			what = "resolved by " + taken.Record.ResolvedBy
+		}
+		return uncoveredClaim(claim.Key, res, what)
+	case errors.Is(err, once.ErrLost):
+		f.warnf("%s: the command's %s was not recorded: its record is gone (an operator's `lockctl once resolve %s --retry`, or a deletion): the next call runs it again",
+			claim.Key, statusText(res.Status), key)
+		return uncoveredClaim(claim.Key, res, "gone")
 	case err != nil && o.atMostOnce:
-		f.IO.Errorf("outcome not recorded: %v; %s becomes unknown once its lease lapses (%s): find out whether the command took effect, then `lockctl once resolve %s`", err, key, claim.TTL, key)
+		f.IO.Errorf("outcome not recorded: %v; %s becomes unknown once its lease lapses (%s): the command's %s; find out whether it took effect, then `lockctl once resolve %s`",
+			err, key, claim.TTL, statusText(res.Status), key)
 	case err != nil:
 		f.IO.Errorf("outcome not recorded: %v; %s runs again once its claim expires (%s)", err, key, claim.TTL)
+	case res.Lost:
+		// The claim lapsed while CMD ran, and CMD ended by itself before
+		// lockctl could act on it; the record was still this claim's.
+		f.warnf("%s: the claim lapsed while the command ran (lockctl could not renew it in time), but the command had ended by itself, with %s, and nobody else had taken %s: recorded that outcome",
+			claim.Key, statusText(res.Status), key)
+		return exitStatus(res)
 	case rec.Expired:
 		f.IO.Errorf("the claim on %s lapsed before the outcome was recorded; recorded anyway (nobody else took over)", claim.Key)
 		return uncoveredClaim(claim.Key, res, "gone")
 	default:
 		f.Verbosef("recorded exit %d for %s (kept %s)", rec.ExitCode, claim.Key, o.resultTTL)
 	}
-	return childExit(res)
+	return childExit(res, "the claim on "+claim.Key)
+}
+
+// onceStopped is once's end when the claim was lost while CMD ran and CMD
+// was stopped part way: its outcome is unknown. At most once, the key
+// says so ("unknown") until an operator resolves it; at least once, the
+// claim is dropped and the next call runs CMD again. Either way unless the
+// key is someone else's by now. Exit 76.
+func onceStopped(f *Factory, ctx context.Context, claim *once.Claim, key string, res runner.Result) error {
+	status := statusText(res.Status)
+	var err error
+	if claim.AtMostOnce {
+		err = claim.MarkUnknown(ctx)
+	} else {
+		err = claim.Abandon(ctx)
+	}
+	var taken *once.NotOwnerError
+	switch {
+	case errors.As(err, &taken):
+		f.warnf("%s: the command was stopped part way (%s) and nothing was recorded: %s", claim.Key, status, elsewhere(taken.Record))
+	case claim.AtMostOnce && errors.Is(err, once.ErrLost):
+		f.warnf("%s: the command was stopped part way (%s) and nothing was recorded: its record is gone (an operator's `lockctl once resolve %s --retry`, or a deletion): the next call runs it again",
+			claim.Key, status, key)
+	case claim.AtMostOnce && err != nil:
+		f.warnf("%s: the command was stopped part way (%s): whether it took effect is unknown; marking the key unknown failed (%v): it becomes unknown by itself; find out, then `lockctl once resolve %s`",
+			claim.Key, status, err, key)
+	case claim.AtMostOnce:
+		f.warnf("%s: the command was stopped part way (%s): whether it took effect is unknown, and %s is \"outcome unknown\" now: find out, then `lockctl once resolve %s --succeeded`, `--failed` or `--retry`",
+			claim.Key, status, key, key)
+	case err != nil && !errors.Is(err, once.ErrLost):
+		f.warnf("%s: the command was stopped part way (%s) and nothing was recorded; freeing the key failed (%v): it runs again once its claim expires (%s)",
+			claim.Key, status, err, claim.TTL)
+	default:
+		f.warnf("%s: the command was stopped part way (%s) and nothing was recorded: the next call runs it again", claim.Key, status)
+	}
+	return childExit(res, "the claim on "+claim.Key)
+}
+
+// elsewhere says whose a once record is now that it is no longer this
+// claim's: an operator's resolution, or another claimant's.
+func elsewhere(r once.Record) string {
+	switch {
+	case r.Resolved != "":
+		return fmt.Sprintf("an operator resolved it meanwhile (%s, exit %d, by %s), which stands", r.Resolved, r.ExitCode, r.ResolvedBy)
+	case r.State == once.StateDone:
+		return fmt.Sprintf("it is another claimant's record now (%s)", outcomeText(r))
+	}
+	return fmt.Sprintf("it is another claimant's now (%s, since %s), and that run may have overlapped this one", r.Owner, sinceText(r.StartedAt))
+}
+
+// statusText is a command's status in words: "exit 3", "death by SIGTERM".
+func statusText(st child.Status) string {
+	if st.Signal != 0 {
+		return fmt.Sprintf("death by %s (%d)", child.SignalName(st.Signal), signalExit(st.Signal))
+	}
+	return fmt.Sprintf("exit %d", st.Code)
+}
+
+// exitStatus is the error of a command's own status, whatever became of
+// the lease meanwhile: nil for 0.
+func exitStatus(res runner.Result) error {
+	res.End = runner.Exited
+	return childExit(res, "")
 }
 
 // uncoveredClaim is once's outcome when recording it found the claim gone
@@ -182,7 +264,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 func uncoveredClaim(key string, res runner.Result, what string) error {
 	if res.Lost {
 		// The keeper lost it first: 76 already, and said so.
-		return childExit(res)
+		return childExit(res, "the claim on "+key)
 	}
 	return lostError(fmt.Errorf("the claim on %s was %s when the command ended (exit %d): part of its run was not covered by the claim", key, what, superviseExit(res)))
 }

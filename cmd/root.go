@@ -158,7 +158,13 @@ func printError(io *ui.IOStreams, err error, code int) {
 		return
 	}
 	var exit *ExitError
-	if errors.As(err, &exit) && (exit.Silent || exit.Err == nil) || readerGone(err) {
+	if readerGone(err) {
+		return
+	}
+	if errors.As(err, &exit) && (exit.Silent || exit.Err == nil) {
+		if code != ExitOK && io.JSONLog() {
+			logSilentEnd(io, err, exit, code)
+		}
 		return
 	}
 	hints := hintsOf(err)

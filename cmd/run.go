@@ -265,7 +265,11 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 		if errors.Is(err, context.Canceled) {
 			return err
 		}
-		return o.refused(c, name, err, waited)
+		busy := name
+		if len(names) > 1 {
+			busy, err = setRefusal(f, l, names, err)
+		}
+		return o.refusedAs(c, name, busy, err, waited)
 	}
 	rep.WaitedMS = lease.Waited.Milliseconds()
 	logAcquired(f, lease)
@@ -294,7 +298,11 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 			rep.ChildExit = &code
 		}
 	}
-	err = runError(out)
+	held := "the lock " + name
+	if len(names) > 1 {
+		held = "the set of locks " + name
+	}
+	err = runError(out, held)
 	if out.Uncovered != nil {
 		err = uncoveredEnd(f, name, out.Uncovered, err, onLost)
 	}

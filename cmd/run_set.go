@@ -2,12 +2,14 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
 )
 
 // A run of several NAMEs holds them as one set (lock.Locker.AcquireMulti):
@@ -41,6 +43,27 @@ func (w *waitFlags) takeSet(ctx context.Context, f *Factory, l *lock.Locker, nam
 		}
 	}
 	return l.AcquireMulti(ctx, names, w.ttl, opts)
+}
+
+// setRefusal is what a refused set's messages name: the NAME whose lock
+// refused it (the set's name when no holder says which), and err, with the
+// hint of a set sent to one Redis Cluster node through --url: its NAMEs
+// lie in several slots (lock.ErrInvalid, wrapping the node's CROSSSLOT),
+// and the hash tag that fixes it is the same as with --cluster.
+func setRefusal(f *Factory, l *lock.Locker, names []string, err error) (string, error) {
+	var held *lock.HeldError
+	if errors.As(err, &held) {
+		for _, name := range names {
+			if l.Key(name) == held.Holder.Key {
+				return name, err
+			}
+		}
+	}
+	var reply redis.Error
+	if errors.Is(err, lock.ErrInvalid) && errors.As(err, &reply) && len(f.G.Cluster) == 0 {
+		err = withHint(err, "this server is a Redis Cluster node: give the cluster's nodes with --cluster H:P,... instead of --url, and every NAME of the set the same {tag}")
+	}
+	return setName(names), err
 }
 
 // envHolds reports whether the environment names key as held by this

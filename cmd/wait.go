@@ -98,16 +98,29 @@ func (w *waitFlags) waitDuration(c *cobra.Command) time.Duration {
 // refused words a failed acquisition of name after waited: a -w wait
 // that ran out says so, and the holder's CI job is named. Then -E applies.
 func (w *waitFlags) refused(c *cobra.Command, name string, err error, waited time.Duration) error {
+	return w.refusedAs(c, name, name, err, waited)
+}
+
+// refusedAs is refused for a set of locks, name, of which busy is the one
+// that refused it (the set's name when it is not known).
+func (w *waitFlags) refusedAs(c *cobra.Command, name, busy string, err error, waited time.Duration) error {
 	var held *lock.HeldError
 	plain := errors.As(err, &held) && w.limit == 0 && !w.shared &&
 		held.Holder.Reason == "" && held.Holder.Format != ""
-	err = w.explainBusy(name, err)
+	err = w.explainBusy(busy, err)
 	if wait := w.waitDuration(c); wait > 0 && errors.Is(err, lock.ErrNotObtained) {
 		what := err.Error()
-		if plain {
+		sep := ", "
+		switch {
+		case plain && busy == name:
 			what = fmt.Sprintf("held by %s%s%s", held.Holder.Owner, ttlText(held.Holder.TTL), ciText(held.Holder.CI))
+		case plain:
+			what = fmt.Sprintf("%s held by %s%s%s", busy, held.Holder.Owner, ttlText(held.Holder.TTL), ciText(held.Holder.CI))
+			sep = ": "
+		case busy != name:
+			sep = ": "
 		}
-		err = &waitTimeoutError{msg: fmt.Sprintf("gave up after %s waiting for %s, %s", shortWait(waited, wait), name, what), err: err, waited: waited}
+		err = &waitTimeoutError{msg: fmt.Sprintf("gave up after %s waiting for %s%s%s", shortWait(waited, wait), name, sep, what), err: err, waited: waited}
 	}
 	return w.notAcquired(err)
 }

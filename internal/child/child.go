@@ -294,6 +294,20 @@ func (c *Child) GroupReceived(s syscall.Signal) bool {
 // may still run.
 func (c *Child) Exited() <-chan struct{} { return c.exited }
 
+// Ended reports whether the direct child has exited, also when its status
+// has not been collected yet: after this process was stopped (SIGSTOP, a
+// stalled VM) it resumes with the child's exit and other news at once, in
+// any order, and a decision taken on the news (a lease lost) must know
+// whether the child had ended by itself before it.
+func (c *Child) Ended() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+	}
+	return exitedUnreaped(c.cmd.Process.Pid)
+}
+
 // Done closes when the direct child has exited and no process is left in
 // its group.
 func (c *Child) Done() <-chan struct{} { return c.done }

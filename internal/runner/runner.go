@@ -136,12 +136,18 @@ const (
 
 // Result is how a supervised run ended.
 type Result struct {
-	Status   child.Status // the direct child's status
-	Lost     bool         // the lease was lost while the child ran
-	LostErr  error        // why (a *lock.LostError from a Watchdog)
-	TimedOut bool         // MaxRuntime ran out and the group was terminated
-	Renewals int64        // successful renewals (0 without a Lease)
-	End      End          // what the end is to be reported as
+	Status  child.Status // the direct child's status
+	Lost    bool         // the lease was lost while the child ran
+	LostErr error        // why (a *lock.LostError from a Watchdog)
+	// Stopped: the loss signalled the group (OnLost term or kill) while
+	// the direct child still ran, so Status is the stop's doing, not an
+	// outcome of its own. False when the child had ended by itself before
+	// the loss was acted on (this process stopped past the lease's
+	// deadline while the child finished, say): Status is its own then.
+	Stopped  bool
+	TimedOut bool  // MaxRuntime ran out and the group was terminated
+	Renewals int64 // successful renewals (0 without a Lease)
+	End      End   // what the end is to be reported as
 	// Foreground: the group had the terminal (child.Foreground).
 	Foreground bool
 	// GroupReceived: the signal the child died of reached its whole
@@ -203,6 +209,13 @@ func Supervise(ctx context.Context, c *child.Child, cfg *Config) Result {
 	done := ctx.Done()
 	onLost := func(err error) {
 		res.Lost, res.LostErr = true, err
+		ended := c.Ended()
+		res.Stopped = cfg.OnLost != OnLostIgnore && !ended
+		if ended {
+			// Its group may still hold members; they are stopped all the
+			// same, but the command's status is its own.
+			err = fmt.Errorf("%w; the command had ended by itself already", err)
+		}
 		switch cfg.OnLost {
 		case OnLostTerm:
 			logf("%v; sending SIGTERM to the child's process group, SIGKILL in %v", err, lossGrace)

@@ -493,11 +493,12 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 	// Load the script once so that the pipeline can use EVALSHA; a server
 	// that refuses EVALSHA or SCRIPT LOAD (renamed, ACL) gets EVAL.
 	run := fixOrphanScript().EvalSha
+	sha := true
 	if len(keys) > 0 {
 		if luascript.ShaRefused(in.c) {
-			run = fixOrphanScript().Eval
+			run, sha = fixOrphanScript().Eval, false
 		} else if err := fixOrphanScript().Load(ctx, in.c).Err(); isRedisErr(err) {
-			run = fixOrphanScript().Eval
+			run, sha = fixOrphanScript().Eval, false
 		} else if err != nil {
 			return nil, fmt.Errorf("inspect: fix orphans: %w", err)
 		}
@@ -505,17 +506,30 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 	var wake error
 	for start := 0; start < len(keys); start += int(in.count) {
 		end := min(start+int(in.count), len(keys))
-		pipe := in.c.Pipeline()
-		cmds := make([]*redis.Cmd, 0, end-start)
-		for i, k := range keys[start:end] {
-			typ := ""
-			if start+i < len(fix.Types) {
-				typ = fix.Types[start+i]
+		batch := func() ([]*redis.Cmd, error) {
+			pipe := in.c.Pipeline()
+			cmds := make([]*redis.Cmd, 0, end-start)
+			for i, k := range keys[start:end] {
+				typ := ""
+				if start+i < len(fix.Types) {
+					typ = fix.Types[start+i]
+				}
+				cmds = append(cmds, run(ctx, pipe, []string{k}, action, ms, lockwire.Channel(k),
+					RedissonChannel(k), RedissonUnlockMessage, typ))
 			}
-			cmds = append(cmds, run(ctx, pipe, []string{k}, action, ms, lockwire.Channel(k),
-				RedissonChannel(k), RedissonUnlockMessage, typ))
+			_, err := pipe.Exec(ctx)
+			return cmds, pipeErr(err)
 		}
-		if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
+		cmds, err := batch()
+		if err == nil && sha && len(cmds) > 0 && luascript.Refused(in.c, cmds[0].Err(), "evalsha") {
+			// SCRIPT LOAD was allowed, EVALSHA is not (an ACL with
+			// +eval and without +evalsha): a refused command ran
+			// nothing, and every script of the batch was refused alike,
+			// so the batch goes again with EVAL, as every later one.
+			run, sha = fixOrphanScript().Eval, false
+			cmds, err = batch()
+		}
+		if err != nil {
 			return done, fmt.Errorf("inspect: fix orphans: %w", err)
 		}
 		// Every script of the batch ran: each key's outcome is recorded

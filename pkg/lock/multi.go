@@ -218,6 +218,12 @@ func sameSlot(c redis.UniversalClient, names, keys []string) error {
 	if _, ok := c.(*redis.ClusterClient); !ok {
 		return nil
 	}
+	return slotSpread(names, keys)
+}
+
+// slotSpread is the refusal of names whose keys lie in different Redis
+// Cluster slots, with the fix (a hash tag), or nil when they share one.
+func slotSpread(names, keys []string) error {
 	slot := lockwire.Slot(keys[0])
 	for i, key := range keys[1:] {
 		if s := lockwire.Slot(key); s != slot {
@@ -226,6 +232,17 @@ func sameSlot(c redis.UniversalClient, names, keys []string) error {
 		}
 	}
 	return nil
+}
+
+// clusterRedirect reports whether err is a Cluster node's refusal of keys
+// it does not serve together: CROSSSLOT, or MOVED/ASK.
+func clusterRedirect(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "CROSSSLOT") || strings.HasPrefix(msg, "MOVED") || strings.HasPrefix(msg, "ASK ")
 }
 
 // once runs the acquire script once. It returns a lease (whether or not
@@ -243,6 +260,12 @@ func (a *setAttempt) once(ctx context.Context) (*Lease, Holder, error) {
 	sent := a.l.clock.Now()
 	r, err := a.s.writeRaw(ctx, multiAcquireScript(), a.scriptKeys, 0, decode, a.scriptArgs...)
 	if err != nil {
+		if spread := slotSpread(a.names, a.keys); spread != nil && clusterRedirect(err) {
+			// A client of one Cluster node (not a cluster client, which
+			// sameSlot answers before sending): the node refused keys
+			// of several slots. The same refusal and fix as with one.
+			return nil, Holder{}, fmt.Errorf("%w (the server is a Redis Cluster node: %w)", spread, err)
+		}
 		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", strings.Join(a.keys, ", "), err)
 	}
 	set := &leaseSet{names: a.names, keys: a.keys, fences: fences}

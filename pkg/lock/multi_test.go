@@ -479,6 +479,16 @@ func TestAcquireMultiOnCluster(t *testing.T) {
 		}
 	}
 
+	// The same set through a client of one node (redis-cli's habit, a
+	// --url): the node refuses keys of several slots (CROSSSLOT), and the
+	// refusal is the same, with the server's reply.
+	node := redis.NewClient(&redis.Options{Addr: cl.Addrs[0]})
+	t.Cleanup(func() { _ = node.Close() })
+	_, err = lock.New(node, nil).AcquireMulti(ctx, names, time.Minute, nil)
+	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "{tag}") || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("cross-slot set through one node = %v, want ErrInvalid naming the fix and CROSSSLOT", err)
+	}
+
 	tagged := []string{"{job}a", "{job}b", "{job}c"}
 	other, err := l.Acquire(ctx, tagged[2], time.Minute, nil)
 	if err != nil {

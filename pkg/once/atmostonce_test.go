@@ -387,3 +387,49 @@ func TestClaimRefusedTTLLeavesNothing(t *testing.T) {
 		t.Fatalf("a claim the server refused left once:%s (PTTL %d)", key, srv.Int(t, "PTTL", "once:"+key))
 	}
 }
+
+// An at-most-once record that is gone when its claimant records (an
+// operator's resolve --retry deleted it) is left gone: the key is free for
+// a new run, which an outcome written now would turn into a replay.
+func TestAtMostOnceCompleteAfterRetryWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{TTL: 300 * time.Millisecond})
+	key := redistest.UniqueKey(t)
+	c := lapse(t, ctx, s, key)
+	if _, err := s.Resolve(ctx, key, once.ResolveRetry, &once.ResolveOptions{Who: "op", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete(ctx, 3); !errors.Is(err, once.ErrLost) {
+		t.Fatalf("complete after resolve --retry: %v; want ErrLost", err)
+	}
+	if n := srv.Int(t, "EXISTS", c.Key); n != 0 {
+		t.Fatalf("complete after resolve --retry wrote the record again")
+	}
+}
+
+// MarkUnknown turns the claimant's own record unknown at once, and leaves
+// another claimant's record alone.
+func TestAtMostOnceMarkUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	s := once.New(srv.Client(t), &once.Options{TTL: time.Minute})
+	key := redistest.UniqueKey(t)
+	c, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MarkUnknown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true}); !errors.Is(err, once.ErrUnknown) {
+		t.Fatalf("claim after MarkUnknown: %v; want ErrUnknown", err)
+	}
+	if _, err := s.Resolve(ctx, key, once.ResolveSucceeded, &once.ResolveOptions{Who: "op", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	var other *once.NotOwnerError
+	if err := c.MarkUnknown(ctx); !errors.As(err, &other) || other.Record.Resolved != "succeeded" {
+		t.Fatalf("MarkUnknown of a resolved record: %v; want *NotOwnerError with the resolution", err)
+	}
+}

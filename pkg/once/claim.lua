@@ -23,13 +23,17 @@ if #rec > 0 then
     return redis.error_reply('WRONGTYPE hash is not a once record')
   end
   local pttl = redis.call('PTTL', key)
-  -- Checked first: a different request must never see, or replay, this one's outcome.
-  if (f.fingerprint or '') ~= ARGV[3] then return {'fingerprint', pttl, rec} end
+  -- An unknown outcome comes before the fingerprint: there is no outcome
+  -- to show or replay, and whatever request asks, nobody may run the
+  -- command until an operator resolves the key.
   if f.state == 'running' and f.lease_ms and tonumber(f.lease_ms) <= now then
     redis.call('HSET', key, 'state', 'unknown')
     return {'unknown', pttl, redis.call('HGETALL', key)}
   end
   if f.state == 'unknown' then return {'unknown', pttl, rec} end
+  -- Checked before anything else: a different request must never see, or
+  -- replay, this one's outcome.
+  if (f.fingerprint or '') ~= ARGV[3] then return {'fingerprint', pttl, rec} end
   if f.state == 'running' then return {'running', pttl, rec} end
   if not (ARGV[5] == '1' and f.exit ~= '0') then return {'done', pttl, rec} end
   attempts = tonumber(f.attempts) or 1

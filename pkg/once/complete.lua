@@ -1,6 +1,8 @@
 -- Record the outcome of a claimed run and keep it for result_ttl.
--- ARGV: token, exit, result_ttl_ms, owner, fingerprint, started_ms, attempts.
--- Replies {"ok", pttl, HGETALL} or {"other", pttl, HGETALL}.
+-- ARGV: token, exit, result_ttl_ms, owner, fingerprint, started_ms,
+-- attempts, at_most_once ("1"/"0").
+-- Replies {"ok", pttl, HGETALL}, {"other", pttl, HGETALL}, or {"gone"}
+-- (at most once: the record is gone).
 local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -16,6 +18,11 @@ if #rec > 0 then
     -- knows the outcome after all, which is better than "unknown".
     redis.call('HSET', key, 'expired', '1')
   end
+elseif ARGV[8] == '1' then
+  -- An at-most-once record never expires: something deleted it (an
+  -- operator's `once resolve --retry`), and the key is free for a new
+  -- run, which an outcome written now would turn into a replay.
+  return {'gone'}
 else
   -- The claim expired and nobody took over. The command did run, so its
   -- outcome is recorded all the same: a later call must replay, not rerun.

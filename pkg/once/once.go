@@ -194,7 +194,7 @@ func (s *Store) Claim(ctx context.Context, key string, co *ClaimOptions) (*Claim
 	case "claimed":
 		c := &Claim{
 			Key: k, Token: token, Owner: rec.Owner, Fingerprint: rec.Fingerprint,
-			StartedAt: rec.StartedAt, Attempt: rec.Attempts, TTL: s.opts.TTL, store: s, sent: sent,
+			StartedAt: rec.StartedAt, Attempt: rec.Attempts, TTL: s.opts.TTL, AtMostOnce: co.AtMostOnce, store: s, sent: sent,
 		}
 		if err := c.confirm(ctx); err != nil {
 			return nil, err
@@ -300,6 +300,7 @@ type Claim struct {
 	StartedAt   time.Time // server time
 	Attempt     int       // 1, or more when rerunning a failure
 	TTL         time.Duration
+	AtMostOnce  bool // claimed with ClaimOptions.AtMostOnce
 	store       *Store
 	sent        time.Time // when the claim was sent: the lease runs from no later than this
 }
@@ -317,12 +318,17 @@ func (c *Claim) Renew(ctx context.Context) error {
 
 // Complete records the command's exit code (128+N for death by signal N)
 // and keeps the record for the store's ResultTTL. When the claim lapsed and
-// nobody took over, the outcome is still recorded (Record.Expired); when
-// another claimant took over, nothing is written and *NotOwnerError says who.
+// nobody took over, the outcome is still recorded (Record.Expired): an
+// at-most-once claim that lapsed into StateUnknown is still this claim's
+// (the token in the record says so), and an at-least-once claim whose
+// record expired is recorded anew. When another claimant took over, or an
+// operator resolved the key, nothing is written and *NotOwnerError has the
+// record; when an at-most-once record is gone (resolved with retry),
+// nothing is written and the error matches ErrLost.
 func (c *Claim) Complete(ctx context.Context, exitCode int) (Record, error) {
 	reply, err := completeScript().Run(ctx, c.store.client, []string{c.Key},
 		c.Token, exitCode, c.store.opts.ResultTTL.Milliseconds(), c.Owner, c.Fingerprint,
-		c.StartedAt.UnixMilli(), c.Attempt).Slice()
+		c.StartedAt.UnixMilli(), c.Attempt, flag(c.AtMostOnce)).Slice()
 	if err != nil {
 		return Record{}, wrap(c.Key, err)
 	}
@@ -330,10 +336,26 @@ func (c *Claim) Complete(ctx context.Context, exitCode int) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	if status != "ok" {
-		return rec, &NotOwnerError{Record: rec}
+	switch status {
+	case "ok":
+		return rec, nil
+	case "gone":
+		return rec, fmt.Errorf("%w: %s has no record (resolved with retry, or deleted)", ErrLost, c.Key)
 	}
-	return rec, nil
+	return rec, &NotOwnerError{Record: rec}
+}
+
+// MarkUnknown turns the claim's record StateUnknown now, for an
+// at-most-once claim whose command was stopped part way: whether it took
+// effect is unknown, and no later call may run it until the key is
+// resolved. ErrLost when the record is gone; *NotOwnerError when it is
+// someone else's (another claimant's, or resolved by an operator).
+func (c *Claim) MarkUnknown(ctx context.Context) error {
+	reply, err := unknownScript().Run(ctx, c.store.client, []string{c.Key}, c.Token).Slice()
+	if err != nil {
+		return wrap(c.Key, err)
+	}
+	return c.ownership(reply)
 }
 
 // Abandon drops the claim without recording an outcome, so that the next

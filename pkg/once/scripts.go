@@ -21,6 +21,8 @@ var (
 	getLua string
 	//go:embed resolve.lua
 	resolveLua string
+	//go:embed unknown.lua
+	unknownLua string
 
 	// Each script's SHA-1 is computed on its first use, not at start-up:
 	// every lockctl invocation links these scripts, few run them.
@@ -30,6 +32,7 @@ var (
 	abandonScript  = lazyScript(&abandonLua)
 	getScript      = lazyScript(&getLua)
 	resolveScript  = lazyScript(&resolveLua)
+	unknownScript  = lazyScript(&unknownLua)
 )
 
 func lazyScript(src *string) func() *luascript.Script {
@@ -41,7 +44,7 @@ func lazyScript(src *string) func() *luascript.Script {
 // inside scripts too). resolve.lua, an operator's command that also
 // writes to the audit stream, has ResolveScriptCommands.
 func ScriptCommands() []string {
-	return scriptcmds.Calls(claimLua, renewLua, completeLua, abandonLua, getLua)
+	return scriptcmds.Calls(claimLua, renewLua, completeLua, abandonLua, getLua, unknownLua)
 }
 
 // ResolveScriptCommands lists, sorted, the Redis commands `once resolve`'s
