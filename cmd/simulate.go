@@ -170,6 +170,17 @@ func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second ti
 		return &UsageError{Err: errors.New("--second applies only with --url"),
 			Hints: []string{"the embedded server runs on virtual time; use --step to go slowly"}}
 	}
+	// A learner's script stays in the embedded server's sandbox: on a real
+	// server its commands would reach a server of the user's, where the
+	// sandbox's bounds do not hold and a script can stall every client.
+	if onServer && (knobs.release != "" || knobs.renew != "") {
+		flag := "--release-script"
+		if knobs.release == "" {
+			flag = "--renew-script"
+		}
+		return &UsageError{Err: fmt.Errorf("%s runs only on the embedded server: --url is not supported with it", flag),
+			Hints: []string{"drop --url: your script runs in the embedded server's sandbox"}}
+	}
 	opts, err := knobs.options(name)
 	if err != nil {
 		return err
