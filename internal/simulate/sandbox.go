@@ -167,5 +167,5 @@ func errorText(err error) string {
 	case nil:
 		return apiErr.Error()
 	}
-	return fmt.Sprintf("(error object is a %s value)", apiErr.Object.Type())
+	return fmt.Sprintf("error object is a %s value", apiErr.Object.Type())
 }

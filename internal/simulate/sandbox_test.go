@@ -119,7 +119,7 @@ return table.concat(r, ' | ')`
 func TestSandboxDeterministic(t *testing.T) {
 	for _, tc := range []struct{ name, src, reply, note string }{
 		{"print", `print('hello from', KEYS[1], {}) return redis.call('DEL', KEYS[1])`, "1", "print hello from lock:order:42 table: #1"},
-		{"error-table", `error({})`, "(error) (error object is a table value)", ""},
+		{"error-table", `error({})`, "(error) error object is a table value", ""},
 		{"error-reply", `error({err = 'ERR mine'})`, "(error) ERR mine", ""},
 		{"tostring", `local t = {} return tostring(t) .. ' ' .. tostring(print) .. ' ' .. tostring(t)`, "'table: #1 function: #2 table: #1'", ""},
 		{"format", `return string.format('%s', {})`, "'table: #1'", ""},
