@@ -49,10 +49,13 @@ with SET key token NX PX ttl). --renew-script FILE (no-renew) renews with your
 Lua: KEYS[1] the lock key, ARGV[1] the token, ARGV[2] the TTL in milliseconds.
 redis.call, redis.pcall, redis.error_reply and redis.status_reply work as in
 Redis. The verdict says what the script did: deleted another holder's lock,
-left it alone, or failed. A script that raises an error, or runs longer than 1 s
-(where Redis would answer BUSY to every client), is stopped and shown as an
-error reply in the timeline; the scenario still ends with its verdict, exit 0.
-A script that does not compile is a usage error (exit 64) before anything runs.
+left it alone, or failed. Scripts run only on the embedded server, in a
+sandbox: no files or modules, print goes into the timeline, the commands a
+lock script needs (admin and blocking commands are refused), at most 1 s and
+64 MiB. A script that raises an error or runs out of time or memory is stopped
+and shown as an error reply in the timeline; the scenario still ends with its
+verdict, exit 0. A script that does not compile, or a script with --url, is a
+usage error (exit 64) before anything runs.
 
 Run "lockctl simulate list" for the scenarios.`,
 		Example: `  lockctl simulate stale-del --step        # pause after each step: Enter goes on, q quits
