@@ -131,7 +131,7 @@ func newSandbox(trace func(string)) (*lua.LState, *lua.LFunction) {
 		return 0
 	}))
 
-	r := rand.New(rand.NewSource(0)) //nolint:gosec // a fixed seed on purpose: the same numbers on every run
+	r := rand.New(rand.NewSource(0)) // a fixed seed on purpose: the same numbers on every run
 	m := ls.GetGlobal(lua.MathLibName).(*lua.LTable)
 	m.RawSetString("random", ls.NewFunction(luaRandom(r.Float64)))
 	m.RawSetString("randomseed", ls.NewFunction(func(ls *lua.LState) int {

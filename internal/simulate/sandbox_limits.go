@@ -265,13 +265,14 @@ func boundStringLib(ls *lua.LState, tostring func(*lua.LState, lua.LValue) lua.L
 			if name == "find" && ls.GetTop() >= 4 && lua.LVAsBool(ls.Get(4)) {
 				return // a plain search
 			}
-			checkPattern(ls, "string."+name, p, len(s))
+			// gmatch finds every match at once, from every start.
+			checkPattern(ls, "string."+name, p, len(s), name != "gmatch")
 		})
 	}
 	gsub := orig("gsub")
 	str.RawSetString("gsub", ls.NewFunction(func(ls *lua.LState) int {
 		s, p := ls.CheckString(1), ls.CheckString(2)
-		checkPattern(ls, "string.gsub", p, len(s))
+		checkPattern(ls, "string.gsub", p, len(s), false)
 		repl := ls.CheckAny(3)
 		switch r := repl.(type) {
 		case lua.LString, lua.LNumber:
@@ -340,13 +341,19 @@ func boundStringLib(ls *lua.LState, tostring func(*lua.LState, lua.LValue) lua.L
 }
 
 // checkFormat refuses what Lua 5.1 refuses in a format: a width or
-// precision of more than two digits (which Go would honour, however large).
+// precision of more than two digits (which Go would honour, however large)
+// and anything but Lua's options after them, which also keeps out Go's
+// own `%*d` (a width from the arguments) and `%[1]s` (an argument used
+// again and again).
 func checkFormat(f string) string {
 	for i := 0; i < len(f); i++ {
 		if f[i] != '%' {
 			continue
 		}
 		i++
+		if i < len(f) && f[i] == '%' {
+			continue
+		}
 		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
 			i++
 		}
@@ -367,6 +374,9 @@ func checkFormat(f string) string {
 		if digits > 2 {
 			return "invalid format (width or precision too long)"
 		}
+		if i >= len(f) || strings.IndexByte("cdiouxXeEfgGqs", f[i]) < 0 {
+			return "invalid option in format"
+		}
 	}
 	return ""
 }
@@ -376,7 +386,7 @@ func checkFormat(f string) string {
 // script's deadline cannot interrupt. Each quantifier (or %b) can try every
 // length of what is left, so q of them cost at most about n^q/q! steps from
 // each start.
-func checkPattern(ls *lua.LState, what, p string, n int) {
+func checkPattern(ls *lua.LState, what, p string, n int, anchors bool) {
 	q := 0
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
@@ -390,7 +400,7 @@ func checkPattern(ls *lua.LState, what, p string, n int) {
 		}
 	}
 	cost := float64(n + 1)
-	if strings.HasPrefix(p, "^") {
+	if anchors && strings.HasPrefix(p, "^") {
 		cost = 1
 	}
 	for k := 1; k <= q; k++ {

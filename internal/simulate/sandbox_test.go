@@ -48,6 +48,8 @@ func TestSandboxBounds(t *testing.T) {
 		{"table-growth", `local t = {} local i = 0 while true do i = i + 1 t[i] = string.rep('x', 1024 * 1024) .. i end`, "ran out of memory (past the sandbox's 64.0 MiB, stopped)"},
 		{"table-concat", `local t = {} for i = 1, 8 do t[i] = string.rep('x', 1024 * 1024) end return #table.concat(t, ',')`, "ran out of memory (table.concat would make"},
 		{"format-width", `return string.format('%999999999d', 1)`, "invalid format (width or precision too long)"},
+		{"format-star", `return string.format('%*d', 999999999, 1)`, "invalid option in format"},
+		{"format-index", `return #string.format(string.rep('%[1]s', 1000), string.rep('x', 1024 * 1024))`, "invalid option in format"},
 		{"format-args", `local s = string.rep('x', 4 * 1024 * 1024) return #string.format('%s%s', s, s)`, "ran out of memory (string.format would make"},
 		{"gsub-string", `local s = string.rep('x', 100000) return #(s:gsub('.', s))`, "ran out of memory (string.gsub would make"},
 		{"gsub-function", `local s = string.rep('x', 100000) return #(s:gsub('.', function() return s end))`, "ran out of memory (string.gsub would make"},

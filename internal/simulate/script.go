@@ -93,9 +93,12 @@ func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []st
 	sandboxMu.Lock() // one script at a time: the memory watch reads the whole heap
 	defer sandboxMu.Unlock()
 
-	ls, concat := newSandbox(func(line string) {
-		// Called with mu held, from print inside the script.
-		out.trace = append(out.trace, line)
+	ls, concat := newSandbox(func(line string) { // print, inside the script
+		mu.Lock()
+		defer mu.Unlock()
+		if !abandoned {
+			out.trace = append(out.trace, line)
+		}
 	})
 	ls.SetContext(sctx)
 	list := func(xs []string) *lua.LTable {
