@@ -77,10 +77,13 @@ with SET key token NX PX ttl). --renew-script FILE (no-renew) renews with your
 Lua: KEYS[1] the lock key, ARGV[1] the token, ARGV[2] the TTL in milliseconds.
 redis.call, redis.pcall, redis.error_reply and redis.status_reply work as in
 Redis. The verdict says what the script did: deleted another holder's lock,
-left it alone, or failed. A script that raises an error, or runs longer than 1 s
-(where Redis would answer BUSY to every client), is stopped and shown as an
-error reply in the timeline; the scenario still ends with its verdict, exit 0.
-A script that does not compile is a usage error (exit 64) before anything runs.`)
+left it alone, or failed. Scripts run only on the embedded server, in a
+sandbox: no files or modules, print goes into the timeline, the commands a
+lock script needs (admin and blocking commands are refused), at most 1 s and
+64 MiB. A script that raises an error or runs out of time or memory is stopped
+and shown as an error reply in the timeline; the scenario still ends with its
+verdict, exit 0. A script that does not compile, or a script with --url, is a
+usage error (exit 64) before anything runs.`)
 	c.Flags().BoolVar(&step, "step", false, "pause after each step until Enter (q quits); needs a terminal")
 	c.Flags().Var(newDuration(&second, 50*time.Millisecond, false, false), "second", "with --url: wall time of one simulated second")
 	c.Flags().Var(newDuration(&knobs.ttl, 0, false, false), "ttl", "the lock's TTL, 1s to 1h: stale-del and redlock-pause tell 10s, no-renew 9s, unless given")
@@ -176,6 +179,17 @@ func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second ti
 	if flags.Changed("second") && !onServer {
 		return &UsageError{Err: errors.New("--second applies only with --url"),
 			Hints: []string{"the embedded server runs on virtual time; use --step to go slowly"}}
+	}
+	// A learner's script stays in the embedded server's sandbox: on a real
+	// server its commands would reach a server of the user's, where the
+	// sandbox's bounds do not hold and a script can stall every client.
+	if onServer && (knobs.release != "" || knobs.renew != "") {
+		flag := "--release-script"
+		if knobs.release == "" {
+			flag = "--renew-script"
+		}
+		return &UsageError{Err: fmt.Errorf("%s runs only on the embedded server: --url is not supported with it", flag),
+			Hints: []string{"drop --url: your script runs in the embedded server's sandbox"}}
 	}
 	opts, err := knobs.options(name)
 	if err != nil {

@@ -251,7 +251,7 @@ func noRenewScript(ctx context.Context, e *env, s *Script) Verdict {
 	var what string
 	for _, r := range runs {
 		if r.failed != "" {
-			what = fmt.Sprintf("your %s failed (%s): a renewal that fails leaves the lease to run out", s.Name, r.failed)
+			what = failedText(s, r) + ": a renewal that fails leaves the lease to run out"
 			break
 		}
 	}

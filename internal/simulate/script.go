@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,11 +21,17 @@ import (
 // SCRIPT KILL; the simulation stops it instead and reports it.
 const ScriptTimeout = time.Second
 
+// scriptGrace is how long past ScriptTimeout a script stuck inside one Go
+// call is waited for before the run gives up on it; the sandbox's bounds
+// keep every call far shorter.
+const scriptGrace = time.Second
+
 // Script is a learner's Lua script, run in place of lockctl's own release
 // (or renew) the way Redis runs EVAL: KEYS[1] is the lock key, ARGV[1] the
 // caller's token (ARGV[2] the TTL in ms, for a renew script), and
 // redis.call, redis.pcall, redis.error_reply and redis.status_reply work as
-// in Redis.
+// in Redis. It runs in a sandbox on the embedded server only (see
+// sandbox.go).
 type Script struct {
 	Name  string // the file name, shown in the timeline
 	proto *lua.FunctionProto
@@ -36,10 +43,16 @@ var ErrScript = errors.New("simulate: script")
 // CompileScript parses src; a syntax error is an ErrScript naming the line.
 func CompileScript(name, src string) (*Script, error) {
 	base := filepath.Base(name)
+	if len(src) > maxSource {
+		return nil, fmt.Errorf("%w %s: %d bytes, over the sandbox's %s", ErrScript, name, len(src), bytesText(maxSource))
+	}
 	chunk, err := parse.Parse(strings.NewReader(src), base)
 	if err != nil {
 		msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), `\n`, " ")), " ")
 		return nil, fmt.Errorf("%w %s: %s", ErrScript, name, msg)
+	}
+	if chunk, err = guardConcat(chunk); err != nil {
+		return nil, fmt.Errorf("%w %s %v", ErrScript, name, err)
 	}
 	proto, err := lua.Compile(chunk, base)
 	if err != nil {
@@ -54,6 +67,7 @@ type scriptRun struct {
 	failed  string   // why the script failed ("" when it returned)
 	trace   []string // the commands it sent and their replies
 	timeout bool
+	oom     bool
 
 	deletedOther string // whose lock a release deleted, if not its caller's
 	keptOwn      bool   // a release left its caller's own lock
@@ -61,25 +75,31 @@ type scriptRun struct {
 
 // runScript runs s on node n as EVAL with keys and argv would, recorded
 // as one step of actor; the commands inside are listed in the step's note.
+// The script runs on a goroutine of its own, so that a run stuck inside
+// one Go call past every bound is given up on instead of stalling the
+// replay; mu keeps such a script from touching the run afterwards.
 func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []string) scriptRun {
-	var out scriptRun
+	var (
+		out       scriptRun
+		mu        sync.Mutex
+		abandoned bool
+	)
 	// The script's own commands are sent unrecorded: the timeline shows
 	// the EVAL, as Redis runs the script as one command.
 	inner := context.WithoutCancel(ctx)
 	inner = context.WithValue(inner, actorKey{}, "")
 	sctx, cancel := context.WithTimeout(ctx, ScriptTimeout)
 	defer cancel()
+	sandboxMu.Lock() // one script at a time: the memory watch reads the whole heap
+	defer sandboxMu.Unlock()
 
-	ls := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer ls.Close()
-	for _, lib := range []struct {
-		name string
-		fn   lua.LGFunction
-	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
-		ls.Push(ls.NewFunction(lib.fn))
-		ls.Push(lua.LString(lib.name))
-		ls.Call(1, 0)
-	}
+	ls, concat := newSandbox(func(line string) { // print, inside the script
+		mu.Lock()
+		defer mu.Unlock()
+		if !abandoned {
+			out.trace = append(out.trace, line)
+		}
+	})
 	ls.SetContext(sctx)
 	list := func(xs []string) *lua.LTable {
 		t := ls.NewTable()
@@ -106,8 +126,17 @@ func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []st
 			if len(args) == 0 {
 				ls.RaiseError("Please specify at least one argument for this redis lib call")
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			if abandoned {
+				ls.RaiseError("stopped")
+			}
 			cmd := redis.NewCmd(inner, args...)
-			_ = n.rdb.Process(inner, cmd) // the reply and its error are read below
+			if msg := refuseCommand(args[0].(string)); msg != "" {
+				cmd.SetErr(refused(msg))
+			} else {
+				_ = n.rdb.Process(inner, cmd) // the reply and its error are read below
+			}
 			shown := e.showReply(n, cmd)
 			out.trace = append(out.trace, e.showCommand(n, args)+" → "+shown)
 			v, err := cmd.Result()
@@ -146,16 +175,62 @@ func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []st
 	})
 	ls.SetGlobal("redis", rlib)
 
-	ls.Push(ls.NewFunctionFromProto(s.proto))
-	err := ls.PCall(0, 1, nil)
+	watch := watchMemory(cancel)
+	type result struct {
+		err   error
+		value lua.LValue
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r.err = fmt.Errorf("%v", p)
+			}
+			done <- r
+		}()
+		ls.Push(ls.NewFunctionFromProto(s.proto))
+		ls.Push(concat)
+		r.err = ls.PCall(1, 1, nil)
+		if r.err == nil {
+			r.value = ls.Get(-1)
+		}
+	}()
+	grace := time.NewTimer(ScriptTimeout + scriptGrace)
+	defer grace.Stop()
+	var r result
+	select {
+	case r = <-done:
+		defer ls.Close()
+	case <-grace.C:
+		// Stuck in one call: leave the state to its goroutine, which
+		// may no longer send anything.
+		mu.Lock()
+		abandoned = true
+		mu.Unlock()
+		r.err = context.DeadlineExceeded
+	}
+	over := watch.end()
+	mu.Lock()
+	defer mu.Unlock()
 	switch {
-	case sctx.Err() != nil && ctx.Err() == nil:
+	case over:
+		out.oom = true
+		out.failed = fmt.Sprintf("ran out of memory: past the sandbox's %s, stopped", bytesText(ScriptMemory))
+	case (sctx.Err() != nil || abandoned) && ctx.Err() == nil:
 		out.timeout = true
-		out.failed = fmt.Sprintf("still running after %s, stopped; Redis would answer BUSY to every client until SCRIPT KILL", ScriptTimeout)
-	case err != nil:
-		msg := err.Error()
+		out.failed = fmt.Sprintf("ran out of time: still running after %s, stopped; Redis would answer BUSY to every client until SCRIPT KILL", ScriptTimeout)
+	case r.err != nil:
+		msg := errorText(r.err)
 		if i := strings.Index(msg, "\nstack traceback"); i >= 0 {
 			msg = msg[:i]
+		}
+		if i := strings.Index(msg, outOfMemory); i >= 0 {
+			out.oom = true
+			msg = "ran " + msg[i:]
+		} else if i := strings.Index(msg, "out of time: "); i >= 0 {
+			out.timeout = true
+			msg = "ran " + msg[i:]
 		}
 		out.failed = strings.TrimSpace(shorten(e.strip(msg)))
 	}
@@ -163,12 +238,23 @@ func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []st
 		out.reply = "(error) " + out.failed
 		return out
 	}
-	out.reply = fromLua(e, n, ls.Get(-1))
+	out.reply = fromLua(e, n, r.value)
 	if strings.HasPrefix(out.reply, "(error) ") {
 		out.failed = strings.TrimPrefix(out.reply, "(error) ")
 	}
 	return out
 }
+
+// refused is the error reply of a command the sandbox does not send.
+type refused string
+
+func (r refused) Error() string { return string(r) }
+
+// RedisError marks it as a server's reply (redis.Error).
+func (refused) RedisError() {}
+
+// sandboxMu runs one learner's script at a time in the process.
+var sandboxMu sync.Mutex
 
 // toLua converts a Redis reply to Lua the way Redis does.
 func toLua(ls *lua.LState, v interface{}) lua.LValue {

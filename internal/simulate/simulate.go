@@ -253,6 +253,9 @@ func Run(ctx context.Context, name string, opts *Options) (*Result, error) {
 	if opts.real() && s.info.EmbeddedOnly {
 		return nil, fmt.Errorf("%w: %s", ErrEmbeddedOnly, name)
 	}
+	if opts.real() && (opts.ReleaseScript != nil || opts.RenewScript != nil) {
+		return nil, fmt.Errorf("%w: a learner's script runs only in the embedded server's sandbox", ErrEmbeddedOnly)
+	}
 	if opts.real() {
 		base = opts.Redis
 		if base == nil {

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -314,13 +315,15 @@ func staleDelScript(ctx context.Context, e *env, s *Script) Verdict {
 }
 
 // scriptVerdict puts what the learner's script did in front of the
-// story's verdict.
+// story's verdict. One verdict word leads the line: what the script fixed
+// is said in words, and a stale write that only fencing stops keeps the
+// variant UNSAFE.
 func scriptVerdict(e *env, s *Script, runs []scriptRun, v Verdict) Verdict {
 	var what string
 	for _, r := range runs {
 		switch {
 		case r.failed != "" && what == "":
-			what = fmt.Sprintf("your %s failed (%s): a release that fails frees nothing", s.Name, r.failed)
+			what = failedText(s, r) + ": a release that fails frees nothing"
 		case r.deletedOther != "":
 			what = fmt.Sprintf("your %s deleted %s's lock", s.Name, r.deletedOther)
 		case r.keptOwn && what == "":
@@ -328,11 +331,22 @@ func scriptVerdict(e *env, s *Script, runs []scriptRun, v Verdict) Verdict {
 		}
 	}
 	if what == "" {
-		what = fmt.Sprintf("your %s is SAFE from the double holder: it deleted only its caller's own lock", s.Name)
+		what = fmt.Sprintf("your %s deleted only its caller's own lock, which fixes the double holder", s.Name)
 	}
 	v.Summary = what + "; " + v.Summary
 	if len(e.staleWrites()) > 0 {
-		v.Summary += ": no release can stop a stale write, only fenced writes (the next variant)"
+		v.Summary += ", which no release can stop: only fenced writes can (the next variant)"
 	}
 	return v
+}
+
+// failedText says how a learner's script failed: it raised an error, or
+// it ran out of the sandbox's time or memory.
+func failedText(s *Script, r scriptRun) string {
+	if (r.timeout || r.oom) && strings.HasPrefix(r.failed, "ran out of ") {
+		if head, rest, ok := strings.Cut(r.failed, ": "); ok {
+			return fmt.Sprintf("your %s %s (%s)", s.Name, head, rest)
+		}
+	}
+	return fmt.Sprintf("your %s failed (%s)", s.Name, r.failed)
 }
