@@ -20,11 +20,6 @@ var keptOut = []struct {
 	// exporter writes the text format itself; client_golang is its
 	// tests' oracle only.
 	{"the Prometheus client stack", []string{"github.com/prometheus/", "google.golang.org/protobuf/", "expvar"}},
-	// viper's dependencies (go-toml, gotenv compiling regexps, cast with
-	// html/template, afero, mapstructure, fsnotify) cost every command
-	// 0.4–0.8 ms, for a YAML file cmd reads itself; viper is the oracle of
-	// TestConfigAsViper only.
-	{"viper and its decoders", []string{"github.com/spf13/viper", "github.com/pelletier/go-toml", "github.com/subosito/gotenv", "github.com/spf13/cast", "github.com/spf13/afero"}},
 }
 
 func TestBinaryLinksNoTestOnlyDependency(t *testing.T) {

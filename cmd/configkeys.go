@@ -16,8 +16,8 @@ var extraConfigKeys = map[string]bool{"events": true}
 // silently ignored and the default used. Top-level keys are long flag
 // names (of any command) or command sections; a section's keys are the
 // flags of that command and its subcommands, global flags excepted (those
-// go at the top level). resolve has read the file into f.conf.
-func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string) {
+// go at the top level). keys are the file's, as viper flattens them.
+func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string, keys []string) {
 	global := map[string]bool{}
 	root.PersistentFlags().VisitAll(func(fl *pflag.Flag) { global[fl.Name] = true })
 	local := map[string]bool{}
@@ -41,7 +41,7 @@ func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string) {
 	}
 	var unknown []string
 	hint := map[string]string{}
-	for _, key := range f.conf.fileKeys() {
+	for _, key := range keys {
 		section, sub, nested := strings.Cut(key, ".")
 		switch {
 		case !nested && (global[key] || local[key] || extraConfigKeys[key]):

@@ -17,6 +17,7 @@ type durationValue struct {
 	d           *time.Duration
 	allowZero   bool
 	bareSeconds bool
+	set         bool // set by the command line or a setting (Changed is the command line's alone)
 }
 
 func newDuration(p *time.Duration, def time.Duration, allowZero, bareSeconds bool) *durationValue {
@@ -38,6 +39,7 @@ func (v *durationValue) Set(s string) error {
 		return err
 	}
 	*v.d = d
+	v.set = true
 	return nil
 }
 
