@@ -40,7 +40,6 @@ func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string, keys [
 		sections[top.Name()] = own
 	}
 	var unknown []string
-	hint := map[string]string{}
 	for _, key := range keys {
 		section, sub, nested := strings.Cut(key, ".")
 		switch {
@@ -48,33 +47,47 @@ func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string, keys [
 			continue
 		case nested && sections[section] != nil && sections[section][sub]:
 			continue
-		case nested && sections[section] != nil && global[sub]:
-			hint[key] = "global settings go at the top level"
-		case nested && sections[section] == nil:
-			hint[key] = "no command is called " + section
-		}
-		if hint[key] == "" {
-			var pool map[string]bool
-			if nested && sections[section] != nil {
-				pool = sections[section]
-			} else {
-				pool = mergeKeys(global, local, sections)
-			}
-			if best := nearest(sub, key, nested, pool); best != "" {
-				hint[key] = "did you mean " + best + "?"
-			}
 		}
 		unknown = append(unknown, key)
 	}
 	sort.Strings(unknown)
-	for _, key := range unknown {
+	var all map[string]bool
+	for i, key := range unknown {
+		if i == maxUnknownKeyWarnings {
+			f.IO.Errorf("warning: config file %s: %d more unknown keys (ignored)", file, len(unknown)-i)
+			break
+		}
+		section, sub, nested := strings.Cut(key, ".")
+		var hint string
+		switch {
+		case nested && sections[section] != nil && global[sub]:
+			hint = "global settings go at the top level"
+		case nested && sections[section] == nil:
+			hint = "no command is called " + section
+		default:
+			pool := sections[section]
+			if !nested || pool == nil {
+				if all == nil {
+					all = mergeKeys(global, local, sections)
+				}
+				pool = all
+			}
+			if best := nearest(sub, key, nested, pool); best != "" {
+				hint = "did you mean " + best + "?"
+			}
+		}
 		msg := "warning: config file " + file + ": unknown key " + key + " (ignored)"
-		if h := hint[key]; h != "" {
-			msg += "; " + h
+		if hint != "" {
+			msg += "; " + hint
 		}
 		f.IO.Errorf("%s", msg)
 	}
 }
+
+// maxUnknownKeyWarnings bounds the unknown-key warnings (and the search
+// for the nearest known key, which compares with every known key): past
+// it, one line counts the rest.
+const maxUnknownKeyWarnings = 20
 
 func mergeKeys(global, local map[string]bool, sections map[string]map[string]bool) map[string]bool {
 	m := map[string]bool{}
@@ -95,6 +108,11 @@ func nearest(sub, key string, nested bool, pool map[string]bool) string {
 	typed := key
 	if nested {
 		typed = sub
+	}
+	if len(typed) > 64 {
+		// No key is that long, and the distance costs its length
+		// times each known key's.
+		return ""
 	}
 	best, bestD := "", 3
 	for k := range pool {

@@ -312,15 +312,15 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	if f.configFile != "" {
 		f.warnUnknownConfigKeys(wholeTree(f, c.Root()), cfg, fileKeys)
 	}
-	if f.G.Verbose {
+	if err := f.applySettings(c, flags); err != nil {
+		return err
+	}
+	if f.G.Verbose { // set by a flag or a setting
 		if cfg == "" {
 			f.Verbosef("config file: none")
 		} else {
 			f.Verbosef("config file: %s", cfg)
 		}
-	}
-	if err := f.applySettings(c, flags); err != nil {
-		return err
 	}
 	if err := f.resolveEvents(flags); err != nil {
 		return err
