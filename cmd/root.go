@@ -216,6 +216,7 @@ func finishRoot(f *Factory, root *cobra.Command, commands []topCommandEntry, com
 	}
 	addExamples(root)
 	unsetZeroDurations(root)
+	boolsByOneRule(root)
 	return root
 }
 
