@@ -29,7 +29,7 @@ func commandArgs(c *cobra.Command, args []string, what string) (key string, argv
 	case dash >= 0 && len(argv) == 0:
 		return "", nil, &UsageError{Err: errors.New("missing command after --"), Hints: []string{"usage: " + c.UseLine()}}
 	}
-	return before[0], argv, checkUTF8(before[0], what)
+	return before[0], argv, checkNewName(before[0], what)
 }
 
 // commandSpec is spec with lockctl's streams (unless spec names others) and

@@ -1,334 +1,274 @@
 package cmd
 
 import (
-	"encoding/csv"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
-	"slices"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 )
 
-// config looks settings up by key: a flag set on the command line, else the
-// first non-empty environment variable bound to the key, else the config
-// file. Keys are case-insensitive, and a key inside a map of the file is
-// dotted (`run.ttl`). These are the rules lockctl read its settings by when
-// viper did it; viper is now the oracle of config_oracle_test.go only, as
-// its dependencies' initialisers cost every command at start-up.
-type config struct {
-	path   string         // the config file, once read or tried
-	file   map[string]any // its content, every key lowercased
-	flags  map[string]*pflag.Flag
-	env    map[string][]string // key: the variables bound to it, in order of preference
-	getenv func(string) string
+// Settings are read by the factory's one viper (Factory.Viper): a flag set
+// on the command line, else a LOCKCTL_* variable bound to its key, else the
+// YAML config file, else the flag's default. resolve (root.go) applies them
+// to the command's flags.
+
+// envKeys are the settings a variable sets too: LOCKCTL_ and the key upper
+// cased, - as _ (SetEnvPrefix and the key replacer), then envFallback's.
+var envKeys = []string{
+	"url", "cluster", "sentinel", "sentinel-master", "redlock", "wait-replicas",
+	"password-file", "tls-ca", "tls-cert", "tls-key", "tls-insecure", "prefix",
+	"config", "output", "timeout", "no-events", "log-format",
 }
 
-// bindFlags makes every flag of fs a source for the key of its name.
-func (c *config) bindFlags(fs *pflag.FlagSet) {
-	if c.flags == nil {
-		c.flags = map[string]*pflag.Flag{}
+// envFallback are variables read after LOCKCTL_<KEY>, in that order.
+var envFallback = map[string][]string{"url": {"REDIS_URL"}}
+
+// envBound reports whether a variable sets key (a global setting).
+func envBound(key string) bool {
+	for _, k := range envKeys {
+		if k == key {
+			return true
+		}
 	}
-	fs.VisitAll(func(fl *pflag.Flag) { c.flags[strings.ToLower(fl.Name)] = fl })
+	return false
 }
 
-// bindEnv makes the environment variables vars, in that order, a source
-// for key.
-func (c *config) bindEnv(key string, vars ...string) {
-	if c.env == nil {
-		c.env = map[string][]string{}
+// envNames are the variables of key, in order of preference.
+func envNames(key string) []string {
+	return append([]string{"LOCKCTL_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))}, envFallback[key]...)
+}
+
+// bindEnv binds every key of envKeys to its variables.
+func (f *Factory) bindEnv() error {
+	v := f.Viper
+	v.SetEnvPrefix("LOCKCTL")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	for _, key := range envKeys {
+		var err error
+		if fb := envFallback[key]; fb != nil {
+			err = v.BindEnv(append([]string{key}, envNames(key)...)...)
+		} else {
+			err = v.BindEnv(key)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	key = strings.ToLower(key)
-	c.env[key] = append(c.env[key], vars...)
+	return nil
 }
 
-// read reads the YAML config file at path. A file that cannot be read
-// returns the *os.PathError; one that is not YAML with a map at the top,
-// a *configSyntaxError.
-func (c *config) read(path string) error {
-	c.path = path
-	b, err := os.ReadFile(path)
+// settingOrigin says where key's value came from, for messages: the
+// variable that set it, else the config file (a flag on the command line
+// is refused by the flag itself).
+func (f *Factory) settingOrigin(key string) string {
+	if envBound(key) {
+		for _, name := range envNames(key) {
+			if f.Getenv(name) != "" {
+				return name
+			}
+		}
+	}
+	return "config file " + f.configFile
+}
+
+// Limits of the config file, so that what is not a config file is refused
+// rather than read for ever: lockctl's settings are about a hundred keys.
+const (
+	maxConfigBytes   = 4 << 20
+	maxConfigMapping = 1000 // keys in one mapping (YAML's duplicate check is quadratic in it)
+)
+
+// configSizeError is a config file over one of the limits above.
+type configSizeError struct{ what string }
+
+func (e *configSizeError) Error() string { return e.what }
+
+// readConfigFile reads the YAML config file at path into the factory's
+// viper, before anything is bound to it (so that the unknown-key check and
+// the permission check see the file alone). A file that does not exist
+// returns an error matching os.ErrNotExist. What is not a regular file
+// (a FIFO, a terminal, /dev/stdin on a pipe) is refused without a read that
+// could wait for ever for a writer; /dev/null reads as an empty file.
+func (f *Factory) readConfigFile(path string) error {
+	b, err := readRegularFile(path, maxConfigBytes)
 	if err != nil {
 		return err
 	}
-	file := map[string]any{}
-	if err := yaml.Unmarshal(b, &file); err != nil {
-		return &configSyntaxError{err}
+	if err := checkConfigShape(b); err != nil {
+		return err
 	}
-	c.file = lowerKeys(file).(map[string]any)
+	v := f.Viper
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
+		return err
+	}
+	f.configFile = path
 	return nil
 }
 
-// configSyntaxError is a config file that does not parse.
-type configSyntaxError struct{ err error }
-
-func (e *configSyntaxError) Error() string { return "While parsing config: " + e.err.Error() }
-func (e *configSyntaxError) Unwrap() error { return e.err }
-
-// fileUsed is the config file read or tried, "" when none was.
-func (c *config) fileUsed() string { return c.path }
-
-// isSet reports whether a flag on the command line, the environment or the
-// config file sets key (a flag's default does not count).
-func (c *config) isSet(key string) bool { return c.find(key, false) != nil }
-
-// get is key's value: from a flag set on the command line (typed as the
-// flag), the environment (a string), the config file (typed as YAML
-// decodes it: string, int, float64, bool, []any, map[string]any), else the
-// default of a flag of that name; nil when none has it.
-func (c *config) get(key string) any { return c.find(key, true) }
-
-// getString is get as a string: a scalar spelt out, "" for nil, a list or
-// a map.
-func (c *config) getString(key string) string { return scalarString(c.get(key)) }
-
-// inFile reports whether the config file holds a value for key.
-func (c *config) inFile(key string) bool { return c.fileValue(key) != nil }
-
-// fileValue is key's value in the config file alone, nil when it has none.
-func (c *config) fileValue(key string) any {
-	return searchPrefixes(c.file, strings.Split(strings.ToLower(key), "."))
+// readRegularFile reads path whole, up to limit bytes. It opens without
+// waiting (O_NONBLOCK: a FIFO's open would wait for a writer) and refuses
+// anything but a regular file or /dev/null.
+func readRegularFile(path string, limit int64) ([]byte, error) {
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = file.Close() }()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(fi, null) {
+			return nil, nil
+		}
+		return nil, &notRegularError{kind: fileKind(fi.Mode())}
+	}
+	b, err := io.ReadAll(io.LimitReader(file, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &configSizeError{fmt.Sprintf("larger than %d MiB", limit>>20)}
+	}
+	return b, nil
 }
 
-// fileKeys lists the dotted keys of the config file's values, sorted. A
-// map's keys stand for it; an empty map has none.
-func (c *config) fileKeys() []string {
-	seen := flattenKeys(map[string]bool{}, c.file, "")
-	keys := make([]string, 0, len(seen))
-	for k := range seen {
-		keys = append(keys, k)
+// notRegularError is a config file that is not a regular file.
+type notRegularError struct{ kind string }
+
+func (e *notRegularError) Error() string { return "not a regular file but " + e.kind }
+
+// fileKind names a file's type for notRegularError.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device (a terminal?)"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
 	}
-	slices.Sort(keys)
-	return keys
+	return "a special file"
 }
 
-// find looks key up in the flags set on the command line, the environment
-// and the config file, in that order; with flagDefault, a flag's default
-// comes last. A flag or a value in the file at a prefix of a dotted key (a
-// flag `run` for `run.ttl`) hides the key from the sources after it; a
-// variable bound to a prefix does not (as in viper, whose check for that
-// skips its map of variables).
-func (c *config) find(key string, flagDefault bool) any {
-	key = strings.ToLower(key)
-	path := strings.Split(key, ".")
-	nested := len(path) > 1
-	if fl := c.flags[key]; fl != nil && fl.Changed {
-		return flagValue(fl)
-	}
-	if nested && shadowedInFlat(path, c.flags) {
+// checkConfigShape refuses a file with a mapping of more than
+// maxConfigMapping keys, in time linear in its size: YAML's decoder checks
+// a mapping's keys for duplicates pair by pair, so 200,000 keys would take
+// minutes of CPU before any command runs. A file that does not parse is
+// left to the decoder, which words the error.
+func checkConfigShape(b []byte) error {
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil {
 		return nil
 	}
-	for _, name := range c.env[key] {
-		if c.getenv != nil {
-			if v := c.getenv(name); v != "" {
-				return v
-			}
+	// Aliases are not followed: the decoder bounds their expansion itself.
+	stack := []*yaml.Node{&doc}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Kind == yaml.MappingNode && len(n.Content)/2 > maxConfigMapping {
+			return &configSizeError{fmt.Sprintf("line %d: a mapping of %d keys (lockctl reads at most %d)", n.Line, len(n.Content)/2, maxConfigMapping)}
 		}
-	}
-	if v := searchPrefixes(c.file, path); v != nil {
-		return v
-	}
-	if nested && shadowedInDeep(path, c.file) {
-		return nil
-	}
-	if fl := c.flags[key]; flagDefault && fl != nil {
-		return flagValue(fl)
+		stack = append(stack, n.Content...)
 	}
 	return nil
 }
 
-// flagValue is a flag's value typed by its type: int for the integer
-// types, bool, []string for string lists, else the flag's text.
-func flagValue(fl *pflag.Flag) any {
-	s := fl.Value.String()
-	switch fl.Value.Type() {
-	case "int", "int8", "int16", "int32", "int64":
-		n, _ := strconv.ParseInt(s, 0, 0)
-		return int(n)
-	case "bool":
-		b, _ := strconv.ParseBool(s)
-		return b
-	case "stringSlice", "stringArray":
-		s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
-		if s == "" {
-			return []string{}
+// configPath is the config file to read: --config, else LOCKCTL_CONFIG
+// (through viper: config is bound to both), else the first default file
+// that exists. explicit says the user named it: then it must exist.
+func (f *Factory) configPath(flags *pflag.FlagSet) (path string, explicit bool, err error) {
+	v := f.Viper
+	if fl := flags.Lookup("config"); fl != nil {
+		if err := v.BindPFlag("config", fl); err != nil {
+			return "", false, err
 		}
-		items, _ := csv.NewReader(strings.NewReader(s)).Read()
-		return items
 	}
-	return s
+	if err := v.BindEnv(append([]string{"config"}, envNames("config")...)...); err != nil {
+		return "", false, err
+	}
+	if path = v.GetString("config"); path != "" {
+		return path, true, nil
+	}
+	return defaultConfigFile(f.Getenv), false, nil
 }
 
-// shadowedInFlat reports whether a proper prefix of path is a key of m.
-func shadowedInFlat(path []string, m map[string]*pflag.Flag) bool {
-	for i := 1; i < len(path); i++ {
-		if _, ok := m[strings.Join(path[:i], ".")]; ok {
-			return true
+func defaultConfigFile(getenv func(string) string) string {
+	dir := getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(dir) {
+		// The XDG base directory spec: a relative path is invalid and
+		// is ignored (it would name a file under whatever directory
+		// lockctl runs in).
+		dir = ""
+	}
+	if dir == "" {
+		if home := getenv("HOME"); home != "" {
+			dir = filepath.Join(home, ".config")
 		}
 	}
-	return false
-}
-
-// shadowedInDeep reports whether a proper prefix of path leads, through
-// nested maps, to a value that is not a map.
-func shadowedInDeep(path []string, m map[string]any) bool {
-	for i := 1; i < len(path); i++ {
-		switch searchMap(m, path[:i]).(type) {
-		case nil:
-			return false
-		case map[string]any:
-			continue
-		default:
-			return true
-		}
-	}
-	return false
-}
-
-// searchMap follows path through nested maps, one key per element.
-func searchMap(m map[string]any, path []string) any {
-	var v any = m
-	for _, k := range path {
-		mm, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		if v, ok = mm[k]; !ok {
-			return nil
-		}
-	}
-	return v
-}
-
-// searchPrefixes follows path through nested maps and lists (an element
-// that is a number indexes a list), trying the longest run of elements
-// first as one key: a key spelt `run.ttl` in the file wins over `ttl`
-// inside `run`. A key whose value is null counts as absent.
-func searchPrefixes(source any, path []string) any {
-	if len(path) == 0 {
-		return source
-	}
-	for i := len(path); i > 0; i-- {
-		prefix := strings.Join(path[:i], ".")
-		var next any
-		switch s := source.(type) {
-		case map[string]any:
-			v, ok := s[prefix]
-			if !ok {
-				continue
-			}
-			next = v
-		case []any:
-			n, err := strconv.Atoi(prefix)
-			if err != nil || n < 0 || n >= len(s) {
-				continue
-			}
-			next = s[n]
-		default:
+	for _, p := range []string{filepath.Join(dir, "lockctl", "config.yaml"), "/etc/lockctl/config.yaml"} {
+		if dir == "" && !strings.HasPrefix(p, "/etc") {
 			continue
 		}
-		if i == len(path) {
-			if next != nil {
-				return next
-			}
-			continue
+		if _, err := os.Stat(p); err == nil {
+			return p
 		}
-		switch next.(type) {
-		case map[string]any, []any:
-			if v := searchPrefixes(next, path[i:]); v != nil {
-				return v
-			}
-		}
-	}
-	return nil
-}
-
-// flattenKeys adds to seen the dotted keys of m's values below prefix,
-// unless a key already seen hides them.
-func flattenKeys(seen map[string]bool, m map[string]any, prefix string) map[string]bool {
-	if prefix != "" && seen[prefix] {
-		return seen
-	}
-	if prefix != "" {
-		prefix += "."
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if sub, ok := m[k].(map[string]any); ok {
-			seen = flattenKeys(seen, sub, prefix+k)
-		} else {
-			seen[prefix+k] = true
-		}
-	}
-	return seen
-}
-
-// lowerKeys lowercases the keys of every map in v, in maps and in lists,
-// and spells out the keys of maps that YAML decoded with keys that are not
-// strings (`1: x`). Of keys that differ only in case, one spelt with
-// capitals wins over the lowercase one; of several spelt with capitals,
-// the last in byte order.
-func lowerKeys(v any) any {
-	switch x := v.(type) {
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, val := range x {
-			m[scalarString(k)] = val
-		}
-		return lowerKeys(m)
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		m := make(map[string]any, len(x))
-		for _, k := range keys {
-			lower := strings.ToLower(k)
-			if _, taken := m[lower]; taken && k == lower {
-				continue
-			}
-			m[lower] = lowerKeys(x[k])
-		}
-		return m
-	case []any:
-		for i := range x {
-			x[i] = lowerKeys(x[i])
-		}
-	}
-	return v
-}
-
-// scalarString spells a scalar out: numbers in plain decimal notation,
-// time stamps as time.Time.String does; "" for nil, lists and maps.
-func scalarString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case bool:
-		return strconv.FormatBool(x)
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case float32:
-		return strconv.FormatFloat(float64(x), 'f', -1, 32)
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case uint64:
-		return strconv.FormatUint(x, 10)
-	case []byte:
-		return string(x)
-	case fmt.Stringer:
-		return x.String()
-	case error:
-		return x.Error()
 	}
 	return ""
+}
+
+// configError is the usage error for a config file that cannot be read.
+func configError(path string, err error) error {
+	hint := "the config file is YAML with the long flag names as keys, e.g. `url: redis://host:6379/0`"
+	var nr *notRegularError
+	if errors.As(err, &nr) {
+		hint = "lockctl reads its config file whole before it starts: give a regular file (--config, LOCKCTL_CONFIG)"
+	}
+	return &UsageError{Err: fmt.Errorf("config file %s: %v", path, err), Hints: []string{hint}}
+}
+
+// parseBool is lockctl's one reading of a boolean setting, wherever it
+// comes from: strconv.ParseBool's forms, and yes, no, on and off in any
+// case, as people write them in YAML files and the environment.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "yes", "on":
+		return true, nil
+	case "no", "off":
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("%q is not a boolean: want true or false (also yes/no, on/off, 1/0)", s)
+	}
+	return b, nil
+}
+
+// configString renders a config value the way a flag would be typed.
+func configString(val any) string {
+	switch x := val.(type) {
+	case []any:
+		parts := make([]string, len(x))
+		for i, p := range x {
+			parts[i] = fmt.Sprint(p)
+		}
+		return strings.Join(parts, ",")
+	case []string:
+		return strings.Join(x, ",")
+	}
+	return fmt.Sprint(val)
 }

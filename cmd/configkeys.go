@@ -16,8 +16,8 @@ var extraConfigKeys = map[string]bool{"events": true}
 // silently ignored and the default used. Top-level keys are long flag
 // names (of any command) or command sections; a section's keys are the
 // flags of that command and its subcommands, global flags excepted (those
-// go at the top level). resolve has read the file into f.conf.
-func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string) {
+// go at the top level). keys are the file's, as viper flattens them.
+func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string, keys []string) {
 	global := map[string]bool{}
 	root.PersistentFlags().VisitAll(func(fl *pflag.Flag) { global[fl.Name] = true })
 	local := map[string]bool{}
@@ -40,41 +40,54 @@ func (f *Factory) warnUnknownConfigKeys(root *cobra.Command, file string) {
 		sections[top.Name()] = own
 	}
 	var unknown []string
-	hint := map[string]string{}
-	for _, key := range f.conf.fileKeys() {
+	for _, key := range keys {
 		section, sub, nested := strings.Cut(key, ".")
 		switch {
 		case !nested && (global[key] || local[key] || extraConfigKeys[key]):
 			continue
 		case nested && sections[section] != nil && sections[section][sub]:
 			continue
-		case nested && sections[section] != nil && global[sub]:
-			hint[key] = "global settings go at the top level"
-		case nested && sections[section] == nil:
-			hint[key] = "no command is called " + section
-		}
-		if hint[key] == "" {
-			var pool map[string]bool
-			if nested && sections[section] != nil {
-				pool = sections[section]
-			} else {
-				pool = mergeKeys(global, local, sections)
-			}
-			if best := nearest(sub, key, nested, pool); best != "" {
-				hint[key] = "did you mean " + best + "?"
-			}
 		}
 		unknown = append(unknown, key)
 	}
 	sort.Strings(unknown)
-	for _, key := range unknown {
+	var all map[string]bool
+	for i, key := range unknown {
+		if i == maxUnknownKeyWarnings {
+			f.IO.Errorf("warning: config file %s: %d more unknown keys (ignored)", file, len(unknown)-i)
+			break
+		}
+		section, sub, nested := strings.Cut(key, ".")
+		var hint string
+		switch {
+		case nested && sections[section] != nil && global[sub]:
+			hint = "global settings go at the top level"
+		case nested && sections[section] == nil:
+			hint = "no command is called " + section
+		default:
+			pool := sections[section]
+			if !nested || pool == nil {
+				if all == nil {
+					all = mergeKeys(global, local, sections)
+				}
+				pool = all
+			}
+			if best := nearest(sub, key, nested, pool); best != "" {
+				hint = "did you mean " + best + "?"
+			}
+		}
 		msg := "warning: config file " + file + ": unknown key " + key + " (ignored)"
-		if h := hint[key]; h != "" {
-			msg += "; " + h
+		if hint != "" {
+			msg += "; " + hint
 		}
 		f.IO.Errorf("%s", msg)
 	}
 }
+
+// maxUnknownKeyWarnings bounds the unknown-key warnings (and the search
+// for the nearest known key, which compares with every known key): past
+// it, one line counts the rest.
+const maxUnknownKeyWarnings = 20
 
 func mergeKeys(global, local map[string]bool, sections map[string]map[string]bool) map[string]bool {
 	m := map[string]bool{}
@@ -95,6 +108,11 @@ func nearest(sub, key string, nested bool, pool map[string]bool) string {
 	typed := key
 	if nested {
 		typed = sub
+	}
+	if len(typed) > 64 {
+		// No key is that long, and the distance costs its length
+		// times each known key's.
+		return ""
 	}
 	best, bestD := "", 3
 	for k := range pool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,13 +19,13 @@ import (
 // resolveEvents applies the config key `events: false` (the positive
 // spelling of --no-events), below the flag and LOCKCTL_NO_EVENTS.
 func (f *Factory) resolveEvents(flags *pflag.FlagSet) error {
-	v := &f.conf
-	if fl := flags.Lookup("no-events"); fl == nil || fl.Changed || f.Getenv("LOCKCTL_NO_EVENTS") != "" || !v.isSet("events") {
+	v := f.Viper
+	if fl := flags.Lookup("no-events"); fl == nil || fl.Changed || f.Getenv("LOCKCTL_NO_EVENTS") != "" || !v.IsSet("events") {
 		return nil
 	}
-	on, err := strconv.ParseBool(configString(v.get("events")))
+	on, err := parseBool(configString(v.Get("events")))
 	if err != nil {
-		return &UsageError{Err: fmt.Errorf("events=%q (from config file): want true or false", configString(v.get("events")))}
+		return &UsageError{Err: fmt.Errorf("events (from %s): %v", f.settingOrigin("events"), err)}
 	}
 	f.G.NoEvents = !on
 	return nil
@@ -45,7 +44,7 @@ func (f *Factory) eventsKeySource() (key, from string) {
 	if k := f.Getenv("LOCKCTL_EVENTS_KEY"); k != "" {
 		return k, "LOCKCTL_EVENTS_KEY"
 	}
-	if k := f.conf.getString("events-key"); k != "" {
+	if k := f.Viper.GetString("events-key"); k != "" {
 		return k, "events-key"
 	}
 	return events.DefaultKey, ""

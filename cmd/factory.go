@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
 )
 
 // Globals are the resolved global flags (flag > LOCKCTL_* env > config file > default).
@@ -55,7 +58,10 @@ type Factory struct {
 	Getenv func(string) string
 	G      Globals
 
-	conf config // the settings from flags, environment and config file (resolve)
+	// Viper holds the settings: the command's flags, the LOCKCTL_*
+	// variables and the config file (resolve binds and reads them).
+	Viper      *viper.Viper
+	configFile string // the config file read, "" when none was
 
 	clientOnce sync.Once
 	client     redis.UniversalClient
@@ -70,6 +76,7 @@ type Factory struct {
 
 	sigMu      sync.Mutex
 	sigHandler func(os.Signal)
+	interrupts chan struct{} // a signal that cancelled the command (notifySignals)
 
 	warnMu sync.Mutex
 	warned map[string]bool // warnOnce's
@@ -81,7 +88,7 @@ type Factory struct {
 
 // NewFactory builds a factory over the given streams.
 func NewFactory(io *ui.IOStreams) *Factory {
-	return &Factory{IO: io, Getenv: os.Getenv}
+	return &Factory{IO: io, Getenv: os.Getenv, Viper: viper.New(), interrupts: make(chan struct{}, 1)}
 }
 
 // Client returns the Redis client, creating it on first use. Commands
@@ -245,6 +252,12 @@ func (f *Factory) notifySignals(cancel func(error)) (stop func()) {
 				if h := f.signalHandler(); h != nil {
 					h(s)
 				} else {
+					// Counted before the cancel: executeInterruptible
+					// takes the first when it sees the context done.
+					select {
+					case f.interrupts <- struct{}{}:
+					default:
+					}
 					cancel(&SignalError{Signal: toSyscall(s)})
 				}
 			case <-done:
@@ -253,6 +266,41 @@ func (f *Factory) notifySignals(cancel func(error)) (stop func()) {
 		}
 	}()
 	return func() { signal.Stop(ch); close(done) }
+}
+
+// interruptGrace is how long a command cancelled by a signal has to return
+// by itself (releasing what it took on a fresh context, writing its
+// report) before lockctl ends without it.
+const interruptGrace = 2 * time.Second
+
+// executeInterruptible runs the command tree, and gives up on it once a
+// signal has cancelled ctx and the command has not returned within
+// interruptGrace, or at a second signal: the command's error is then the
+// signal (128+N). A Redis call does not watch its context while it waits
+// for a reply (go-redis bounds the wait by --timeout alone), so a server
+// that accepted the connection and never answers would otherwise hold ^C
+// off until --timeout; so would a read of anything else that never ends.
+func (f *Factory) executeInterruptible(ctx context.Context, root *cobra.Command) error {
+	done := make(chan error, 1)
+	go func() { done <- execute(ctx, root) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	if f.interrupts == nil {
+		return <-done
+	}
+	<-f.interrupts // the signal that cancelled ctx
+	grace := time.NewTimer(interruptGrace)
+	defer grace.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-grace.C:
+	case <-f.interrupts:
+	}
+	return context.Cause(ctx)
 }
 
 // target names the server(s) this invocation talks to, for messages.
@@ -285,8 +333,8 @@ func (f *Factory) urlOrigin() string {
 		return "LOCKCTL_URL"
 	case f.Getenv("REDIS_URL") != "":
 		return "REDIS_URL"
-	case f.conf.inFile("url") && f.conf.fileUsed() != "":
-		return "the config file " + f.conf.fileUsed()
+	case f.configFile != "" && f.Viper.InConfig("url"):
+		return "the config file " + f.configFile
 	}
 	return ""
 }

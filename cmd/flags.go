@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // durationValue is a pflag.Value for durations with lockctl's rules: Go
@@ -17,6 +20,7 @@ type durationValue struct {
 	d           *time.Duration
 	allowZero   bool
 	bareSeconds bool
+	set         bool // set by the command line or a setting (Changed is the command line's alone)
 }
 
 func newDuration(p *time.Duration, def time.Duration, allowZero, bareSeconds bool) *durationValue {
@@ -38,6 +42,7 @@ func (v *durationValue) Set(s string) error {
 		return err
 	}
 	*v.d = d
+	v.set = true
 	return nil
 }
 
@@ -195,4 +200,34 @@ func (v *exitCodeValue) Set(s string) error {
 	}
 	*v.p = n
 	return nil
+}
+
+// boolSetting is a boolean flag read by parseBool, so that the command
+// line takes what the environment and the config file take
+// (--no-events=yes) and refuses the rest alike.
+type boolSetting struct{ pflag.Value }
+
+func (b boolSetting) Set(s string) error {
+	v, err := parseBool(s)
+	if err != nil {
+		return err
+	}
+	return b.Value.Set(strconv.FormatBool(v))
+}
+
+// IsBoolFlag: a boolean flag needs no value (--verbose).
+func (b boolSetting) IsBoolFlag() bool { return true }
+
+// boolsByOneRule makes every boolean flag of the tree a boolSetting.
+func boolsByOneRule(c *cobra.Command) {
+	wrap := func(fl *pflag.Flag) {
+		if _, done := fl.Value.(boolSetting); !done && fl.Value.Type() == "bool" {
+			fl.Value = boolSetting{fl.Value}
+		}
+	}
+	c.Flags().VisitAll(wrap)
+	c.PersistentFlags().VisitAll(wrap)
+	for _, sub := range c.Commands() {
+		boolsByOneRule(sub)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -91,7 +90,7 @@ func mainArgs(args []string, io *ui.IOStreams, newRoot func(*Factory) *cobra.Com
 	root.SetErr(io.ErrOut)
 	stop := <-signals
 	defer stop()
-	err := execute(ctx, root)
+	err := f.executeInterruptible(ctx, root)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		err = unknownCommand(err)
 	}
@@ -223,6 +222,7 @@ func finishRoot(f *Factory, root *cobra.Command, commands []topCommandEntry, com
 	}
 	addExamples(root)
 	unsetZeroDurations(root)
+	boolsByOneRule(root)
 	return root
 }
 
@@ -288,107 +288,48 @@ func addGlobalFlags(fs *pflag.FlagSet, g *Globals) {
 	addLogFormatFlag(fs, g)
 }
 
-// globalEnv lists the environment variables of the global flags, in order of preference.
-var globalEnv = map[string][]string{
-	"url":             {"LOCKCTL_URL", "REDIS_URL"},
-	"cluster":         {"LOCKCTL_CLUSTER"},
-	"sentinel":        {"LOCKCTL_SENTINEL"},
-	"sentinel-master": {"LOCKCTL_SENTINEL_MASTER"},
-	"redlock":         {"LOCKCTL_REDLOCK"},
-	"wait-replicas":   {"LOCKCTL_WAIT_REPLICAS"},
-	"password-file":   {"LOCKCTL_PASSWORD_FILE"},
-	"tls-ca":          {"LOCKCTL_TLS_CA"},
-	"tls-cert":        {"LOCKCTL_TLS_CERT"},
-	"tls-key":         {"LOCKCTL_TLS_KEY"},
-	"tls-insecure":    {"LOCKCTL_TLS_INSECURE"},
-	"prefix":          {"LOCKCTL_PREFIX"},
-	"config":          {"LOCKCTL_CONFIG"},
-	"output":          {"LOCKCTL_OUTPUT"},
-	"timeout":         {"LOCKCTL_TIMEOUT"},
-	"no-events":       {"LOCKCTL_NO_EVENTS"},
-	"log-format":      {"LOCKCTL_LOG_FORMAT"},
-}
-
 // resolve applies flag > LOCKCTL_* env > config file > default to every flag
-// of the command being run, through the factory's one config, and decides
+// of the command being run, through the factory's one viper, and decides
 // colour.
 func (f *Factory) resolve(c *cobra.Command) error {
-	v := &f.conf
-	v.getenv = f.Getenv
+	v := f.Viper
 	flags := c.Flags()
-	v.bindFlags(flags)
-	for key, envs := range globalEnv {
-		v.bindEnv(key, envs...)
+	cfg, explicit, err := f.configPath(flags)
+	if err != nil {
+		return err
 	}
-	cfg := f.G.Config
-	if !flags.Changed("config") {
-		if e := f.Getenv("LOCKCTL_CONFIG"); e != "" {
-			cfg = e
-		}
-	}
-	explicit := cfg != ""
-	if !explicit {
-		cfg = defaultConfigFile(f.Getenv)
-	}
+	var fileKeys []string
 	if cfg != "" {
-		if err := v.read(cfg); err != nil {
+		if err := f.readConfigFile(cfg); err != nil {
 			if explicit || !errors.Is(err, os.ErrNotExist) {
-				return &UsageError{Err: fmt.Errorf("config file %s: %v", cfg, err),
-					Hints: []string{"the config file is YAML with the long flag names as keys, e.g. `url: redis://host:6379/0`"}}
+				return configError(cfg, err)
 			}
-		}
-	}
-	f.setLogFormat(v.getString("log-format"))
-	f.logSubject(c)
-	if cfg != "" && v.fileUsed() != "" {
-		if _, err := os.Stat(cfg); err == nil {
+		} else {
+			// The file alone, before flags and variables are bound.
+			fileKeys = v.AllKeys()
 			f.checkConfigFile(cfg)
-			f.warnUnknownConfigKeys(wholeTree(f, c.Root()), cfg)
 		}
 	}
-	if f.G.Verbose {
+	if err := v.BindPFlags(flags); err != nil {
+		return err
+	}
+	if err := f.bindEnv(); err != nil {
+		return err
+	}
+	f.setLogFormat(v.GetString("log-format"))
+	f.logSubject(c)
+	if f.configFile != "" {
+		f.warnUnknownConfigKeys(wholeTree(f, c.Root()), cfg, fileKeys)
+	}
+	if err := f.applySettings(c, flags); err != nil {
+		return err
+	}
+	if f.G.Verbose { // set by a flag or a setting
 		if cfg == "" {
 			f.Verbosef("config file: none")
 		} else {
 			f.Verbosef("config file: %s", cfg)
 		}
-	}
-	// A section named after the command (`run:`, `lock:`, `inspect:`)
-	// overrides top-level keys, so flags that share a name across commands
-	// can differ.
-	section := topCommand(c).Name()
-	var setErr error
-	flags.VisitAll(func(fl *pflag.Flag) {
-		if setErr != nil || fl.Changed {
-			return
-		}
-		key := fl.Name
-		if globalEnv[fl.Name] == nil && section != "" && v.isSet(section+"."+fl.Name) {
-			key = section + "." + fl.Name
-		} else if !v.isSet(fl.Name) {
-			return
-		}
-		s := configString(v.get(key))
-		if s == fl.DefValue {
-			return
-		}
-		if _, err := strconv.ParseBool(s); err != nil && fl.Value.Type() == "bool" && key == fl.Name {
-			// A top-level key of another command's non-boolean flag
-			// with the same name (lock's --wait D, limit's --wait).
-			return
-		}
-		if sv, ok := fl.Value.(pflag.SliceValue); ok {
-			if err := sv.Replace(strings.Split(s, ",")); err != nil {
-				setErr = &UsageError{Err: fmt.Errorf("%s=%q: %v", key, s, err)}
-			}
-			return
-		}
-		if err := fl.Value.Set(s); err != nil {
-			setErr = &UsageError{Err: fmt.Errorf("%s=%q (from environment or config file): %v", key, s, err)}
-		}
-	})
-	if setErr != nil {
-		return setErr
 	}
 	if err := f.resolveEvents(flags); err != nil {
 		return err
@@ -406,6 +347,73 @@ func (f *Factory) resolve(c *cobra.Command) error {
 	}
 	f.IO.SetTableOutput(f.G.Output == "table", headers)
 	return nil
+}
+
+// applySettings sets every flag of the command that the command line left
+// alone from its setting in viper. A section named after the command
+// (`run:`, `lock:`, `inspect:`) overrides top-level keys, so flags that
+// share a name across commands can differ.
+func (f *Factory) applySettings(c *cobra.Command, flags *pflag.FlagSet) error {
+	v := f.Viper
+	section := topCommand(c).Name()
+	var setErr error
+	flags.VisitAll(func(fl *pflag.Flag) {
+		if setErr != nil || fl.Changed {
+			return
+		}
+		key := fl.Name
+		if !envBound(fl.Name) && section != "" && v.IsSet(section+"."+fl.Name) {
+			key = section + "." + fl.Name
+		} else if !v.IsSet(fl.Name) {
+			return
+		}
+		s := configString(v.Get(key))
+		if fl.Value.Type() == "bool" {
+			b, err := parseBool(s)
+			if err != nil {
+				origin := f.settingOrigin(key)
+				if key == fl.Name && origin == "config file "+f.configFile && f.otherFlagTakes(c.Root(), fl.Name) {
+					// A top-level key of another command's
+					// non-boolean flag of the same name (lock's
+					// --wait D, limit's --wait).
+					return
+				}
+				setErr = &UsageError{Err: fmt.Errorf("%s (from %s): %v", key, origin, err)}
+				return
+			}
+			s = strconv.FormatBool(b)
+		}
+		if s == fl.DefValue {
+			return
+		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			if err := sv.Replace(strings.Split(s, ",")); err != nil {
+				setErr = &UsageError{Err: fmt.Errorf("%s=%q (from %s): %v", key, s, f.settingOrigin(key), err)}
+			}
+			return
+		}
+		if err := fl.Value.Set(s); err != nil {
+			setErr = &UsageError{Err: fmt.Errorf("%s=%q (from %s): %v", key, s, f.settingOrigin(key), err)}
+		}
+	})
+	return setErr
+}
+
+// otherFlagTakes reports whether some command has a flag called name that
+// is not a boolean.
+func (f *Factory) otherFlagTakes(root *cobra.Command, name string) bool {
+	found := false
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if fl := c.LocalFlags().Lookup(name); fl != nil && fl.Value.Type() != "bool" {
+			found = true
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(wholeTree(f, root))
+	return found
 }
 
 // addHeaderFlags adds --headers and --no-headers to a listing command.
@@ -436,43 +444,4 @@ func topCommand(c *cobra.Command) *cobra.Command {
 		c = c.Parent()
 	}
 	return c
-}
-
-// configString renders a config value the way a flag would be typed.
-func configString(val any) string {
-	switch x := val.(type) {
-	case []any:
-		parts := make([]string, len(x))
-		for i, p := range x {
-			parts[i] = fmt.Sprint(p)
-		}
-		return strings.Join(parts, ",")
-	case []string:
-		return strings.Join(x, ",")
-	}
-	return fmt.Sprint(val)
-}
-
-func defaultConfigFile(getenv func(string) string) string {
-	dir := getenv("XDG_CONFIG_HOME")
-	if !filepath.IsAbs(dir) {
-		// The XDG base directory spec: a relative path is invalid and
-		// is ignored (it would name a file under whatever directory
-		// lockctl runs in).
-		dir = ""
-	}
-	if dir == "" {
-		if home := getenv("HOME"); home != "" {
-			dir = filepath.Join(home, ".config")
-		}
-	}
-	for _, p := range []string{filepath.Join(dir, "lockctl", "config.yaml"), "/etc/lockctl/config.yaml"} {
-		if dir == "" && !strings.HasPrefix(p, "/etc") {
-			continue
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
 }

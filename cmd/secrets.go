@@ -318,16 +318,18 @@ func (f *Factory) checkSecretFile(what, path string, secret bool) {
 // checkConfigFile checks the config file's permissions: a secret when it
 // holds a password (in url or redlock), else only against being changed
 // (it chooses the server the password is sent to, and --tls-insecure).
-// resolve has read the file into f.conf.
+// resolve calls it once the file is read, before anything else is bound
+// to the factory's viper: its values are the file's alone.
 func (f *Factory) checkConfigFile(path string) {
+	v := f.Viper
 	secret := false
 	for _, key := range []string{"url", "redlock"} {
-		for _, u := range strings.Split(configString(f.conf.fileValue(key)), ",") {
+		for _, u := range strings.Split(configString(v.Get(key)), ",") {
 			if len(urlSecrets(strings.TrimSpace(u))) > 0 {
 				secret = true
 			}
 		}
 	}
-	secret = secret || f.conf.inFile("password")
+	secret = secret || v.InConfig("password")
 	f.checkSecretFile("config file", path, secret)
 }

@@ -16,6 +16,7 @@ import (
 type waitFlags struct {
 	nonblock     bool
 	wait         time.Duration
+	waitValue    *durationValue // -w's, which knows whether a setting gave it
 	conflictExit int
 	ttl          time.Duration
 	owner        string
@@ -29,7 +30,8 @@ type waitFlags struct {
 func (w *waitFlags) register(c *cobra.Command) {
 	fs := c.Flags()
 	fs.BoolVarP(&w.nonblock, "nonblock", "n", false, "fail at once (exit 75) when the lock is held")
-	fs.VarP(newDuration(&w.wait, 0, true, true), "wait", "w", "wait at most D for the lock (a bare number is seconds; 0 = -n; default: wait until acquired)")
+	w.waitValue = newDuration(&w.wait, 0, true, true)
+	fs.VarP(w.waitValue, "wait", "w", "wait at most D for the lock (a bare number is seconds; 0 = -n; default: wait until acquired)")
 	fs.VarP(newExitCode(&w.conflictExit, ExitNotAcquired), "conflict-exit-code", "E", "exit code when the lock is not acquired")
 	fs.Var(newDuration(&w.ttl, 30*time.Second, false, false), "ttl", "lease length")
 	fs.StringVar(&w.owner, "owner", "", "owner recorded with the lock (default user@host:pid)")
@@ -43,6 +45,9 @@ func (w *waitFlags) register(c *cobra.Command) {
 // acquireOptions checks --limit and --fifo and builds the acquisition
 // lock and run share.
 func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, status *waitStatus) (*lock.AcquireOptions, error) {
+	if err := w.checkWait(c); err != nil {
+		return nil, err
+	}
 	switch {
 	case w.limit < 0, w.limit == 0 && c.Flags().Changed("limit"):
 		return nil, usageErrorf("--limit must be at least 1")
@@ -83,13 +88,42 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, s
 	}, nil
 }
 
+// checkWait refuses -n with -w D (D > 0): one fails at once, the other
+// waits, and neither should silently win. Given one on the command line
+// and the other by a setting (a config file's `wait: 5m`), the command
+// line's wins, as it does over any setting.
+func (w *waitFlags) checkWait(c *cobra.Command) error {
+	if !w.nonblock || !w.waitSet() || w.wait == 0 {
+		return nil
+	}
+	onArgv := func(name string) bool { return c.Flags().Changed(name) }
+	switch {
+	case onArgv("nonblock") && !onArgv("wait"):
+		w.waitValue.set = false
+		return nil
+	case onArgv("wait") && !onArgv("nonblock"):
+		w.nonblock = false
+		return nil
+	}
+	where := "on the command line"
+	if !onArgv("wait") {
+		where = "in the settings (config file)"
+	}
+	return &UsageError{Err: fmt.Errorf("-n and -w %s contradict each other (both %s)", w.wait, where),
+		Hints: []string{"-n gives up at once when the lock is held, -w D waits up to D for it: keep one (-w 0 is -n)"}}
+}
+
+// waitSet reports whether -w was given, on the command line or by a
+// setting.
+func (w *waitFlags) waitSet() bool { return w.waitValue != nil && w.waitValue.set }
+
 // waitDuration turns -n and -w into lock.AcquireOptions.Wait: 0 is
 // non-blocking, negative waits until the context ends (the default).
 func (w *waitFlags) waitDuration(c *cobra.Command) time.Duration {
 	switch {
 	case w.nonblock:
 		return 0
-	case c.Flags().Changed("wait"):
+	case w.waitSet():
 		return w.wait
 	}
 	return -1
