@@ -70,7 +70,7 @@ type k8sPodSpec struct {
 		Command         []string            `yaml:"command"`
 		Args            []string            `yaml:"args"`
 		SecurityContext *k8sSecurityContext `yaml:"securityContext"`
-		Env     []struct {
+		Env             []struct {
 			Name      string `yaml:"name"`
 			Value     string `yaml:"value"`
 			ValueFrom any    `yaml:"valueFrom"`
