@@ -255,6 +255,13 @@ func TestRelease(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skip("the subset built here is linux/amd64, which must run here")
 	}
+	// make release runs the same script, into dist/, which git ignores.
+	if out := run(t, ".", nil, "make", "-n", "release"); !strings.Contains(out, "./scripts/release.sh\n") {
+		t.Errorf("make -n release does not run scripts/release.sh:\n%s", out)
+	}
+	if err := exec.Command("git", "check-ignore", "-q", "dist/release/SHA256SUMS").Run(); err != nil {
+		t.Errorf("git does not ignore dist/release: %v", err)
+	}
 	platforms := []string{"linux/amd64"}
 	dir := buildRelease(t, "linux/amd64", "")
 	checkRelease(t, dir, platforms, nil)
