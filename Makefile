@@ -1,7 +1,7 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build install deb completions man bench bench-peers lint fuzz chaos reliability
+.PHONY: test build install deb release release-check completions man bench bench-peers lint fuzz chaos reliability
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
 # -buildvcs=auto: a build from a checkout records the commit and its date
@@ -30,10 +30,12 @@ MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+# BIN: the binary to install (make deb DEB_BIN=... installs a cross-built one).
+BIN ?= bin/lockctl
 install:
-	@test -x bin/lockctl || $(MAKE) build
+	@test -x $(BIN) || $(MAKE) build
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(BASHCOMPDIR)" "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
-	install -m 0755 bin/lockctl "$(DESTDIR)$(BINDIR)/lockctl"
+	install -m 0755 $(BIN) "$(DESTDIR)$(BINDIR)/lockctl"
 	install -m 0644 man/*.1 "$(DESTDIR)$(MANDIR)/man1/"
 	install -m 0644 completions/lockctl.bash "$(DESTDIR)$(BASHCOMPDIR)/lockctl"
 	install -m 0644 completions/_lockctl "$(DESTDIR)$(ZSHCOMPDIR)/_lockctl"
@@ -42,19 +44,38 @@ install:
 # make deb: dist/lockctl_<version>_<arch>.deb, laid out as Debian does
 # (/usr/bin, gzipped man pages, completions in the vendor directories,
 # /usr/share/doc/lockctl/copyright), packed by nfpm at a pinned version.
-# scripts/deb-version.sh names the version.
+# scripts/deb-version.sh names the version. DEB_BIN packs a binary built
+# elsewhere (make release cross-builds one per DEB_ARCH) instead of building.
 NFPM := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 DEB_VERSION ?= $(shell ./scripts/deb-version.sh)
 DEB_ARCH ?= $(shell $(GO) env GOARCH)
 DEB_ROOT := dist/deb-root
+DEB_BIN ?=
 deb:
 	rm -rf $(DEB_ROOT) && mkdir -p dist
+ifeq ($(DEB_BIN),)
 	$(MAKE) build VERSION=v$(DEB_VERSION)
 	$(MAKE) install DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
+else
+	$(MAKE) install BIN=$(DEB_BIN) DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
+endif
 	gzip -9n $(DEB_ROOT)/usr/share/man/man1/*.1
 	install -D -m 0644 packaging/copyright $(DEB_ROOT)/usr/share/doc/lockctl/copyright
 	VERSION="$(DEB_VERSION)" ARCH="$(DEB_ARCH)" $(NFPM) package --config packaging/nfpm.yaml --packager deb --target dist/
 	@ls dist/lockctl_*.deb
+
+# make release: dist/release/ holds the release files of this commit, the
+# same bytes on every build of it: lockctl_<os>_<arch>.tar.gz for linux and
+# darwin on amd64 and arm64, the .deb for amd64 and arm64, and SHA256SUMS.
+# scripts/release.sh says how (PLATFORMS=linux/amd64 DEB_ARCHES= for fewer).
+# make release-check builds them twice and checks them (TestReleaseFull):
+# minutes, so neither is part of make test, which checks a linux/amd64
+# subset built by the same script.
+release:
+	GO=$(GO) ./scripts/release.sh
+
+release-check:
+	LOCKCTL_RELEASE_FULL=1 $(GO) test -count=1 -timeout 60m -run 'TestReleaseFull' -v .
 
 # The linters first (a lint failure is quick), the tests, then a short
 # bounded run of every fuzz target (FUZZTIME each).

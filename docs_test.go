@@ -108,7 +108,7 @@ func blockCoverage(b readmeBlock) (string, error) {
 	case "json":
 		return "TestDocsJSONBlocks (valid JSON)", nil
 	case "dockerfile":
-		return "TestDocsKubernetes (the build it describes, run outside docker)", nil
+		return "TestDocsKubernetes (a job image on the Dockerfile's stages, whose build runs outside docker)", nil
 	case "text":
 		if b.mode == "sample" {
 			return "TestDocsSamples (the lockctl command lines shown parse)", nil

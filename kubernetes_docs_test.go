@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +21,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The Kubernetes guide's manifests and Dockerfile are checked as far as
-// they can be without a cluster or a container engine (neither runs here):
-// the objects field by field, lockctl's command lines by lockctl's own
-// parser, the Dockerfile's build step for real.
+// The Kubernetes guide's manifests, the job image it builds and the
+// repository's Dockerfile are checked as far as they can be without a
+// cluster or a container engine (neither runs here): the objects field by
+// field, lockctl's command lines by lockctl's own parser, the Dockerfile's
+// build step for real.
 
 // k8sObject is the part of a Kubernetes object the checks read.
 type k8sObject struct {
@@ -37,6 +39,7 @@ type k8sObject struct {
 	Spec       struct {
 		// CronJob
 		Schedule          string `yaml:"schedule"`
+		TimeZone          string `yaml:"timeZone"`
 		ConcurrencyPolicy string `yaml:"concurrencyPolicy"`
 		JobTemplate       struct {
 			Spec k8sJobSpec `yaml:"spec"`
@@ -58,15 +61,16 @@ type k8sPodSpec struct {
 	RestartPolicy                 string `yaml:"restartPolicy"`
 	TerminationGracePeriodSeconds *int   `yaml:"terminationGracePeriodSeconds"`
 	SecurityContext               struct {
-		RunAsUser *int `yaml:"runAsUser"`
-		FSGroup   *int `yaml:"fsGroup"`
+		k8sSecurityContext `yaml:",inline"`
+		FSGroup            *int `yaml:"fsGroup"`
 	} `yaml:"securityContext"`
 	Containers []struct {
-		Name    string   `yaml:"name"`
-		Image   string   `yaml:"image"`
-		Command []string `yaml:"command"`
-		Args    []string `yaml:"args"`
-		Env     []struct {
+		Name            string              `yaml:"name"`
+		Image           string              `yaml:"image"`
+		Command         []string            `yaml:"command"`
+		Args            []string            `yaml:"args"`
+		SecurityContext *k8sSecurityContext `yaml:"securityContext"`
+		Env             []struct {
 			Name      string `yaml:"name"`
 			Value     string `yaml:"value"`
 			ValueFrom any    `yaml:"valueFrom"`
@@ -90,21 +94,37 @@ type k8sPodSpec struct {
 	} `yaml:"volumes"`
 }
 
+// k8sSecurityContext holds the fields of a pod's or a container's
+// securityContext that the restricted Pod Security Standard reads.
+type k8sSecurityContext struct {
+	RunAsNonRoot             *bool `yaml:"runAsNonRoot"`
+	RunAsUser                *int  `yaml:"runAsUser"`
+	AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
+	Privileged               *bool `yaml:"privileged"`
+	Capabilities             *struct {
+		Add  []string `yaml:"add"`
+		Drop []string `yaml:"drop"`
+	} `yaml:"capabilities"`
+	SeccompProfile *struct {
+		Type string `yaml:"type"`
+	} `yaml:"seccompProfile"`
+}
+
 // dockerStage is one stage of a Dockerfile.
 type dockerStage struct {
-	from, name, workdir string
-	copies              []dockerCopy
-	runs                []string
-	entrypoint          []string
+	from, name, workdir, user string
+	copies                    []dockerCopy
+	runs                      []string
+	entrypoint                []string
 }
 
 type dockerCopy struct {
 	from, src, dst string
 }
 
-// parseDockerfile reads the instructions the guide uses (FROM, WORKDIR,
-// COPY, RUN, USER, ENTRYPOINT); any other is an error, so that the check
-// cannot silently skip one.
+// parseDockerfile reads the instructions the Dockerfile and the guide use
+// (FROM, WORKDIR, COPY, RUN, USER, ENTRYPOINT); any other is an error, so
+// that the check cannot silently skip one.
 func parseDockerfile(text string) ([]*dockerStage, error) {
 	var stages []*dockerStage
 	for i, l := range strings.Split(text, "\n") {
@@ -147,6 +167,7 @@ func parseDockerfile(text string) ([]*dockerStage, error) {
 		case "RUN":
 			s.runs = append(s.runs, rest)
 		case "USER":
+			s.user = strings.TrimSpace(rest)
 		case "ENTRYPOINT":
 			var ep []string
 			if err := yaml.Unmarshal([]byte(rest), &ep); err != nil || len(ep) == 0 {
@@ -175,11 +196,20 @@ func (s *dockerStage) copied(dst string) bool {
 	return false
 }
 
-// TestDocsKubernetes checks the Kubernetes objects and the Dockerfile of
-// the documentation (see docs/kubernetes.md, "What the tests check").
+// TestDocsKubernetes checks the Kubernetes objects of the documentation,
+// the job image it builds on lockctl's, and the Dockerfile (see
+// docs/kubernetes.md, "What the tests check").
 func TestDocsKubernetes(t *testing.T) {
-	objects, stages, dockerBlock := kubernetesDocs(t)
-	checkDockerfile(t, dockerBlock, stages)
+	objects, stages, _ := kubernetesDocs(t)
+	root, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootStages, err := parseDockerfile(string(root))
+	if err != nil {
+		t.Fatalf("Dockerfile: %v", err)
+	}
+	checkDockerfile(t, "Dockerfile", rootStages)
 	secrets := map[string]*k8sObject{}
 	kinds := map[string]int{}
 	for _, o := range objects {
@@ -224,9 +254,18 @@ func decodeObjects(b readmeBlock) ([]*k8sObject, error) {
 }
 
 // kubernetesDocs returns the Kubernetes objects of every page, and the
-// one Dockerfile with its block.
+// stages of the one job image a page builds (on the images of the
+// repository's Dockerfile, whose stages they take over) with its block.
 func kubernetesDocs(t *testing.T) ([]*k8sObject, []*dockerStage, readmeBlock) {
 	t.Helper()
+	root, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootStages, err := parseDockerfile(string(root))
+	if err != nil {
+		t.Fatalf("Dockerfile: %v", err)
+	}
 	var objects []*k8sObject
 	var stages []*dockerStage
 	var dockerBlock readmeBlock
@@ -236,8 +275,11 @@ func kubernetesDocs(t *testing.T) ([]*k8sObject, []*dockerStage, readmeBlock) {
 			if stages != nil {
 				t.Fatalf("%s: a second Dockerfile; the check reads one", b.where())
 			}
-			var err error
-			if stages, err = parseDockerfile(b.text); err != nil {
+			job, err := parseDockerfile(b.text)
+			if err != nil {
+				t.Fatalf("%s: %v", b.where(), err)
+			}
+			if stages, err = onLockctlImage(rootStages, job); err != nil {
 				t.Fatalf("%s: %v", b.where(), err)
 			}
 			dockerBlock = b
@@ -250,9 +292,40 @@ func kubernetesDocs(t *testing.T) ([]*k8sObject, []*dockerStage, readmeBlock) {
 		}
 	}
 	if stages == nil {
-		t.Fatal("no page has a ```dockerfile block: the Kubernetes guide's image is untested")
+		t.Fatal("no page has a ```dockerfile block: the Kubernetes guide's job image is untested")
 	}
 	return objects, stages, dockerBlock
+}
+
+// lockctlImage is how the guide names the images of the Dockerfile's
+// final stages: docker build --target STAGE -t lockctl:STAGE.
+const lockctlImage = "lockctl:"
+
+// onLockctlImage returns the stages of a job image built FROM
+// lockctl:STAGE, each with what it takes over from that stage of the
+// Dockerfile (base image, files, user, entrypoint) and its own COPYs.
+func onLockctlImage(root, job []*dockerStage) ([]*dockerStage, error) {
+	byName := stagesByName(root[1:])
+	var out []*dockerStage
+	for _, j := range job {
+		base := byName[strings.TrimPrefix(j.from, lockctlImage)]
+		if !strings.HasPrefix(j.from, lockctlImage) || base == nil {
+			return nil, fmt.Errorf("stage %s: FROM %s: a job image starts from a final stage of the Dockerfile, %sSTAGE", j.name, j.from, lockctlImage)
+		}
+		if len(j.runs) > 0 || j.workdir != "/" {
+			return nil, fmt.Errorf("stage %s: only COPY (and USER, ENTRYPOINT) on top of %s", j.name, j.from)
+		}
+		s := &dockerStage{from: base.from, name: j.name, workdir: base.workdir, user: base.user, entrypoint: base.entrypoint}
+		s.copies = append(slices.Clone(base.copies), j.copies...)
+		if j.user != "" {
+			s.user = j.user
+		}
+		if len(j.entrypoint) > 0 {
+			s.entrypoint = j.entrypoint
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // checkObject checks one Kubernetes object of the guide.
@@ -271,6 +344,11 @@ func checkObject(report func(string, ...any), o *k8sObject, secrets map[string]*
 	case o.APIVersion == "batch/v1" && o.Kind == "CronJob":
 		if len(strings.Fields(o.Spec.Schedule)) != 5 {
 			report("%s: schedule %q is not five cron fields", where, o.Spec.Schedule)
+		}
+		if o.Spec.TimeZone == "" {
+			report("%s: no timeZone: the schedule would follow the controller's zone, whatever it is", where)
+		} else if _, err := time.LoadLocation(o.Spec.TimeZone); err != nil || o.Spec.TimeZone == "Local" {
+			report("%s: timeZone %q is not a time zone name (Europe/Berlin, Etc/UTC): %v", where, o.Spec.TimeZone, err)
 		}
 		if !slices.Contains([]string{"Forbid", "Allow", "Replace"}, o.Spec.ConcurrencyPolicy) {
 			report("%s: concurrencyPolicy %q: set it (Forbid, Allow or Replace), the guide explains each", where, o.Spec.ConcurrencyPolicy)
@@ -309,6 +387,7 @@ func checkPod(report func(string, ...any), where string, pod *k8sPodSpec, secret
 	}
 	for _, c := range pod.Containers {
 		where := fmt.Sprintf("%s container %s", where, c.Name)
+		checkRestricted(report, where, &pod.SecurityContext.k8sSecurityContext, c.SecurityContext)
 		argv := append(slices.Clone(c.Command), c.Args...)
 		_, tag, _ := strings.Cut(c.Image, ":")
 		stage := byStage[tag]
@@ -387,6 +466,46 @@ func checkPod(report func(string, ...any), where string, pod *k8sPodSpec, secret
 				checkSecretFile(report, fmt.Sprintf("%s: --%s %s", where, name, p), pod, c.VolumeMounts, secrets, p)
 			}
 		}
+	}
+}
+
+// checkRestricted: a container meets the restricted Pod Security Standard
+// (https://kubernetes.io/docs/concepts/security/pod-security-standards/),
+// so that a namespace enforcing it admits the pod; its settings are the
+// container's, else the pod's where the standard allows either.
+func checkRestricted(report func(string, ...any), where string, pod, c *k8sSecurityContext) {
+	if c == nil {
+		c = &k8sSecurityContext{}
+	}
+	if c.Privileged != nil && *c.Privileged {
+		report("%s: privileged: the restricted Pod Security Standard refuses it", where)
+	}
+	if c.AllowPrivilegeEscalation == nil || *c.AllowPrivilegeEscalation {
+		report("%s: securityContext.allowPrivilegeEscalation must be false (restricted Pod Security Standard)", where)
+	}
+	if c.Capabilities == nil || !slices.Contains(c.Capabilities.Drop, "ALL") {
+		report("%s: securityContext.capabilities.drop must hold ALL (restricted Pod Security Standard)", where)
+	} else if slices.ContainsFunc(c.Capabilities.Add, func(a string) bool { return a != "NET_BIND_SERVICE" }) {
+		report("%s: securityContext.capabilities.add %q: the restricted Pod Security Standard allows NET_BIND_SERVICE only", where, c.Capabilities.Add)
+	}
+	nonRoot := c.RunAsNonRoot
+	if nonRoot == nil {
+		nonRoot = pod.RunAsNonRoot
+	}
+	if nonRoot == nil || !*nonRoot {
+		report("%s: runAsNonRoot must be true, on the pod or the container (restricted Pod Security Standard)", where)
+	}
+	for _, u := range []*int{pod.RunAsUser, c.RunAsUser} {
+		if u != nil && *u == 0 {
+			report("%s: runAsUser 0: the restricted Pod Security Standard refuses root", where)
+		}
+	}
+	seccomp := c.SeccompProfile
+	if seccomp == nil {
+		seccomp = pod.SeccompProfile
+	}
+	if seccomp == nil || (seccomp.Type != "RuntimeDefault" && seccomp.Type != "Localhost") {
+		report("%s: seccompProfile.type must be RuntimeDefault (or Localhost), on the pod or the container (restricted Pod Security Standard)", where)
 	}
 }
 
@@ -488,8 +607,9 @@ func durationFlag(report func(string, ...any), where string, flags map[string]st
 // checkDockerfile runs what the Dockerfile's build stage runs, in a copy
 // of the checkout's tracked files (what COPY . . copies), and checks what
 // the final stages copy and run. docker itself cannot run here.
-func checkDockerfile(t *testing.T, b readmeBlock, stages []*dockerStage) {
+func checkDockerfile(t *testing.T, file string, stages []*dockerStage) {
 	t.Helper()
+	b := readmeBlock{file: file, fence: 1}
 	build := stages[0]
 	if build.name != "build" || !strings.HasPrefix(build.from, "golang:") {
 		t.Fatalf("%s: the first stage must be the Go build (FROM golang:... AS build), not %s", b.where(), build.from)
@@ -551,12 +671,8 @@ func checkDockerfile(t *testing.T, b readmeBlock, stages []*dockerStage) {
 		return filepath.Join(ctx, filepath.FromSlash(rel))
 	}
 
-	finals := 0
+	checkFinalStages(t.Errorf, b.where(), stages)
 	for _, s := range stages[1:] {
-		finals++
-		if len(s.entrypoint) == 0 || !s.copied(s.entrypoint[0]) {
-			t.Errorf("%s: stage %s: ENTRYPOINT %q is not a file copied into it", b.where(), s.name, s.entrypoint)
-		}
 		for _, c := range s.copies {
 			switch c.from {
 			case "build":
@@ -573,8 +689,27 @@ func checkDockerfile(t *testing.T, b readmeBlock, stages []*dockerStage) {
 			}
 		}
 	}
-	if finals == 0 {
-		t.Errorf("%s: no final stage", b.where())
+}
+
+// checkFinalStages: the Dockerfile has the final stages the guide's job
+// images start from (static, shell), and each runs lockctl, copied into
+// it, as its exec-form ENTRYPOINT, as a numeric non-root user (a
+// runAsNonRoot pod can only check a number).
+func checkFinalStages(report func(string, ...any), where string, stages []*dockerStage) {
+	byName := stagesByName(stages[1:])
+	for _, name := range []string{"static", "shell"} {
+		if byName[name] == nil {
+			report("%s: no final stage %s (the Kubernetes guide builds on it)", where, name)
+		}
+	}
+	for _, s := range stages[1:] {
+		if len(s.entrypoint) == 0 || !s.copied(s.entrypoint[0]) || path.Base(s.entrypoint[0]) != "lockctl" {
+			report("%s: stage %s: ENTRYPOINT %q is not lockctl copied into it", where, s.name, s.entrypoint)
+		}
+		uid, _, _ := strings.Cut(s.user, ":")
+		if n, err := strconv.Atoi(uid); err != nil || n == 0 {
+			report("%s: stage %s: USER %q: run as a numeric non-root user (USER 65532:65532)", where, s.name, s.user)
+		}
 	}
 }
 
@@ -651,6 +786,14 @@ func TestDocsKubernetesRefusesBadManifests(t *testing.T) {
 		{"secretName: lockctl-redis", "secretName: redis", "not among the guide's objects"},
 		{"--password-file=/run/secrets/lockctl/password", "--password-file=/run/secrets/lockctl/pass", "has no key"},
 		{"- name: LOCKCTL_URL\n", "- name: LOCKCTL_PASSWORD\n", "LOCKCTL_PASSWORD in the environment"},
+		// The restricted Pod Security Standard, and the schedule's zone.
+		{"allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", "allowPrivilegeEscalation must be false"},
+		{"drop: [ALL]", "drop: [NET_RAW]", "capabilities.drop must hold ALL"},
+		{"runAsNonRoot: true", "runAsNonRoot: false", "runAsNonRoot must be true"},
+		{"runAsUser: 65532", "runAsUser: 0", "runAsUser 0"},
+		{"type: RuntimeDefault", "type: Unconfined", "seccompProfile.type must be RuntimeDefault"},
+		{"timeZone: Europe/Berlin", "timeZone: Mars/Olympus", "not a time zone name"},
+		{"  timeZone: Europe/Berlin\n", "", "no timeZone"},
 	} {
 		if !strings.Contains(cron.text, tc.old) {
 			t.Fatalf("the CronJob has no %q to break", tc.old)
@@ -658,6 +801,58 @@ func TestDocsKubernetesRefusesBadManifests(t *testing.T) {
 		errs := check(strings.Replace(cron.text, tc.old, tc.new, 1))
 		if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, tc.want) }) {
 			t.Errorf("%q -> %q: errors %q, want one about %q", tc.old, tc.new, errs, tc.want)
+		}
+	}
+}
+
+// TestDockerfileChecksRefuse: a final stage running as root or without a
+// USER, an ENTRYPOINT that is not lockctl, a missing stage, and a job image
+// that does not start from one of lockctl's are refused.
+func TestDockerfileChecksRefuse(t *testing.T) {
+	root, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(root)
+	check := func(text string) []string {
+		stages, err := parseDockerfile(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs []string
+		checkFinalStages(func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }, "Dockerfile", stages)
+		return errs
+	}
+	if errs := check(text); len(errs) != 0 {
+		t.Fatalf("the Dockerfile fails the checks: %q", errs)
+	}
+	for _, tc := range []struct{ old, new, want string }{
+		{"USER 65532:65532", "USER 0:0", "numeric non-root user"},
+		{"USER 65532:65532", "USER root", "numeric non-root user"},
+		{"USER 65532:65532\n", "", "numeric non-root user"},
+		{`ENTRYPOINT ["/usr/local/bin/lockctl"]`, `ENTRYPOINT ["/bin/sh"]`, "is not lockctl"},
+		{"AS shell", "AS busybox", "no final stage shell"},
+	} {
+		if !strings.Contains(text, tc.old) {
+			t.Fatalf("the Dockerfile has no %q to break", tc.old)
+		}
+		errs := check(strings.Replace(text, tc.old, tc.new, 1))
+		if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, tc.want) }) {
+			t.Errorf("%q -> %q: errors %q, want one about %q", tc.old, tc.new, errs, tc.want)
+		}
+	}
+	rootStages, _ := parseDockerfile(text)
+	for _, job := range []string{
+		"FROM busybox:1.37 AS shell\nCOPY report.sh /usr/local/bin/report.sh\n",
+		"FROM lockctl:nonesuch AS shell\nCOPY report.sh /usr/local/bin/report.sh\n",
+		"FROM lockctl:shell AS shell\nRUN apk add curl\n",
+	} {
+		stages, err := parseDockerfile(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := onLockctlImage(rootStages, stages); err == nil {
+			t.Errorf("onLockctlImage accepted %q", job)
 		}
 	}
 }
