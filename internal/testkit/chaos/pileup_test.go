@@ -8,12 +8,14 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/chaos"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestPileUp: many lockctl run processes on one lock at once (40 in the short
@@ -308,6 +310,23 @@ func TestForceReleaseHandOff(t *testing.T) {
 	}
 }
 
+// asleep waits until a client of c's server is blocked in XREAD: a waiter
+// sleeping on its wake-up stream.
+func asleep(t *testing.T, c *redis.Client) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		for _, line := range strings.Split(c.ClientList(context.Background()).Val(), "\n") {
+			f := strings.Fields(line)
+			if slices.Contains(f, "cmd=xread") && slices.ContainsFunc(f, func(s string) bool {
+				return strings.HasPrefix(s, "flags=") && strings.Contains(s, "b")
+			}) {
+				return
+			}
+		}
+	}
+	t.Fatal("the waiter never slept on its wake-up stream")
+}
+
 func forceReleaseHandOff(t *testing.T, label, bin string, flags []string, del, old bool) {
 	srv := startRedis(t)
 	e := chaos.NewEnv(t, "13.force-release", bin)
@@ -372,6 +391,11 @@ func forceReleaseHandOff(t *testing.T, label, bin string, flags []string, del, o
 	before = waiting()
 	x := spawn(3, false, "60s")
 	listed(before)
+	// Listed is not yet asleep: freed between its refused attempt and its
+	// sleep, a waiter finds the lock free without any wake-up. Free it
+	// once it blocks on its wake-up stream (the only XREAD: the stuck
+	// holder's connections are idle).
+	asleep(t, c)
 	freedAt := e.Rec.Now()
 	how := "inspect force-release exit %d"
 	code := 0
