@@ -210,15 +210,15 @@ func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, 
 		case aof:
 			add("persistence", StatusWarn, "CONFIG SET appendfsync always, where fences must stay ordered across a crash",
 				"AOF on (appendfsync %s): a crash loses up to a second of writes, locks, fence counter increments and fence check records included; "+
-					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", cfg["appendfsync"], ClockStep)
+					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", cfg["appendfsync"], clockStep)
 		case save != "":
 			add("persistence", StatusWarn, "CONFIG SET appendonly yes and appendfsync always, so a restart keeps locks, fence counters and fence check records",
 				"RDB snapshots only (save %q): a restart rolls locks, fence counters and fence check records back to the last snapshot (a stale fence is accepted again, expired locks revive); "+
-					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", save, ClockStep)
+					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", save, clockStep)
 		default:
 			add("persistence", StatusFail, "CONFIG SET appendonly yes and appendfsync always (and CONFIG REWRITE)",
 				"none: a restart drops every lock (a second holder gets each at once) and every fence check record (a stale fence is accepted again); "+
-					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", ClockStep)
+					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", clockStep)
 		}
 	}
 
@@ -255,7 +255,7 @@ func toAny(s []string) []any {
 	return a
 }
 
-// ClockStep is about how long a local restart of Redis takes, and so the
+// clockStep is about how long a local restart of Redis takes, and so the
 // largest step back of the server's clock that the fences' clock floor
 // tolerates across a crash that loses the counter's latest increments (no
 // persistence, RDB, AOF everysec): fences issued after the restart start
@@ -263,7 +263,7 @@ func toAny(s []string) []any {
 // clock, stepped back, still reads later than it did then. A failover takes
 // longer (seconds), so it tolerates more. A server clock this far from a
 // synchronised host's is stepped by about as much once NTP corrects it.
-const ClockStep = 100 * time.Millisecond
+const clockStep = 100 * time.Millisecond
 
 // clockCheck compares the server's clock with this host's (now). The
 // difference is measured within half the round trip; only what is beyond
@@ -278,16 +278,16 @@ func clockCheck(ctx context.Context, c redis.UniversalClient, now func() time.Ti
 	}
 	rtt := now().Sub(before)
 	d := srv.Sub(before.Add(rtt / 2))
-	if d.Abs()-rtt/2 > ClockStep {
+	if d.Abs()-rtt/2 > clockStep {
 		ck.Status = StatusWarn
 		ck.Message = fmt.Sprintf("the server's clock is %s off this host's: when NTP corrects it, it steps by about that much, "+
 			"and a crash that loses the fence counter (no persistence, RDB, AOF everysec) around such a step back can hand out fences "+
 			"lower than earlier ones; the clock floor tolerates a step back shorter than the restart (about %s for a local one)",
-			d.Round(time.Millisecond), ClockStep)
+			d.Round(time.Millisecond), clockStep)
 		ck.Hint = "run NTP (chrony, systemd-timesyncd) on the Redis servers and here; where fences must survive a crash, appendonly yes with appendfsync always"
 		return ck
 	}
-	ck.Status, ck.Message = StatusOK, fmt.Sprintf("server clock within %s of this host's (the step back the fences' clock floor tolerates at a local restart)", ClockStep)
+	ck.Status, ck.Message = StatusOK, fmt.Sprintf("server clock within %s of this host's (the step back the fences' clock floor tolerates at a local restart)", clockStep)
 	return ck
 }
 

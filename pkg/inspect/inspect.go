@@ -23,12 +23,12 @@ import (
 // lockwire.AuxPrefix, so no lock listing or orphan scan ever shows it.
 const AuditKey = lockwire.AuxPrefix + "audit"
 
-// AuditMaxLen bounds the audit stream (XADD MAXLEN ~).
-const AuditMaxLen = 10000
+// auditMaxLen bounds the audit stream (XADD MAXLEN ~).
+const auditMaxLen = 10000
 
-// TokenHashLen is the number of hex digits of SHA-1(token) shown as a
+// tokenHashLen is the number of hex digits of SHA-1(token) shown as a
 // lock's token hash: enough to tell holders apart, short enough to type.
-const TokenHashLen = 12
+const tokenHashLen = 12
 
 // Options configure an Inspector. A nil *Options means all defaults.
 type Options struct {
@@ -82,7 +82,7 @@ func (in *Inspector) Pattern(glob string) string {
 	if glob == "" {
 		glob = "*"
 	}
-	return EscapeGlob(in.prefix) + glob
+	return escapeGlob(in.prefix) + glob
 }
 
 // Unscoped reports whether glob selects every key of the database: there is
@@ -93,9 +93,9 @@ func (in *Inspector) Unscoped(glob string) bool {
 	return in.prefix == "" && strings.Trim(glob, "*?") == ""
 }
 
-// EscapeGlob quotes the characters Redis glob patterns treat specially, so
+// escapeGlob quotes the characters Redis glob patterns treat specially, so
 // that s matches only itself.
-func EscapeGlob(s string) string {
+func escapeGlob(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -108,7 +108,7 @@ func EscapeGlob(s string) string {
 }
 
 // TokenHash is the short hash a listing shows instead of a token: the first
-// TokenHashLen hex digits of SHA-1(token). SHA-1 because Redis scripts can
+// tokenHashLen hex digits of SHA-1(token). SHA-1 because Redis scripts can
 // compute it (redis.sha1hex), so ForceRelease compares a hash atomically on
 // the server; it identifies a holder, it is not a secret.
 func TokenHash(token string) string {
@@ -116,7 +116,7 @@ func TokenHash(token string) string {
 		return ""
 	}
 	s := sha1.Sum([]byte(token))
-	return hex.EncodeToString(s[:])[:TokenHashLen]
+	return hex.EncodeToString(s[:])[:tokenHashLen]
 }
 
 // isAux reports whether key is one of lockctl's auxiliary keys, which a

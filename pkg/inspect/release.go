@@ -76,7 +76,8 @@ func (e *PrefixError) Is(target error) bool { return target == lock.ErrInvalid }
 type ReleaseOptions struct {
 	// Reason is recorded in the audit stream.
 	Reason string
-	// Who is recorded as the person releasing; "" means Operator().
+	// Who is recorded as the person releasing; "" means the OS user@host
+	// of this process (the user@host part of a lock owner it records).
 	Who string
 }
 
@@ -104,11 +105,6 @@ type Released struct {
 // the audit and event streams), which no lock lives in.
 var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 
-// Operator is the OS user@host of this process, for audit records.
-// It is the user@host of the owner a lock or a once claim of this process
-// records.
-func Operator() string { return identity.UserHost() }
-
 // ForceRelease deletes the lock called name if token still holds it, wakes
 // its waiters and records who, when, which holder and why in the audit
 // stream, all in one script on a single server. token is the holder's
@@ -133,9 +129,9 @@ func Operator() string { return identity.UserHost() }
 // writer's, "<uuid>:<threadId>" for a reader's: that hold is freed whole
 // (every re-entry, and a read hold's rwlock_timeout keys), the others keep
 // theirs, and the lock is left as Redisson's own unlock leaves it, its
-// waiters woken on RedissonRWChannel with Redisson's message when the hold
-// freed was the last or the writer's (RedissonReadUnlockMessage for the
-// writer's, RedissonUnlockMessage for the last reader's).
+// waiters woken on redissonRWChannel with Redisson's message when the hold
+// freed was the last or the writer's (redissonReadUnlockMessage for the
+// writer's, redissonUnlockMessage for the last reader's).
 //
 // Nothing is written unless all of it can be: the script checks that the
 // key is a lock (a hash must be a Redisson lock, every field
@@ -174,13 +170,13 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 // the lock, where no Redisson fair lock can be: nothing to wake.
 func (in *Inspector) wakeFairHead(ctx context.Context, r *Released) {
 	key := r.Holder.Key
-	queue, timeouts := RedissonQueue(key), RedissonTimeouts(key)
+	queue, timeouts := redissonQueue(key), redissonTimeouts(key)
 	if lockwire.Slot(queue) != lockwire.Slot(key) || lockwire.Slot(timeouts) != lockwire.Slot(key) {
 		return
 	}
-	err := fairWakeScript().Run(context.WithoutCancel(ctx), in.c, []string{queue, timeouts}, RedissonChannel(key), RedissonUnlockMessage).Err()
+	err := fairWakeScript().Run(context.WithoutCancel(ctx), in.c, []string{queue, timeouts}, redissonChannel(key), redissonUnlockMessage).Err()
 	if err != nil && !errors.Is(err, redis.Nil) && r.Wake == nil {
-		r.Wake = &lock.WakeError{Key: key, Channel: RedissonChannel(key) + ":<waiter>", Reason: err.Error()}
+		r.Wake = &lock.WakeError{Key: key, Channel: redissonChannel(key) + ":<waiter>", Reason: err.Error()}
 	}
 }
 
@@ -193,7 +189,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	}
 	who := o.Who
 	if who == "" {
-		who = Operator()
+		who = identity.UserHost()
 	}
 	key := in.Key(name)
 	if strings.HasPrefix(key, lockwire.AuxPrefix) {
@@ -210,8 +206,8 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	}
 	run := func(token, mode string) ([]any, error) {
 		v, err := forceReleaseScript().Run(ctx, in.c, keys, token, channel, who, o.Reason, name,
-			AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage, mode,
-			redissonSuffixBase(key), RedissonRWChannel(key), RedissonReadUnlockMessage, base, TokenPrefixMin).Slice()
+			auditMaxLen, tokenHashLen, redissonChannel(key), redissonUnlockMessage, mode,
+			redissonSuffixBase(key), redissonRWChannel(key), redissonReadUnlockMessage, base, TokenPrefixMin).Slice()
 		var rerr redis.Error
 		if errors.As(err, &rerr) {
 			// An error reply: the script stopped before its first write,
@@ -239,7 +235,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	// holder it names (by the token the check matched, not a hash prefix
 	// that a new holder's token might share).
 	exact, _ := v[6].(string)
-	id, err := in.c.XAdd(ctx, &redis.XAddArgs{Stream: AuditKey, MaxLen: AuditMaxLen, Approx: true, Values: []any{
+	id, err := in.c.XAdd(ctx, &redis.XAddArgs{Stream: AuditKey, MaxLen: auditMaxLen, Approx: true, Values: []any{
 		"who", who, "name", name, "key", key, "kind", r.Holder.Kind(), "owner", r.Holder.Owner, "token_hash", r.TokenHash,
 		"fence", strconv.FormatInt(r.Holder.Fence, 10), "ttl_ms", strconv.FormatInt(int64(r.Holder.TTL/time.Millisecond), 10),
 		"reason", o.Reason,
@@ -515,7 +511,7 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 					typ = fix.Types[start+i]
 				}
 				cmds = append(cmds, run(ctx, pipe, []string{k}, action, ms, lockwire.Channel(k),
-					RedissonChannel(k), RedissonUnlockMessage, typ))
+					redissonChannel(k), redissonUnlockMessage, typ))
 			}
 			_, err := pipe.Exec(ctx)
 			return cmds, pipeErr(err)

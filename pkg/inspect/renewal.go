@@ -14,11 +14,11 @@ import (
 // Redis: its lease runs out at its TTL with nobody behind it.
 const StalePeriods = 2
 
-// NotRenewing is the one staleness rule: a holder with a renewal period
+// notRenewing is the one staleness rule: a holder with a renewal period
 // (every > 0) whose last renewal is more than StalePeriods periods old
 // (age, on the server's clock). A lease renewed by hand (every 0) has no
 // period to miss and never counts as not renewing.
-func NotRenewing(age, every time.Duration) bool {
+func notRenewing(age, every time.Duration) bool {
 	return every > 0 && age > StalePeriods*every
 }
 
@@ -35,7 +35,7 @@ type Renewal struct {
 	// Every is the holder's renewal period; 0 for a lease renewed by hand
 	// (lockctl lock, then lockctl renew), which has none.
 	Every time.Duration
-	// Stale: NotRenewing(Age, Every).
+	// Stale: notRenewing(Age, Every).
 	Stale bool
 }
 
@@ -45,7 +45,7 @@ func renewalOf(h lock.Holder, now time.Time) Renewal {
 		return Renewal{}
 	}
 	r := Renewal{Recorded: true, At: h.RenewedAt, Age: max(now.Sub(h.RenewedAt), 0), Every: h.RenewEvery}
-	r.Stale = NotRenewing(r.Age, r.Every)
+	r.Stale = notRenewing(r.Age, r.Every)
 	return r
 }
 
