@@ -20,8 +20,9 @@ import (
 )
 
 // AuditKey is the stream every forced release is recorded in. It starts with
-// lockwire.AuxPrefix, so no lock listing or orphan scan ever shows it.
-const AuditKey = lockwire.AuxPrefix + "audit"
+// "lockctl:", lockctl's own namespace, so no lock listing or orphan scan ever
+// shows it.
+const AuditKey = "lockctl:audit"
 
 // auditMaxLen bounds the audit stream (XADD MAXLEN ~).
 const auditMaxLen = 10000
@@ -108,7 +109,7 @@ func escapeGlob(s string) string {
 }
 
 // TokenHash is the short hash a listing shows instead of a token: the first
-// tokenHashLen hex digits of SHA-1(token). SHA-1 because Redis scripts can
+// 12 hex digits of SHA-1(token). SHA-1 because Redis scripts can
 // compute it (redis.sha1hex), so ForceRelease compares a hash atomically on
 // the server; it identifies a holder, it is not a secret.
 func TokenHash(token string) string {

@@ -101,8 +101,9 @@ type Released struct {
 }
 
 // ErrOwnKey is the error of a force-release asked to free a key in
-// lockctl's own namespace (lockwire.AuxPrefix: fence counters, fence-check records, queues,
-// the audit and event streams), which no lock lives in.
+// lockctl's own namespace (keys starting "lockctl:": fence counters,
+// fence-check records, queues, the audit and event streams), which no lock
+// lives in.
 var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 
 // ForceRelease deletes the lock called name if token still holds it, wakes
@@ -120,7 +121,7 @@ var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 // semaphore (--limit) lock, or one held in shared mode, the slot token
 // holds is freed and the other holders keep theirs; waiters, exclusive ones
 // included, are woken to try again. The waiters are woken as a release
-// wakes them, by the same script prelude (lockwire.WakeLua) on the same
+// wakes them, by the same script step on the same
 // keys: the FIFO head, the exclusive waiter listed longest ago, the shared
 // waiters, or for a freed semaphore slot the semaphore waiter listed
 // longest ago, each on its own wake-up stream, so the next holder gets in
@@ -129,9 +130,10 @@ var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 // writer's, "<uuid>:<threadId>" for a reader's: that hold is freed whole
 // (every re-entry, and a read hold's rwlock_timeout keys), the others keep
 // theirs, and the lock is left as Redisson's own unlock leaves it, its
-// waiters woken on redissonRWChannel with Redisson's message when the hold
-// freed was the last or the writer's (redissonReadUnlockMessage for the
-// writer's, redissonUnlockMessage for the last reader's).
+// waiters woken on Redisson's read-write channel ("redisson_rwlock:{name}")
+// with Redisson's message when the hold freed was the last or the writer's
+// (its read-unlock message, "1", for the writer's; its unlock message, "0",
+// for the last reader's).
 //
 // Nothing is written unless all of it can be: the script checks that the
 // key is a lock (a hash must be a Redisson lock, every field
@@ -144,8 +146,8 @@ var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
 // then finds the holder gone. Only the wake-up is best effort (see
 // Released.Wake).
 //
-// Errors: ErrOwnKey (errors.Is lock.ErrInvalid) for a key under
-// lockwire.AuxPrefix; *PrefixError (errors.Is lock.ErrInvalid) for a hash
+// Errors: ErrOwnKey (errors.Is lock.ErrInvalid) for a key in lockctl's own
+// namespace ("lockctl:"); *PrefixError (errors.Is lock.ErrInvalid) for a hash
 // prefix that names no one holder; lock.ErrNotHeld when there is no lock;
 // *lock.HeldError (errors.Is lock.ErrNotOwner) naming the current holder
 // when token does not match (for slots, Reason semaphore or shared, the
@@ -466,8 +468,8 @@ type Fix struct {
 // take the lock. The wake-up is best effort: when the server refused it
 // (an ACL without PUBLISH or the channel) the key is fixed all the same,
 // and the error returned with the full result is a *lock.WakeError
-// (errors.Is lock.ErrNotWoken) naming the first such key. A key under
-// lockwire.AuxPrefix refuses the whole call (ErrOwnKey) before anything is
+// (errors.Is lock.ErrNotWoken) naming the first such key. A key in
+// lockctl's own namespace ("lockctl:") refuses the whole call (ErrOwnKey) before anything is
 // changed. The scripts of a batch are pipelined.
 func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]bool, error) {
 	if !fix.Delete && fix.Expire < time.Millisecond {

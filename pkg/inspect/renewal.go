@@ -35,7 +35,8 @@ type Renewal struct {
 	// Every is the holder's renewal period; 0 for a lease renewed by hand
 	// (lockctl lock, then lockctl renew), which has none.
 	Every time.Duration
-	// Stale: notRenewing(Age, Every).
+	// Stale: the holder has gone more than StalePeriods periods
+	// (Every) without a renewal: see StalePeriods.
 	Stale bool
 }
 
@@ -57,15 +58,15 @@ type Process string
 const (
 	// ProcessUnknown: it cannot be told: the owner is on another host, has
 	// no pid (a custom owner, a foreign lock), or this host has no /proc.
-	ProcessUnknown Process = Process(identity.ProcessUnknown)
+	ProcessUnknown Process = ""
 	// ProcessAlive: the pid runs, and is the process that took the lock
 	// (when its start time was recorded).
-	ProcessAlive Process = Process(identity.ProcessAlive)
+	ProcessAlive Process = "alive"
 	// ProcessGone: no process has the pid: the holder is dead.
-	ProcessGone Process = Process(identity.ProcessGone)
+	ProcessGone Process = "gone"
 	// ProcessReused: the pid runs, but another process has it now (its
 	// start time differs from the one recorded): the holder is dead.
-	ProcessReused Process = Process(identity.ProcessReused)
+	ProcessReused Process = "reused"
 )
 
 // checkProcess is holder l's process, when its host is this one.

@@ -52,10 +52,10 @@ const (
 	// ModeSemaphore: one slot of a counting (--limit) lock.
 	ModeSemaphore = "semaphore"
 	// ModeRead and ModeWrite: a read or a write hold of a Redisson
-	// read-write lock (lockwire.ParseRedissonRW), which lockctl shows and
-	// force-release frees hold by hold, but never takes.
-	ModeRead  = lockwire.RedissonRead
-	ModeWrite = lockwire.RedissonWrite
+	// read-write lock (RReadWriteLock), which Inspector shows and
+	// ForceRelease frees hold by hold, but lockctl never takes.
+	ModeRead  = "read"
+	ModeWrite = "write"
 )
 
 // Mode is how l holds its lock: ModeShared for a shared holder (Reason
@@ -101,7 +101,7 @@ func (o *ScanOptions) progress(n int64) {
 // the keyspace. Keys that are not locks (lists, sets, plain hashes, and
 // lockctl's auxiliary keys) are skipped. A semaphore (--limit) has no lock
 // key; it is found by its holder set, in the same SCAN under the default
-// prefix (a second one otherwise, see onePass), and yields one Lock per
+// prefix (a second one otherwise), and yields one Lock per
 // live holder (Kind "semaphore", Holders and Limit set), earliest
 // acquisition first. Shared holders (lock.AcquireOptions.Shared) live in
 // the same set and are found alike: one Lock per shared holder, Kind
