@@ -3,6 +3,16 @@
 // Redisson hash locks), finding keys that never expire, releasing one stuck
 // holder by token with an audit record, and checking a deployment for lock
 // safety. It never prints; callers render the records it returns.
+//
+// New gives an Inspector on the locks under one prefix ("lock:" by default,
+// as package lock). Inspector.Locks lists held locks and Inspector.Lock
+// describes one in full; Inspector.Orphans finds lock keys without a TTL and
+// Inspector.FixOrphans gives them one or deletes them;
+// Inspector.ForceRelease frees a stuck holder named by its token or token
+// hash (TokenHash), recording it in the audit stream that Inspector.Audit
+// reads; Inspector.Doctor checks the deployment behind the client. Errors
+// match the sentinels of package lock (lock.ErrNotHeld, lock.ErrNotOwner,
+// lock.ErrInvalid, lock.ErrWrongType) or this package's.
 package inspect
 
 import (
