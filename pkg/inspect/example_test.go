@@ -37,7 +37,6 @@ func ExampleInspector_Locks() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	defer lease.Release(ctx)
 
 	in := inspect.New(client, nil)
 	// name is also a glob ("deploy*", "" for every lock).
@@ -48,6 +47,9 @@ func ExampleInspector_Locks() {
 	})
 	if err != nil {
 		fmt.Println("locks:", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		fmt.Println("release:", err)
 	}
 	// Output:
 	// owner ci@build-7:4242 (user ci, host build-7, pid 4242), note "release 1.4"
