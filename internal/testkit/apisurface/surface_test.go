@@ -182,3 +182,43 @@ func TestInspectSurfaceSize(t *testing.T) {
 		t.Errorf("go doc -short pkg/inspect is %d lines, more than %d", lines, maxDocLines)
 	}
 }
+
+// No function of pkg/inspect, nor of the inspect and doctor commands, is
+// longer than 100 lines (from func to its closing brace): past that a
+// function does several things that each deserve a name.
+func TestInspectFunctionLength(t *testing.T) {
+	const maxLines = 100
+	var files []string
+	for _, glob := range []string{"pkg/inspect/*.go", "internal/inspectcli/*.go", "cmd/inspect*.go", "cmd/doctor.go"} {
+		m, err := filepath.Glob(filepath.Join(root, glob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	n := 0
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			n++
+			start, end := fset.Position(fn.Pos()), fset.Position(fn.End())
+			if lines := end.Line - start.Line + 1; lines > maxLines {
+				t.Errorf("%s: %s is %d lines, more than %d", start, fn.Name.Name, lines, maxLines)
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d functions found: the files were not read", n)
+	}
+}
