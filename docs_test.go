@@ -430,7 +430,8 @@ func TestDocsGoFragments(t *testing.T) {
 		"context": "context", "errors": "errors", "fmt": "fmt", "time": "time",
 		"lock": "github.com/lockctl/lockctl/pkg/lock", "events": "github.com/lockctl/lockctl/pkg/events",
 		"limit": "github.com/lockctl/lockctl/pkg/limit", "once": "github.com/lockctl/lockctl/pkg/once",
-		"redis": "github.com/redis/go-redis/v9",
+		"inspect": "github.com/lockctl/lockctl/pkg/inspect",
+		"redis":   "github.com/redis/go-redis/v9",
 	}
 	n := 0
 	for _, b := range allBlocks(t, docPages(t)) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/pkg/inspect"
+	"github.com/lockctl/lockctl/internal/inspectcli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -91,8 +91,7 @@ func (f *Factory) heldNames(c *cobra.Command, start string) []string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionBudget)
 	defer cancel()
-	in := inspect.New(client, &inspect.Options{Prefix: f.G.Prefix, RawKeys: f.G.Prefix == ""})
-	names, err := in.Names(ctx, start, completionMax)
+	names, err := inspectcli.Names(ctx, client, f.G.Prefix, start, completionMax)
 	if err != nil && ctx.Err() != nil {
 		return nil
 	}

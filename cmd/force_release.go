@@ -60,7 +60,7 @@ why; see 'inspect audit') are one atomic script.`,
 			case errors.As(err, &prefix):
 				return withHint(reword(err, "--token %s is no holder's token, and too short for a token hash: a hash prefix needs at least %d hex digits; nothing changed",
 					prefix.Prefix, inspect.TokenPrefixMin),
-					fmt.Sprintf("`lockctl inspect lock %s` shows each holder's token hash (%d digits)", name, inspect.TokenHashLen))
+					fmt.Sprintf("`lockctl inspect lock %s` shows each holder's token hash (%d digits)", name, len(inspect.TokenHash("any token"))))
 			case errors.As(err, &held) && held.Holder.Reason == lock.ReasonSemaphore:
 				return withHint(reword(err, "no slot of %s is held by %s; nothing changed (%d holder(s); the first to expire is %s, token %s, ttl %s)",
 					name, givenToken(o.token), held.Holder.Holders, orDash(held.Holder.Owner), inspect.TokenHash(held.Holder.Token), ttlCell(held.Holder.TTL)),

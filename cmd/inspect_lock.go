@@ -171,7 +171,7 @@ func limitText(d *inspect.Detail) string {
 }
 
 // renewalText says when a holder last renewed, and whether it has
-// stopped (inspect.NotRenewing).
+// stopped (inspect.Renewal.Stale).
 func renewalText(r inspect.Renewal) string {
 	if !r.Recorded {
 		return "no renewal record (a lock of another client: whether its holder renews cannot be told)"

@@ -258,7 +258,7 @@ func lockRow(l inspect.Lock, wide bool) []string {
 }
 
 // staleMark ends the TTL cell of a holder that has stopped renewing
-// (inspect.NotRenewing): its TTL runs out with nobody behind it.
+// (inspect.Renewal.Stale): its TTL runs out with nobody behind it.
 const staleMark = "stale"
 
 // lockJSON has a fixed set of fields; unknown values are null or -1.

@@ -96,19 +96,9 @@ func parseFix(s string) (inspect.Fix, error) {
 }
 
 func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) error {
-	var fix inspect.Fix
-	if o.fix != "" {
-		var err error
-		if fix, err = parseFix(o.fix); err != nil {
-			return err
-		}
-		if o.check {
-			return usageErrorf("--check and --fix do not go together")
-		}
-		if !o.yes && (!f.IO.IsStdinTTY() || !f.IO.IsStderrTTY()) {
-			return &UsageError{Err: fmt.Errorf("refusing to --fix %s without confirmation", o.fix),
-				Hints: []string{"there is no terminal to ask on; run `lockctl inspect orphans` to review the keys, then add --yes"}}
-		}
+	fix, err := orphanFix(f, o)
+	if err != nil {
+		return err
 	}
 	in, err := inspector(f)
 	if err != nil {
@@ -117,20 +107,9 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 	if err := orphanScope(in, glob, o.fix); err != nil {
 		return err
 	}
-	json := f.G.Output == "json"
-	tty := !json && f.IO.Tabular()
-	var arr *ui.JSONArray
-	if json {
-		arr = ui.NewJSONArray(f.IO.Out)
-	}
-	if !json && !tty {
-		header := []string{"NAME", "KEY", "TYPE", "OWNER"}
-		if o.fix != "" {
-			header = append(header, "ACTION")
-		}
-		if err := f.IO.WriteTSVHeader(header); err != nil {
-			return err
-		}
+	out, err := newOrphanOutput(f, o.fix != "")
+	if err != nil {
+		return err
 	}
 	var found []orphanRecord
 	count := 0
@@ -138,17 +117,13 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 	err = in.Orphans(c.Context(), glob, &inspect.ScanOptions{Progress: prog.update}, func(x inspect.Orphan) error {
 		count++
 		r := orphanOf(x)
-		switch {
-		case o.fix != "" || tty:
+		if o.fix != "" || out.tty {
 			// Fixing needs the whole list first (to confirm); a
 			// terminal table needs it to size its columns.
 			found = append(found, r)
-		case json:
-			return arr.Add(r)
-		default:
-			return ui.WriteTSV(f.IO.Out, [][]string{r.row()})
+			return nil
 		}
-		return nil
+		return out.add(r)
 	})
 	prog.done()
 	// A listing that missed some Cluster nodes shows (and fixes) what it
@@ -166,44 +141,8 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 			return fixErr
 		}
 	}
-	if tty {
-		sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
-		switch {
-		case count == 0 && partial == nil:
-			f.IO.Errorf("no keys without TTL under %s", pattern)
-		case count == 0:
-			// Nothing found in what could be read: the error says what
-			// could not be.
-		default:
-			header := []string{"NAME", "KEY", "TYPE", "OWNER"}
-			if o.fix != "" {
-				header = append(header, "ACTION")
-			}
-			rows := make([][]string, len(found))
-			for i, r := range found {
-				rows[i] = r.row()
-			}
-			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide"}); err != nil {
-				return err
-			}
-		}
-	} else if o.fix != "" {
-		for _, r := range found {
-			var err error
-			if json {
-				err = arr.Add(r)
-			} else {
-				err = ui.WriteTSV(f.IO.Out, [][]string{r.row()})
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
-	if json {
-		if err := arr.Close(); err != nil {
-			return err
-		}
+	if err := out.finish(found, count, partial != nil, pattern); err != nil {
+		return err
 	}
 	if fixErr != nil {
 		return fixErr
@@ -213,6 +152,101 @@ func runOrphans(c *cobra.Command, f *Factory, o *orphansOptions, glob string) er
 	}
 	if o.check && count > 0 {
 		return &ExitError{Code: ExitFound, Err: fmt.Errorf("%d key(s) under %s have no TTL and will never free themselves", count, pattern)}
+	}
+	return nil
+}
+
+// orphanFix reads --fix, and refuses it beside --check or, without --yes,
+// where there is no terminal to confirm it on. The zero Fix: no --fix.
+func orphanFix(f *Factory, o *orphansOptions) (inspect.Fix, error) {
+	if o.fix == "" {
+		return inspect.Fix{}, nil
+	}
+	fix, err := parseFix(o.fix)
+	if err != nil {
+		return fix, err
+	}
+	if o.check {
+		return fix, usageErrorf("--check and --fix do not go together")
+	}
+	if !o.yes && (!f.IO.IsStdinTTY() || !f.IO.IsStderrTTY()) {
+		return fix, &UsageError{Err: fmt.Errorf("refusing to --fix %s without confirmation", o.fix),
+			Hints: []string{"there is no terminal to ask on; run `lockctl inspect orphans` to review the keys, then add --yes"}}
+	}
+	return fix, nil
+}
+
+// orphanOutput prints the orphans found: a JSON array, header-less
+// tab-separated rows (a header with --headers), or a table on a terminal.
+type orphanOutput struct {
+	f         *Factory
+	json, tty bool
+	fixing    bool // rows get an ACTION column
+	arr       *ui.JSONArray
+}
+
+// newOrphanOutput starts the output: the JSON array, or the header of
+// the tab-separated rows.
+func newOrphanOutput(f *Factory, fixing bool) (*orphanOutput, error) {
+	out := &orphanOutput{f: f, json: f.G.Output == "json", fixing: fixing}
+	out.tty = !out.json && f.IO.Tabular()
+	if out.json {
+		out.arr = ui.NewJSONArray(f.IO.Out)
+	}
+	if !out.json && !out.tty {
+		if err := f.IO.WriteTSVHeader(out.header()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (out *orphanOutput) header() []string {
+	header := []string{"NAME", "KEY", "TYPE", "OWNER"}
+	if out.fixing {
+		header = append(header, "ACTION")
+	}
+	return header
+}
+
+// add prints one record as it is found (JSON or a row).
+func (out *orphanOutput) add(r orphanRecord) error {
+	if out.json {
+		return out.arr.Add(r)
+	}
+	return ui.WriteTSV(out.f.IO.Out, [][]string{r.row()})
+}
+
+// finish prints what was kept back: the table on a terminal, the records
+// of a fix (with their actions) otherwise; then it closes the JSON array.
+// partial: some Cluster nodes could not be read.
+func (out *orphanOutput) finish(found []orphanRecord, count int, partial bool, pattern string) error {
+	if out.tty {
+		sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+		switch {
+		case count == 0 && !partial:
+			out.f.IO.Errorf("no keys without TTL under %s", pattern)
+		case count == 0:
+			// Nothing found in what could be read: the error says what
+			// could not be.
+		default:
+			rows := make([][]string, len(found))
+			for i, r := range found {
+				rows[i] = r.row()
+			}
+			if err := out.f.IO.PrintTable(ui.Table{Header: out.header(), Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: out.f.G.Output != "wide"}); err != nil {
+				return err
+			}
+		}
+	} else if out.fixing {
+		for _, r := range found {
+			if err := out.add(r); err != nil {
+				return err
+			}
+		}
+	}
+	if out.json {
+		return out.arr.Close()
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/once"
@@ -74,8 +75,8 @@ the claimant, --reason); 'inspect audit' lists it.`,
 			if err != nil {
 				return err
 			}
-			r, err := store.Resolve(c.Context(), key, decision, &once.ResolveOptions{ExitCode: o.exit, Who: inspect.Operator(),
-				Reason: o.reason, AuditKey: inspect.AuditKey, AuditMaxLen: inspect.AuditMaxLen})
+			r, err := store.Resolve(c.Context(), key, decision, &once.ResolveOptions{ExitCode: o.exit, Who: identity.UserHost(),
+				Reason: o.reason, AuditKey: inspect.AuditKey}) // (once's default MAXLEN bounds the audit stream as force-release does)
 			var nu *once.NotUnknownError
 			switch {
 			case errors.As(err, &nu) && nu.Record.State == "none":

@@ -212,7 +212,7 @@ func (in *Inspector) names() scratch {
 // Commands returns the commands lockctl sends, with arguments shaped like
 // its own (keys under the prefix and in lockctl's auxiliary space), as ACL
 // DRYRUN takes them.
-func (in *Inspector) Commands() [][]string {
+func (in *Inspector) commands() [][]string {
 	var out [][]string
 	for _, n := range needs(in.names()) {
 		out = append(out, n.args)
@@ -240,7 +240,7 @@ func (in *Inspector) aclCheck(ctx context.Context, dryrun bool) Check {
 	}
 	if err != nil {
 		ck.Status, ck.Message = StatusWarn, fmt.Sprintf("cannot verify permissions: %v", err)
-		ck.Hint = "check by hand that the user may run " + strings.Join(commandNames(in.Commands()), " ")
+		ck.Hint = "check by hand that the user may run " + strings.Join(commandNames(in.commands()), " ")
 		return ck
 	}
 	denied = scriptAlternatives(denied)

@@ -1,6 +1,12 @@
 package inspect
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/identity"
+	"github.com/lockctl/lockctl/internal/lockwire"
+)
 
 // TestDeniedWhat: a refused command is a command, whatever its name holds;
 // a refused key or channel is told by the end of the message, whatever the
@@ -19,6 +25,22 @@ func TestDeniedWhat(t *testing.T) {
 	} {
 		if got := deniedWhat(c.msg); got != c.want {
 			t.Errorf("deniedWhat(%q) = %q, want %q", c.msg, got, c.want)
+		}
+	}
+}
+
+// The constants the package spells out for its readers are the values the
+// wire format and the process check use.
+func TestSpelledOutConstants(t *testing.T) {
+	for _, c := range [][2]string{
+		{ModeRead, lockwire.RedissonRead}, {ModeWrite, lockwire.RedissonWrite},
+		{AuditKey, lockwire.AuxPrefix + "audit"}, {"lockctl:", lockwire.AuxPrefix},
+		{string(ProcessUnknown), string(identity.ProcessUnknown)}, {string(ProcessAlive), string(identity.ProcessAlive)},
+		{string(ProcessGone), string(identity.ProcessGone)}, {string(ProcessReused), string(identity.ProcessReused)},
+		{strconv.Itoa(len(TokenHash("any token"))), "12"},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("%q, want %q", c[0], c[1])
 		}
 	}
 }

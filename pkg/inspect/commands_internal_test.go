@@ -17,7 +17,7 @@ func TestInspectScriptCommandsCoverEveryScript(t *testing.T) {
 		t.Error(m)
 	}
 	checked := map[string]bool{}
-	for _, c := range New(nil, nil).Commands() {
+	for _, c := range New(nil, nil).commands() {
 		checked[c[0]] = true
 	}
 	for _, c := range all {

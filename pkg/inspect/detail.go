@@ -108,7 +108,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	d := &Detail{Name: name, Key: key, FenceKey: lockwire.AuxKey(lockwire.KindFence, key),
 		QueueKey: lockwire.AuxKey(lockwire.KindQueue, key), SemKey: lockwire.AuxKey(lockwire.KindSem, key),
 		SemValKey: lockwire.AuxKey(lockwire.KindSemVal, key), WritersKey: lockwire.AuxKey(lockwire.KindWriters, key),
-		RedissonQueueKey: RedissonQueue(key)}
+		RedissonQueueKey: redissonQueue(key)}
 	clk, err := serverClock(ctx, in.c)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
@@ -127,8 +127,8 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 	writers := liveMembers(ctx, p, d.WritersKey, clk.now())
 	fair := fairWaiters(ctx, p, key, clk)
 	listed := announced(ctx, p, key)
-	numsub := p.PubSubNumSub(ctx, lockwire.Channel(key), RedissonChannel(key), RedissonRWChannel(key))
-	shardsub := p.PubSubShardNumSub(ctx, RedissonChannel(key), RedissonRWChannel(key))
+	numsub := p.PubSubNumSub(ctx, lockwire.Channel(key), redissonChannel(key), redissonRWChannel(key))
+	shardsub := p.PubSubShardNumSub(ctx, redissonChannel(key), redissonRWChannel(key))
 	if _, err := p.Exec(ctx); pipeErr(err) != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", key, err)
 	}
@@ -166,9 +166,9 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 		// Redisson's own waiters, on its channel (sharded on a Redis 7
 		// Cluster; SHARDNUMSUB fails before Redis 7, counting none); a
 		// read-write lock's on a channel of its own.
-		ch := RedissonChannel(key)
+		ch := redissonChannel(key)
 		if h.RWMode != "" {
-			ch = RedissonRWChannel(key)
+			ch = redissonRWChannel(key)
 		}
 		d.Subscribers += numsub.Val()[ch] + shardsub.Val()[ch]
 		l := in.record(h, clk, d.Subscribers, queued)
@@ -198,7 +198,7 @@ func (in *Inspector) Lock(ctx context.Context, name string) (*Detail, error) {
 // by the time it gives up (Redisson's clients' clocks in ms; the server's
 // stands in).
 func fairWaiters(ctx context.Context, p redis.Pipeliner, key string, clk clock) *redis.IntCmd {
-	return p.ZCount(ctx, RedissonTimeouts(key), "("+strconv.FormatInt(clk.now().UnixMilli(), 10), "+inf")
+	return p.ZCount(ctx, redissonTimeouts(key), "("+strconv.FormatInt(clk.now().UnixMilli(), 10), "+inf")
 }
 
 // waiters turns the queue (token -> arrival in server µs) and heartbeats

@@ -80,13 +80,47 @@ type serverInfo struct {
 // is expected (it takes over on failover) rather than a misdirected URL.
 func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, inCluster bool) ([]Check, serverInfo, error) {
 	var (
-		out  []Check
+		out  checkList
 		info serverInfo
 	)
-	add := func(name string, st Status, hint, format string, args ...any) {
-		out = append(out, Check{Check: name, Status: st, Message: fmt.Sprintf(format, args...), Hint: hint})
+	if err := out.reachable(ctx, c, inCluster); err != nil {
+		return out, info, err
+	}
+	out = append(out, clockCheck(ctx, c, in.now))
+
+	server, serverErr := infoSection(ctx, c, "server")
+	repl, replErr := infoSection(ctx, c, "replication")
+	info.role = out.identity(server, serverErr, repl, replErr, inCluster)
+
+	cfg, cfgErr := configGet(ctx, c, "maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save", "min-replicas-to-write")
+	out.memory(cfg, cfgErr)
+	out.persistence(cfg, cfgErr)
+	if replErr == nil {
+		out.replication(cfg, cfgErr, repl, info.role, inCluster)
 	}
 
+	info.acl7 = serverErr == nil && versionAtLeast(server["redis_version"], 7)
+	return out, info, nil
+}
+
+// checkList collects the verdicts of serverChecks in order.
+type checkList []Check
+
+func (l *checkList) add(name string, st Status, hint, format string, args ...any) {
+	*l = append(*l, Check{Check: name, Status: st, Message: fmt.Sprintf(format, args...), Hint: hint})
+}
+
+// Hints for settings doctor is not permitted to read.
+const (
+	infoHint = "grant the user INFO (+info), or run doctor as an admin user"
+	cfgHint  = "grant the user CONFIG GET (+config|get), or run doctor as an admin user"
+)
+
+// reachable pings the server five times: the "reachable" verdict, then the
+// "latency" one from the median round trip. The error is the server's
+// when it cannot be used; the failed "reachable" verdict is then the last.
+func (l *checkList) reachable(ctx context.Context, c redis.UniversalClient, inCluster bool) error {
+	add := l.add
 	rtts := make([]time.Duration, 0, 5)
 	for i := 0; i < 5; i++ {
 		start := time.Now()
@@ -108,7 +142,7 @@ func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, 
 				hint = "start this node again, or let its replica take over (CLUSTER NODES shows its state); its slots are not served meanwhile"
 			}
 			add("reachable", StatusFail, hint, "%v", err)
-			return out, info, err
+			return err
 		}
 		rtts = append(rtts, time.Since(start))
 	}
@@ -120,14 +154,14 @@ func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, 
 	} else {
 		add("latency", StatusOK, "", "round trip %s (median of 5)", rtt.Round(10*time.Microsecond))
 	}
+	return nil
+}
 
-	out = append(out, clockCheck(ctx, c, in.now))
-
-	server, serverErr := infoSection(ctx, c, "server")
-	repl, replErr := infoSection(ctx, c, "replication")
-	const infoHint = "grant the user INFO (+info), or run doctor as an admin user"
-
-	// version
+// identity adds the verdicts on what the server is, from INFO server and
+// INFO replication: "version", "role" and "mode"; it returns the role
+// ("master", "replica", or "" when INFO replication cannot be read).
+func (l *checkList) identity(server map[string]string, serverErr error, repl map[string]string, replErr error, inCluster bool) (role string) {
+	add := l.add
 	if serverErr != nil {
 		add("version", StatusWarn, infoHint, "cannot read INFO server: %v", serverErr)
 	} else {
@@ -141,24 +175,22 @@ func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, 
 		}
 	}
 
-	// role
 	switch {
 	case replErr != nil:
 		add("role", StatusWarn, infoHint, "cannot read INFO replication: %v", replErr)
 	case (repl["role"] == "slave" || repl["role"] == "replica") && inCluster:
-		info.role = "replica"
+		role = "replica"
 		add("role", StatusOK, "", "replica of %s:%s: a Cluster replica, which takes over its master's slots on failover (lockctl writes to masters only)",
 			repl["master_host"], repl["master_port"])
 	case repl["role"] == "slave" || repl["role"] == "replica":
-		info.role = "replica"
+		role = "replica"
 		add("role", StatusFail, "point --url at the master, or use --sentinel so lockctl follows failovers",
 			"replica of %s:%s: it refuses writes (READONLY), so no lock can be taken here", repl["master_host"], repl["master_port"])
 	default:
-		info.role = "master"
+		role = "master"
 		add("role", StatusOK, "", "master")
 	}
 
-	// mode
 	if serverErr == nil {
 		switch m := server["redis_mode"]; m {
 		case "sentinel":
@@ -170,9 +202,12 @@ func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, 
 		}
 	}
 
-	// maxmemory-policy
-	cfg, cfgErr := configGet(ctx, c, "maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save", "min-replicas-to-write")
-	const cfgHint = "grant the user CONFIG GET (+config|get), or run doctor as an admin user"
+	return role
+}
+
+// memory adds the "maxmemory-policy" verdict: whether locks can be evicted.
+func (l *checkList) memory(cfg map[string]string, cfgErr error) {
+	add := l.add
 	if cfgErr != nil {
 		add("maxmemory-policy", StatusWarn, cfgHint, "cannot read the configuration: %v", cfgErr)
 	} else {
@@ -199,7 +234,11 @@ func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, 
 		}
 	}
 
-	// persistence
+}
+
+// persistence adds the "persistence" verdict: what a restart keeps.
+func (l *checkList) persistence(cfg map[string]string, cfgErr error) {
+	add := l.add
 	if cfgErr != nil {
 		add("persistence", StatusWarn, cfgHint, "cannot read the configuration: %v", cfgErr)
 	} else {
@@ -210,41 +249,40 @@ func (in *Inspector) serverChecks(ctx context.Context, c redis.UniversalClient, 
 		case aof:
 			add("persistence", StatusWarn, "CONFIG SET appendfsync always, where fences must stay ordered across a crash",
 				"AOF on (appendfsync %s): a crash loses up to a second of writes, locks, fence counter increments and fence check records included; "+
-					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", cfg["appendfsync"], ClockStep)
+					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", cfg["appendfsync"], clockStep)
 		case save != "":
 			add("persistence", StatusWarn, "CONFIG SET appendonly yes and appendfsync always, so a restart keeps locks, fence counters and fence check records",
 				"RDB snapshots only (save %q): a restart rolls locks, fence counters and fence check records back to the last snapshot (a stale fence is accepted again, expired locks revive); "+
-					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", save, ClockStep)
+					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", save, clockStep)
 		default:
 			add("persistence", StatusFail, "CONFIG SET appendonly yes and appendfsync always (and CONFIG REWRITE)",
 				"none: a restart drops every lock (a second holder gets each at once) and every fence check record (a stale fence is accepted again); "+
-					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", ClockStep)
+					"fences stay ordered by the clock floor unless the clock was stepped back by more than the restart took (about %s locally)", clockStep)
 		}
 	}
 
-	// replication
-	if replErr == nil {
-		n, _ := strconv.Atoi(repl["connected_slaves"])
-		minw := cfg["min-replicas-to-write"]
-		switch {
-		case n == 0 && info.role == "replica" && inCluster:
-			add("replication", StatusOK, "", "a replica itself: its master's replication verdict covers it")
-		case n == 0:
-			add("replication", StatusWarn, "fine for one server you can afford to lose; otherwise add a replica and Sentinel",
-				"no replicas: if this server is lost, every lock and fence counter goes with it")
-		case cfgErr != nil:
-			add("replication", StatusWarn, cfgHint, "%d replica(s); cannot read min-replicas-to-write: %v", n, cfgErr)
-		case minw == "" || minw == "0":
-			add("replication", StatusWarn, "CONFIG SET min-replicas-to-write 1 (with min-replicas-max-lag): only that stops a master cut off from its replicas from taking writes, anyone's; "+
-				"--wait-replicas 1 makes a holder give up its lease when its own writes are not replicated (a grant is given back, an unacknowledged renewal does not count), but does not stop another client's stale write on that master",
-				"%d replica(s), min-replicas-to-write 0: a failover can lose locks and fence check records the master acknowledged (replication is asynchronous); fences stay ordered while the servers' clocks agree", n)
-		default:
-			add("replication", StatusOK, "", "%d replica(s), min-replicas-to-write %s", n, minw)
-		}
-	}
+}
 
-	info.acl7 = serverErr == nil && versionAtLeast(server["redis_version"], 7)
-	return out, info, nil
+// replication adds the "replication" verdict: what a failover can lose.
+func (l *checkList) replication(cfg map[string]string, cfgErr error, repl map[string]string, role string, inCluster bool) {
+	add := l.add
+	n, _ := strconv.Atoi(repl["connected_slaves"])
+	minw := cfg["min-replicas-to-write"]
+	switch {
+	case n == 0 && role == "replica" && inCluster:
+		add("replication", StatusOK, "", "a replica itself: its master's replication verdict covers it")
+	case n == 0:
+		add("replication", StatusWarn, "fine for one server you can afford to lose; otherwise add a replica and Sentinel",
+			"no replicas: if this server is lost, every lock and fence counter goes with it")
+	case cfgErr != nil:
+		add("replication", StatusWarn, cfgHint, "%d replica(s); cannot read min-replicas-to-write: %v", n, cfgErr)
+	case minw == "" || minw == "0":
+		add("replication", StatusWarn, "CONFIG SET min-replicas-to-write 1 (with min-replicas-max-lag): only that stops a master cut off from its replicas from taking writes, anyone's; "+
+			"--wait-replicas 1 makes a holder give up its lease when its own writes are not replicated (a grant is given back, an unacknowledged renewal does not count), but does not stop another client's stale write on that master",
+			"%d replica(s), min-replicas-to-write 0: a failover can lose locks and fence check records the master acknowledged (replication is asynchronous); fences stay ordered while the servers' clocks agree", n)
+	default:
+		add("replication", StatusOK, "", "%d replica(s), min-replicas-to-write %s", n, minw)
+	}
 }
 
 func toAny(s []string) []any {
@@ -255,7 +293,7 @@ func toAny(s []string) []any {
 	return a
 }
 
-// ClockStep is about how long a local restart of Redis takes, and so the
+// clockStep is about how long a local restart of Redis takes, and so the
 // largest step back of the server's clock that the fences' clock floor
 // tolerates across a crash that loses the counter's latest increments (no
 // persistence, RDB, AOF everysec): fences issued after the restart start
@@ -263,7 +301,7 @@ func toAny(s []string) []any {
 // clock, stepped back, still reads later than it did then. A failover takes
 // longer (seconds), so it tolerates more. A server clock this far from a
 // synchronised host's is stepped by about as much once NTP corrects it.
-const ClockStep = 100 * time.Millisecond
+const clockStep = 100 * time.Millisecond
 
 // clockCheck compares the server's clock with this host's (now). The
 // difference is measured within half the round trip; only what is beyond
@@ -278,16 +316,16 @@ func clockCheck(ctx context.Context, c redis.UniversalClient, now func() time.Ti
 	}
 	rtt := now().Sub(before)
 	d := srv.Sub(before.Add(rtt / 2))
-	if d.Abs()-rtt/2 > ClockStep {
+	if d.Abs()-rtt/2 > clockStep {
 		ck.Status = StatusWarn
 		ck.Message = fmt.Sprintf("the server's clock is %s off this host's: when NTP corrects it, it steps by about that much, "+
 			"and a crash that loses the fence counter (no persistence, RDB, AOF everysec) around such a step back can hand out fences "+
 			"lower than earlier ones; the clock floor tolerates a step back shorter than the restart (about %s for a local one)",
-			d.Round(time.Millisecond), ClockStep)
+			d.Round(time.Millisecond), clockStep)
 		ck.Hint = "run NTP (chrony, systemd-timesyncd) on the Redis servers and here; where fences must survive a crash, appendonly yes with appendfsync always"
 		return ck
 	}
-	ck.Status, ck.Message = StatusOK, fmt.Sprintf("server clock within %s of this host's (the step back the fences' clock floor tolerates at a local restart)", ClockStep)
+	ck.Status, ck.Message = StatusOK, fmt.Sprintf("server clock within %s of this host's (the step back the fences' clock floor tolerates at a local restart)", clockStep)
 	return ck
 }
 

@@ -19,34 +19,70 @@ var ErrClusterDown = errors.New("inspect: the cluster is down")
 // clusterDoctor runs the server checks on every node of the Cluster, then
 // the cluster's state and the ACL check through the cluster client.
 func (in *Inspector) clusterDoctor(ctx context.Context, cc *redis.ClusterClient) ([]Check, error) {
-	type node struct {
-		addr   string
-		checks []Check
-		info   serverInfo
-		err    error
-		state  string // CLUSTER INFO's cluster_state
+	nodes, err := in.checkClusterNodes(ctx, cc)
+	if err == nil && len(nodes) == 0 {
+		err = cc.Ping(ctx).Err()
 	}
+	if err != nil && len(nodes) == 0 {
+		return []Check{{Check: "reachable", Status: StatusFail, Message: err.Error(),
+			Hint: "check --cluster (LOCKCTL_CLUSTER), the password and CLUSTER INFO on the nodes: a cluster whose slots are all unassigned serves nothing"}}, err
+	}
+	sortClusterNodes(nodes)
+	var (
+		out       []Check
+		reached   int
+		acl7      = true
+		down      []string
+		firstDown error
+	)
+	for _, n := range nodes {
+		role := n.info.role
+		if role == "" {
+			role = "unknown"
+		}
+		for _, ck := range n.checks {
+			ck.Node, ck.Role = n.addr, role
+			out = append(out, ck)
+		}
+		if n.err != nil {
+			if firstDown == nil {
+				firstDown = n.err
+			}
+			continue
+		}
+		reached++
+		acl7 = acl7 && n.info.acl7
+		if n.state != "" && n.state != "ok" {
+			down = append(down, n.addr)
+		}
+	}
+	if reached == 0 {
+		return out, firstDown
+	}
+	ck, derr := clusterVerdict(down, firstDown != nil, reached, len(nodes))
+	return append(out, ck, in.aclCheck(ctx, acl7)), derr
+}
+
+// clusterNode is what doctor learnt of one node of a Cluster.
+type clusterNode struct {
+	addr   string
+	checks []Check
+	info   serverInfo
+	err    error
+	state  string // CLUSTER INFO's cluster_state
+}
+
+// checkClusterNodes runs the server checks on every node the cluster
+// client knows, then on every other node the nodes themselves name. The
+// error is the client's, when it could not walk its nodes.
+func (in *Inspector) checkClusterNodes(ctx context.Context, cc *redis.ClusterClient) ([]clusterNode, error) {
 	var (
 		mu    sync.Mutex
-		nodes []node
+		nodes []clusterNode
 		known = map[string]bool{} // every node some node's CLUSTER NODES names
 	)
 	check := func(ctx context.Context, c *redis.Client) {
-		n := node{addr: c.Options().Addr}
-		n.checks, n.info, n.err = in.serverChecks(ctx, c, true)
-		var named []string
-		if n.err == nil {
-			if ci, err := c.ClusterInfo(ctx).Result(); err == nil {
-				for _, line := range strings.Split(ci, "\n") {
-					if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_state:"); ok {
-						n.state = v
-					}
-				}
-			}
-			if cn, err := c.ClusterNodes(ctx).Result(); err == nil {
-				named = nodeAddrs(cn)
-			}
-		}
+		n, named := in.checkClusterNode(ctx, c)
 		mu.Lock()
 		defer mu.Unlock()
 		nodes = append(nodes, n)
@@ -80,15 +116,34 @@ func (in *Inspector) clusterDoctor(ctx context.Context, cc *redis.ClusterClient)
 		check(ctx, c)
 		_ = c.Close()
 	}
-	if err == nil && len(nodes) == 0 {
-		err = cc.Ping(ctx).Err()
+	return nodes, err
+}
+
+// checkClusterNode runs the server checks on one node and reads its
+// cluster_state; named lists the nodes its CLUSTER NODES names.
+func (in *Inspector) checkClusterNode(ctx context.Context, c *redis.Client) (n clusterNode, named []string) {
+	n.addr = c.Options().Addr
+	n.checks, n.info, n.err = in.serverChecks(ctx, c, true)
+	if n.err != nil {
+		return n, nil
 	}
-	if err != nil && len(nodes) == 0 {
-		return []Check{{Check: "reachable", Status: StatusFail, Message: err.Error(),
-			Hint: "check --cluster (LOCKCTL_CLUSTER), the password and CLUSTER INFO on the nodes: a cluster whose slots are all unassigned serves nothing"}}, err
+	if ci, err := c.ClusterInfo(ctx).Result(); err == nil {
+		for _, line := range strings.Split(ci, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_state:"); ok {
+				n.state = v
+			}
+		}
 	}
-	// Masters first, then replicas, each by address: a stable report.
-	rank := func(n node) int {
+	if cn, err := c.ClusterNodes(ctx).Result(); err == nil {
+		named = nodeAddrs(cn)
+	}
+	return n, named
+}
+
+// sortClusterNodes puts masters first, then replicas, each by address: a
+// stable report.
+func sortClusterNodes(nodes []clusterNode) {
+	rank := func(n clusterNode) int {
 		switch n.info.role {
 		case "master":
 			return 0
@@ -103,52 +158,25 @@ func (in *Inspector) clusterDoctor(ctx context.Context, cc *redis.ClusterClient)
 		}
 		return nodes[i].addr < nodes[j].addr
 	})
-	var (
-		out       []Check
-		reached   int
-		acl7      = true
-		down      []string
-		firstDown error
-	)
-	for _, n := range nodes {
-		role := n.info.role
-		if role == "" {
-			role = "unknown"
-		}
-		for _, ck := range n.checks {
-			ck.Node, ck.Role = n.addr, role
-			out = append(out, ck)
-		}
-		if n.err != nil {
-			if firstDown == nil {
-				firstDown = n.err
-			}
-			continue
-		}
-		reached++
-		acl7 = acl7 && n.info.acl7
-		if n.state != "" && n.state != "ok" {
-			down = append(down, n.addr)
-		}
-	}
-	if reached == 0 {
-		return out, firstDown
-	}
-	var derr error
+}
+
+// clusterVerdict is the "cluster" verdict: down lists the nodes that say
+// the cluster is down (the error is then ErrClusterDown), missing whether
+// some node did not answer; reached of all nodes answered.
+func clusterVerdict(down []string, missing bool, reached, all int) (Check, error) {
 	switch {
 	case len(down) > 0:
-		out = append(out, Check{Check: "cluster", Status: StatusFail,
-			Message: fmt.Sprintf("cluster_state:fail on %s: the cluster refuses every keyed command (CLUSTERDOWN), so no lock can be taken, renewed or listed", strings.Join(down, ", ")),
-			Hint:    "bring the failed master back or let a replica take over; assign every slot (CLUSTER INFO cluster_slots_assigned should be 16384)"})
-		derr = fmt.Errorf("%w: cluster_state:fail on %s", ErrClusterDown, strings.Join(down, ", "))
-	case firstDown != nil:
-		out = append(out, Check{Check: "cluster", Status: StatusFail,
-			Message: fmt.Sprintf("%d of %d nodes answered: the slots of a master that does not answer are not served until its replica takes over", reached, len(nodes)),
-			Hint:    "CLUSTER NODES shows which nodes are down and which replica will take over"})
+		return Check{Check: "cluster", Status: StatusFail,
+				Message: fmt.Sprintf("cluster_state:fail on %s: the cluster refuses every keyed command (CLUSTERDOWN), so no lock can be taken, renewed or listed", strings.Join(down, ", ")),
+				Hint:    "bring the failed master back or let a replica take over; assign every slot (CLUSTER INFO cluster_slots_assigned should be 16384)"},
+			fmt.Errorf("%w: cluster_state:fail on %s", ErrClusterDown, strings.Join(down, ", "))
+	case missing:
+		return Check{Check: "cluster", Status: StatusFail,
+			Message: fmt.Sprintf("%d of %d nodes answered: the slots of a master that does not answer are not served until its replica takes over", reached, all),
+			Hint:    "CLUSTER NODES shows which nodes are down and which replica will take over"}, nil
 	default:
-		out = append(out, Check{Check: "cluster", Status: StatusOK, Message: fmt.Sprintf("cluster_state:ok on all %d nodes", len(nodes))})
+		return Check{Check: "cluster", Status: StatusOK, Message: fmt.Sprintf("cluster_state:ok on all %d nodes", all)}, nil
 	}
-	return append(out, in.aclCheck(ctx, acl7)), derr
 }
 
 // nodeAddrs lists the addresses of the nodes a CLUSTER NODES reply names

@@ -3,6 +3,16 @@
 // Redisson hash locks), finding keys that never expire, releasing one stuck
 // holder by token with an audit record, and checking a deployment for lock
 // safety. It never prints; callers render the records it returns.
+//
+// New gives an Inspector on the locks under one prefix ("lock:" by default,
+// as package lock). Inspector.Locks lists held locks and Inspector.Lock
+// describes one in full; Inspector.Orphans finds lock keys without a TTL and
+// Inspector.FixOrphans gives them one or deletes them;
+// Inspector.ForceRelease frees a stuck holder named by its token or token
+// hash (TokenHash), recording it in the audit stream that Inspector.Audit
+// reads; Inspector.Doctor checks the deployment behind the client. Errors
+// match the sentinels of package lock (lock.ErrNotHeld, lock.ErrNotOwner,
+// lock.ErrInvalid, lock.ErrWrongType) or this package's.
 package inspect
 
 import (
@@ -20,15 +30,16 @@ import (
 )
 
 // AuditKey is the stream every forced release is recorded in. It starts with
-// lockwire.AuxPrefix, so no lock listing or orphan scan ever shows it.
-const AuditKey = lockwire.AuxPrefix + "audit"
+// "lockctl:", lockctl's own namespace, so no lock listing or orphan scan ever
+// shows it.
+const AuditKey = "lockctl:audit"
 
-// AuditMaxLen bounds the audit stream (XADD MAXLEN ~).
-const AuditMaxLen = 10000
+// auditMaxLen bounds the audit stream (XADD MAXLEN ~).
+const auditMaxLen = 10000
 
-// TokenHashLen is the number of hex digits of SHA-1(token) shown as a
+// tokenHashLen is the number of hex digits of SHA-1(token) shown as a
 // lock's token hash: enough to tell holders apart, short enough to type.
-const TokenHashLen = 12
+const tokenHashLen = 12
 
 // Options configure an Inspector. A nil *Options means all defaults.
 type Options struct {
@@ -82,7 +93,7 @@ func (in *Inspector) Pattern(glob string) string {
 	if glob == "" {
 		glob = "*"
 	}
-	return EscapeGlob(in.prefix) + glob
+	return escapeGlob(in.prefix) + glob
 }
 
 // Unscoped reports whether glob selects every key of the database: there is
@@ -93,9 +104,9 @@ func (in *Inspector) Unscoped(glob string) bool {
 	return in.prefix == "" && strings.Trim(glob, "*?") == ""
 }
 
-// EscapeGlob quotes the characters Redis glob patterns treat specially, so
+// escapeGlob quotes the characters Redis glob patterns treat specially, so
 // that s matches only itself.
-func EscapeGlob(s string) string {
+func escapeGlob(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -108,7 +119,7 @@ func EscapeGlob(s string) string {
 }
 
 // TokenHash is the short hash a listing shows instead of a token: the first
-// TokenHashLen hex digits of SHA-1(token). SHA-1 because Redis scripts can
+// 12 hex digits of SHA-1(token). SHA-1 because Redis scripts can
 // compute it (redis.sha1hex), so ForceRelease compares a hash atomically on
 // the server; it identifies a holder, it is not a secret.
 func TokenHash(token string) string {
@@ -116,7 +127,7 @@ func TokenHash(token string) string {
 		return ""
 	}
 	s := sha1.Sum([]byte(token))
-	return hex.EncodeToString(s[:])[:TokenHashLen]
+	return hex.EncodeToString(s[:])[:tokenHashLen]
 }
 
 // isAux reports whether key is one of lockctl's auxiliary keys, which a

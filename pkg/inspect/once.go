@@ -24,7 +24,7 @@ func (in *Inspector) OnceUnknown(ctx context.Context, prefix, glob string, o *Sc
 	if glob == "" {
 		glob = "*"
 	}
-	match := EscapeGlob(prefix) + glob
+	match := escapeGlob(prefix) + glob
 	var scanned int64
 	return forEachNode(ctx, in.c, func(ctx context.Context, node redis.UniversalClient) error {
 		store := once.New(node, &once.Options{Prefix: prefix})

@@ -5,14 +5,14 @@ import (
 	"strings"
 )
 
-// RedissonChannel is the pub/sub channel on which Redisson's waiters for the
+// redissonChannel is the pub/sub channel on which Redisson's waiters for the
 // lock at key listen, named as Redisson (3.x) names it:
 // RedissonLock.getChannelName is prefixName("redisson_lock__channel", name),
 // which puts the name in braces (so the channel hashes to the key's Cluster
 // slot) unless the name already holds a '{', whose own hash tag then does.
 // A release that publishes anywhere else wakes nobody: a Redisson lock()
 // that saw no TTL sleeps until a message arrives.
-func RedissonChannel(key string) string { return redissonPrefixed("redisson_lock__channel", key) }
+func redissonChannel(key string) string { return redissonPrefixed("redisson_lock__channel", key) }
 
 // redissonPrefixed is Redisson's prefixName(prefix, key).
 func redissonPrefixed(prefix, key string) string {
@@ -22,17 +22,17 @@ func redissonPrefixed(prefix, key string) string {
 	return prefix + ":{" + key + "}"
 }
 
-// RedissonRWChannel is the channel on which the waiters for Redisson's
+// redissonRWChannel is the channel on which the waiters for Redisson's
 // read-write lock at key listen (RedissonReadLock.getChannelName,
 // prefixName("redisson_rwlock", name)).
-func RedissonRWChannel(key string) string { return redissonPrefixed("redisson_rwlock", key) }
+func redissonRWChannel(key string) string { return redissonPrefixed("redisson_rwlock", key) }
 
-// RedissonRWTimeout is the key of the n-th re-entry of a read hold of
+// redissonRWTimeout is the key of the n-th re-entry of a read hold of
 // Redisson's read-write lock at key, held by thread ("<uuid>:<threadId>"):
 // RedissonReadLock's getReadWriteTimeoutNamePrefix, suffixName(name,
 // thread) + ":rwlock_timeout", then ":<n>". Each carries that re-entry's
 // lease; the hash lives as long as the longest of them.
-func RedissonRWTimeout(key, thread string, n int64) string {
+func redissonRWTimeout(key, thread string, n int64) string {
 	return redissonSuffixBase(key) + ":" + thread + ":rwlock_timeout:" + strconv.FormatInt(n, 10)
 }
 
@@ -46,28 +46,28 @@ func redissonSuffixBase(key string) string {
 	return "{" + key + "}"
 }
 
-// RedissonQueue and RedissonTimeouts are the keys of a Redisson fair lock's
+// redissonQueue and redissonTimeouts are the keys of a Redisson fair lock's
 // (RFairLock) waiters: a list of their thread names ("<uuid>:<threadId>")
 // in arrival order, and a sorted set of the same names scored by the time
 // (client ms) each gives up its place. Both are in key's Cluster slot.
-func RedissonQueue(key string) string { return redissonPrefixed("redisson_lock_queue", key) }
+func redissonQueue(key string) string { return redissonPrefixed("redisson_lock_queue", key) }
 
-// RedissonTimeouts is the key of the sorted set of a Redisson fair lock's
-// waiters scored by when each gives up its place (see RedissonQueue).
-func RedissonTimeouts(key string) string { return redissonPrefixed("redisson_lock_timeout", key) }
+// redissonTimeouts is the key of the sorted set of a Redisson fair lock's
+// waiters scored by when each gives up its place (see redissonQueue).
+func redissonTimeouts(key string) string { return redissonPrefixed("redisson_lock_timeout", key) }
 
-// RedissonWaiterChannel is the channel on which the fair-lock waiter named
-// waiter (a thread name of RedissonQueue) listens: Redisson's fair lock
+// redissonWaiterChannel is the channel on which the fair-lock waiter named
+// waiter (a thread name of redissonQueue) listens: Redisson's fair lock
 // wakes its waiters one by one, the head of the queue on its own channel.
-func RedissonWaiterChannel(key, waiter string) string { return RedissonChannel(key) + ":" + waiter }
+func redissonWaiterChannel(key, waiter string) string { return redissonChannel(key) + ":" + waiter }
 
-// RedissonUnlockMessage is what Redisson's unlock publishes on that channel
+// redissonUnlockMessage is what Redisson's unlock publishes on that channel
 // (LockPubSub.UNLOCK_MESSAGE): each waiting process wakes one waiter, which
 // tries again. The unlock of a read-write lock's last read hold publishes
-// it too, on RedissonRWChannel.
-const RedissonUnlockMessage = "0"
+// it too, on redissonRWChannel.
+const redissonUnlockMessage = "0"
 
-// RedissonReadUnlockMessage is what the unlock of a read-write lock's write
-// hold publishes on RedissonRWChannel (LockPubSub.READ_UNLOCK_MESSAGE):
+// redissonReadUnlockMessage is what the unlock of a read-write lock's write
+// hold publishes on redissonRWChannel (LockPubSub.READ_UNLOCK_MESSAGE):
 // each waiting process wakes every waiter, since readers may all come in.
-const RedissonReadUnlockMessage = "1"
+const redissonReadUnlockMessage = "1"

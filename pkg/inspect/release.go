@@ -76,7 +76,8 @@ func (e *PrefixError) Is(target error) bool { return target == lock.ErrInvalid }
 type ReleaseOptions struct {
 	// Reason is recorded in the audit stream.
 	Reason string
-	// Who is recorded as the person releasing; "" means Operator().
+	// Who is recorded as the person releasing; "" means the OS user@host
+	// of this process (the user@host part of a lock owner it records).
 	Who string
 }
 
@@ -100,14 +101,10 @@ type Released struct {
 }
 
 // ErrOwnKey is the error of a force-release asked to free a key in
-// lockctl's own namespace (lockwire.AuxPrefix: fence counters, fence-check records, queues,
-// the audit and event streams), which no lock lives in.
+// lockctl's own namespace (keys starting "lockctl:": fence counters,
+// fence-check records, queues, the audit and event streams), which no lock
+// lives in.
 var ErrOwnKey = fmt.Errorf("%w: lockctl's own key, not a lock", lock.ErrInvalid)
-
-// Operator is the OS user@host of this process, for audit records.
-// It is the user@host of the owner a lock or a once claim of this process
-// records.
-func Operator() string { return identity.UserHost() }
 
 // ForceRelease deletes the lock called name if token still holds it, wakes
 // its waiters and records who, when, which holder and why in the audit
@@ -124,7 +121,7 @@ func Operator() string { return identity.UserHost() }
 // semaphore (--limit) lock, or one held in shared mode, the slot token
 // holds is freed and the other holders keep theirs; waiters, exclusive ones
 // included, are woken to try again. The waiters are woken as a release
-// wakes them, by the same script prelude (lockwire.WakeLua) on the same
+// wakes them, by the same script step on the same
 // keys: the FIFO head, the exclusive waiter listed longest ago, the shared
 // waiters, or for a freed semaphore slot the semaphore waiter listed
 // longest ago, each on its own wake-up stream, so the next holder gets in
@@ -133,9 +130,10 @@ func Operator() string { return identity.UserHost() }
 // writer's, "<uuid>:<threadId>" for a reader's: that hold is freed whole
 // (every re-entry, and a read hold's rwlock_timeout keys), the others keep
 // theirs, and the lock is left as Redisson's own unlock leaves it, its
-// waiters woken on RedissonRWChannel with Redisson's message when the hold
-// freed was the last or the writer's (RedissonReadUnlockMessage for the
-// writer's, RedissonUnlockMessage for the last reader's).
+// waiters woken on Redisson's read-write channel ("redisson_rwlock:{name}")
+// with Redisson's message when the hold freed was the last or the writer's
+// (its read-unlock message, "1", for the writer's; its unlock message, "0",
+// for the last reader's).
 //
 // Nothing is written unless all of it can be: the script checks that the
 // key is a lock (a hash must be a Redisson lock, every field
@@ -148,8 +146,8 @@ func Operator() string { return identity.UserHost() }
 // then finds the holder gone. Only the wake-up is best effort (see
 // Released.Wake).
 //
-// Errors: ErrOwnKey (errors.Is lock.ErrInvalid) for a key under
-// lockwire.AuxPrefix; *PrefixError (errors.Is lock.ErrInvalid) for a hash
+// Errors: ErrOwnKey (errors.Is lock.ErrInvalid) for a key in lockctl's own
+// namespace ("lockctl:"); *PrefixError (errors.Is lock.ErrInvalid) for a hash
 // prefix that names no one holder; lock.ErrNotHeld when there is no lock;
 // *lock.HeldError (errors.Is lock.ErrNotOwner) naming the current holder
 // when token does not match (for slots, Reason semaphore or shared, the
@@ -174,13 +172,13 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, token string, o *Re
 // the lock, where no Redisson fair lock can be: nothing to wake.
 func (in *Inspector) wakeFairHead(ctx context.Context, r *Released) {
 	key := r.Holder.Key
-	queue, timeouts := RedissonQueue(key), RedissonTimeouts(key)
+	queue, timeouts := redissonQueue(key), redissonTimeouts(key)
 	if lockwire.Slot(queue) != lockwire.Slot(key) || lockwire.Slot(timeouts) != lockwire.Slot(key) {
 		return
 	}
-	err := fairWakeScript().Run(context.WithoutCancel(ctx), in.c, []string{queue, timeouts}, RedissonChannel(key), RedissonUnlockMessage).Err()
+	err := fairWakeScript().Run(context.WithoutCancel(ctx), in.c, []string{queue, timeouts}, redissonChannel(key), redissonUnlockMessage).Err()
 	if err != nil && !errors.Is(err, redis.Nil) && r.Wake == nil {
-		r.Wake = &lock.WakeError{Key: key, Channel: RedissonChannel(key) + ":<waiter>", Reason: err.Error()}
+		r.Wake = &lock.WakeError{Key: key, Channel: redissonChannel(key) + ":<waiter>", Reason: err.Error()}
 	}
 }
 
@@ -193,7 +191,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	}
 	who := o.Who
 	if who == "" {
-		who = Operator()
+		who = identity.UserHost()
 	}
 	key := in.Key(name)
 	if strings.HasPrefix(key, lockwire.AuxPrefix) {
@@ -210,8 +208,8 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	}
 	run := func(token, mode string) ([]any, error) {
 		v, err := forceReleaseScript().Run(ctx, in.c, keys, token, channel, who, o.Reason, name,
-			AuditMaxLen, TokenHashLen, RedissonChannel(key), RedissonUnlockMessage, mode,
-			redissonSuffixBase(key), RedissonRWChannel(key), RedissonReadUnlockMessage, base, TokenPrefixMin).Slice()
+			auditMaxLen, tokenHashLen, redissonChannel(key), redissonUnlockMessage, mode,
+			redissonSuffixBase(key), redissonRWChannel(key), redissonReadUnlockMessage, base, TokenPrefixMin).Slice()
 		var rerr redis.Error
 		if errors.As(err, &rerr) {
 			// An error reply: the script stopped before its first write,
@@ -239,7 +237,7 @@ func (in *Inspector) forceRelease(ctx context.Context, name, token string, o *Re
 	// holder it names (by the token the check matched, not a hash prefix
 	// that a new holder's token might share).
 	exact, _ := v[6].(string)
-	id, err := in.c.XAdd(ctx, &redis.XAddArgs{Stream: AuditKey, MaxLen: AuditMaxLen, Approx: true, Values: []any{
+	id, err := in.c.XAdd(ctx, &redis.XAddArgs{Stream: AuditKey, MaxLen: auditMaxLen, Approx: true, Values: []any{
 		"who", who, "name", name, "key", key, "kind", r.Holder.Kind(), "owner", r.Holder.Owner, "token_hash", r.TokenHash,
 		"fence", strconv.FormatInt(r.Holder.Fence, 10), "ttl_ms", strconv.FormatInt(int64(r.Holder.TTL/time.Millisecond), 10),
 		"reason", o.Reason,
@@ -470,8 +468,8 @@ type Fix struct {
 // take the lock. The wake-up is best effort: when the server refused it
 // (an ACL without PUBLISH or the channel) the key is fixed all the same,
 // and the error returned with the full result is a *lock.WakeError
-// (errors.Is lock.ErrNotWoken) naming the first such key. A key under
-// lockwire.AuxPrefix refuses the whole call (ErrOwnKey) before anything is
+// (errors.Is lock.ErrNotWoken) naming the first such key. A key in
+// lockctl's own namespace ("lockctl:") refuses the whole call (ErrOwnKey) before anything is
 // changed. The scripts of a batch are pipelined.
 func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]bool, error) {
 	if !fix.Delete && fix.Expire < time.Millisecond {
@@ -515,7 +513,7 @@ func (in *Inspector) FixOrphans(ctx context.Context, keys []string, fix Fix) ([]
 					typ = fix.Types[start+i]
 				}
 				cmds = append(cmds, run(ctx, pipe, []string{k}, action, ms, lockwire.Channel(k),
-					RedissonChannel(k), RedissonUnlockMessage, typ))
+					redissonChannel(k), redissonUnlockMessage, typ))
 			}
 			_, err := pipe.Exec(ctx)
 			return cmds, pipeErr(err)

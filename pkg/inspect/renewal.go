@@ -14,11 +14,11 @@ import (
 // Redis: its lease runs out at its TTL with nobody behind it.
 const StalePeriods = 2
 
-// NotRenewing is the one staleness rule: a holder with a renewal period
+// notRenewing is the one staleness rule: a holder with a renewal period
 // (every > 0) whose last renewal is more than StalePeriods periods old
 // (age, on the server's clock). A lease renewed by hand (every 0) has no
 // period to miss and never counts as not renewing.
-func NotRenewing(age, every time.Duration) bool {
+func notRenewing(age, every time.Duration) bool {
 	return every > 0 && age > StalePeriods*every
 }
 
@@ -35,7 +35,8 @@ type Renewal struct {
 	// Every is the holder's renewal period; 0 for a lease renewed by hand
 	// (lockctl lock, then lockctl renew), which has none.
 	Every time.Duration
-	// Stale: NotRenewing(Age, Every).
+	// Stale: the holder has gone more than StalePeriods periods
+	// (Every) without a renewal: see StalePeriods.
 	Stale bool
 }
 
@@ -45,7 +46,7 @@ func renewalOf(h lock.Holder, now time.Time) Renewal {
 		return Renewal{}
 	}
 	r := Renewal{Recorded: true, At: h.RenewedAt, Age: max(now.Sub(h.RenewedAt), 0), Every: h.RenewEvery}
-	r.Stale = NotRenewing(r.Age, r.Every)
+	r.Stale = notRenewing(r.Age, r.Every)
 	return r
 }
 
@@ -57,15 +58,15 @@ type Process string
 const (
 	// ProcessUnknown: it cannot be told: the owner is on another host, has
 	// no pid (a custom owner, a foreign lock), or this host has no /proc.
-	ProcessUnknown Process = Process(identity.ProcessUnknown)
+	ProcessUnknown Process = ""
 	// ProcessAlive: the pid runs, and is the process that took the lock
 	// (when its start time was recorded).
-	ProcessAlive Process = Process(identity.ProcessAlive)
+	ProcessAlive Process = "alive"
 	// ProcessGone: no process has the pid: the holder is dead.
-	ProcessGone Process = Process(identity.ProcessGone)
+	ProcessGone Process = "gone"
 	// ProcessReused: the pid runs, but another process has it now (its
 	// start time differs from the one recorded): the holder is dead.
-	ProcessReused Process = Process(identity.ProcessReused)
+	ProcessReused Process = "reused"
 )
 
 // checkProcess is holder l's process, when its host is this one.

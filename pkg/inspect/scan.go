@@ -52,10 +52,10 @@ const (
 	// ModeSemaphore: one slot of a counting (--limit) lock.
 	ModeSemaphore = "semaphore"
 	// ModeRead and ModeWrite: a read or a write hold of a Redisson
-	// read-write lock (lockwire.ParseRedissonRW), which lockctl shows and
-	// force-release frees hold by hold, but never takes.
-	ModeRead  = lockwire.RedissonRead
-	ModeWrite = lockwire.RedissonWrite
+	// read-write lock (RReadWriteLock), which Inspector shows and
+	// ForceRelease frees hold by hold, but lockctl never takes.
+	ModeRead  = "read"
+	ModeWrite = "write"
 )
 
 // Mode is how l holds its lock: ModeShared for a shared holder (Reason
@@ -101,7 +101,7 @@ func (o *ScanOptions) progress(n int64) {
 // the keyspace. Keys that are not locks (lists, sets, plain hashes, and
 // lockctl's auxiliary keys) are skipped. A semaphore (--limit) has no lock
 // key; it is found by its holder set, in the same SCAN under the default
-// prefix (a second one otherwise, see onePass), and yields one Lock per
+// prefix (a second one otherwise), and yields one Lock per
 // live holder (Kind "semaphore", Holders and Limit set), earliest
 // acquisition first. Shared holders (lock.AcquireOptions.Shared) live in
 // the same set and are found alike: one Lock per shared holder, Kind
@@ -232,7 +232,7 @@ func literalPrefix(p string) string {
 // contain the whole key after "lockctl:sem:". Names are then checked
 // exactly by decoding the lock key (lockwire.KeyOfAux).
 func (in *Inspector) semPattern() string {
-	return EscapeGlob(lockwire.AuxPrefix+lockwire.KindSem+":") + "*" + EscapeGlob(in.prefix) + "*"
+	return escapeGlob(lockwire.AuxPrefix+lockwire.KindSem+":") + "*" + escapeGlob(in.prefix) + "*"
 }
 
 // notAux keeps the keys that may be locks: not lockctl's auxiliary keys,
@@ -284,8 +284,7 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 	next func(redis.Pipeliner)) ([]Lock, error) {
 	pipe := node.Pipeline()
 	next(pipe)
-	n := len(keys)
-	if n == 0 {
+	if len(keys) == 0 {
 		if pipe.Len() > 0 {
 			if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 				return nil, err
@@ -293,101 +292,136 @@ func (in *Inspector) readLocks(ctx context.Context, node redis.UniversalClient, 
 		}
 		return nil, nil
 	}
-	types := make([]*redis.StatusCmd, n)
-	pttls := make([]*redis.DurationCmd, n)
-	gets := make([]*redis.StringCmd, n)
-	zcards := make([]*redis.IntCmd, n)
-	listed := make([]listedCount, n)
-	chans := make([]string, n)
-	rchans := make([]string, n)
-	for i, k := range keys {
-		types[i] = pipe.Type(ctx, k)
-		pttls[i] = pipe.PTTL(ctx, k)
-		// GET on a hash fails with WRONGTYPE, which costs less than a
-		// second round trip to ask for strings only.
-		gets[i] = pipe.Get(ctx, k)
-		// The FIFO queue (a sorted set of waiting tokens).
-		zcards[i] = pipe.ZCard(ctx, lockwire.AuxKey(lockwire.KindQueue, k))
-		listed[i] = announced(ctx, pipe, k)
-		chans[i] = lockwire.Channel(k)
-		rchans[i] = RedissonChannel(k)
-	}
-	numsub := pipe.PubSubNumSub(ctx, append(chans, rchans...)...)
-	// Redisson's waiters subscribe to its channel, with SSUBSCRIBE on a
-	// Redis 7 Cluster (older servers reject SHARDNUMSUB: no count then).
-	shardsub := pipe.PubSubShardNumSub(ctx, rchans...)
+	r := queueBatchReads(ctx, pipe, keys)
 	if _, err := pipe.Exec(ctx); pipeErr(err) != nil {
 		return nil, err
 	}
 	var hashes []int
-	out := make([]Lock, 0, n)
-	subs, _ := numsub.Result()
-	shards := shardsub.Val()
+	out := make([]Lock, 0, len(keys))
+	r.subs, _ = r.numsub.Result()
+	r.shards = r.shardsub.Val()
 	for i, k := range keys {
-		for _, c := range []redis.Cmder{types[i], pttls[i], gets[i], zcards[i]} {
+		for _, c := range []redis.Cmder{r.types[i], r.pttls[i], r.gets[i], r.zcards[i]} {
 			if err := cmdErr(c); err != nil {
 				return nil, err
 			}
 		}
-		ttl := ttlOf(pttls[i].Val())
-		switch types[i].Val() {
+		ttl := ttlOf(r.pttls[i].Val())
+		switch r.types[i].Val() {
 		case "string":
-			h := parseValue(k, gets[i].Val(), ttl)
-			out = append(out, in.record(h, clk, max(subs[chans[i]], listed[i].Val()), zcards[i].Val()))
+			h := parseValue(k, r.gets[i].Val(), ttl)
+			out = append(out, in.record(h, clk, max(r.subs[r.chans[i]], r.listed[i].Val()), r.zcards[i].Val()))
 		case "hash":
 			hashes = append(hashes, i)
 		}
 	}
-	if len(hashes) > 0 {
-		hp := node.Pipeline()
-		scans := make([]*redis.ScanCmd, len(hashes))
-		fair := make([]*redis.IntCmd, len(hashes))
-		rwchans := make([]string, len(hashes))
-		for j, i := range hashes {
-			scans[j] = redisson(ctx, hp, keys[i])
-			// (Only where Redisson could keep a queue: in the key's slot,
-			// so on this node of a Cluster.)
-			if lockwire.Slot(RedissonTimeouts(keys[i])) == lockwire.Slot(keys[i]) {
-				fair[j] = fairWaiters(ctx, hp, keys[i], clk)
-			}
-			rwchans[j] = RedissonRWChannel(keys[i])
+	if len(hashes) == 0 {
+		return out, nil
+	}
+	return in.readHashLocks(ctx, node, keys, hashes, r, clk, out)
+}
+
+// batchReads are the replies readLocks pipelines for one batch of keys,
+// index by index, and the channels it counted the subscribers of.
+type batchReads struct {
+	types    []*redis.StatusCmd
+	pttls    []*redis.DurationCmd
+	gets     []*redis.StringCmd
+	zcards   []*redis.IntCmd
+	listed   []listedCount
+	chans    []string
+	rchans   []string
+	numsub   *redis.MapStringIntCmd
+	shardsub *redis.MapStringIntCmd
+	// subs and shards are numsub's and shardsub's values once read.
+	subs, shards map[string]int64
+}
+
+// queueBatchReads queues on pipe the reads of every key of a batch: its
+// type, TTL, value, FIFO queue length, announced waiters, and the
+// subscribers of its release channel and Redisson's.
+func queueBatchReads(ctx context.Context, pipe redis.Pipeliner, keys []string) *batchReads {
+	n := len(keys)
+	r := &batchReads{
+		types:  make([]*redis.StatusCmd, n),
+		pttls:  make([]*redis.DurationCmd, n),
+		gets:   make([]*redis.StringCmd, n),
+		zcards: make([]*redis.IntCmd, n),
+		listed: make([]listedCount, n),
+		chans:  make([]string, n),
+		rchans: make([]string, n),
+	}
+	for i, k := range keys {
+		r.types[i] = pipe.Type(ctx, k)
+		r.pttls[i] = pipe.PTTL(ctx, k)
+		// GET on a hash fails with WRONGTYPE, which costs less than a
+		// second round trip to ask for strings only.
+		r.gets[i] = pipe.Get(ctx, k)
+		// The FIFO queue (a sorted set of waiting tokens).
+		r.zcards[i] = pipe.ZCard(ctx, lockwire.AuxKey(lockwire.KindQueue, k))
+		r.listed[i] = announced(ctx, pipe, k)
+		r.chans[i] = lockwire.Channel(k)
+		r.rchans[i] = redissonChannel(k)
+	}
+	r.numsub = pipe.PubSubNumSub(ctx, append(r.chans, r.rchans...)...)
+	// Redisson's waiters subscribe to its channel, with SSUBSCRIBE on a
+	// Redis 7 Cluster (older servers reject SHARDNUMSUB: no count then).
+	r.shardsub = pipe.PubSubShardNumSub(ctx, r.rchans...)
+	return r
+}
+
+// readHashLocks reads the hashes of a batch (keys[i] for i in hashes), in
+// one more round trip, and appends to out the Redisson locks among them.
+func (in *Inspector) readHashLocks(ctx context.Context, node redis.UniversalClient, keys []string, hashes []int,
+	r *batchReads, clk clock, out []Lock) ([]Lock, error) {
+	hp := node.Pipeline()
+	scans := make([]*redis.ScanCmd, len(hashes))
+	fair := make([]*redis.IntCmd, len(hashes))
+	rwchans := make([]string, len(hashes))
+	for j, i := range hashes {
+		scans[j] = redisson(ctx, hp, keys[i])
+		// (Only where Redisson could keep a queue: in the key's slot,
+		// so on this node of a Cluster.)
+		if lockwire.Slot(redissonTimeouts(keys[i])) == lockwire.Slot(keys[i]) {
+			fair[j] = fairWaiters(ctx, hp, keys[i], clk)
 		}
-		rwsubs := hp.PubSubNumSub(ctx, rwchans...)
-		rwshards := hp.PubSubShardNumSub(ctx, rwchans...)
-		if _, err := hp.Exec(ctx); pipeErr(err) != nil {
-			return nil, err
+		rwchans[j] = redissonRWChannel(keys[i])
+	}
+	rwsubs := hp.PubSubNumSub(ctx, rwchans...)
+	rwshards := hp.PubSubShardNumSub(ctx, rwchans...)
+	if _, err := hp.Exec(ctx); pipeErr(err) != nil {
+		return nil, err
+	}
+	for j, i := range hashes {
+		var queued int64
+		if fair[j] != nil {
+			if err := cmdErr(fair[j]); err != nil {
+				return nil, err
+			}
+			queued = fair[j].Val()
 		}
-		for j, i := range hashes {
-			var queued int64
-			if fair[j] != nil {
-				if err := cmdErr(fair[j]); err != nil {
-					return nil, err
-				}
-				queued = fair[j].Val()
-			}
-			fields, ok := redissonFields(scans[j])
-			if !ok {
-				continue
-			}
-			ttl := ttlOf(pttls[i].Val())
-			waiting := max(subs[chans[i]], listed[i].Val()) + subs[rchans[i]] + shards[rchans[i]]
-			// A fair lock's waiters each listen on a channel of their own:
-			// its queue counts them (those whose place has not timed out).
-			queued += zcards[i].Val()
-			if h, ok := parseRedisson(keys[i], fields, ttl); ok {
-				out = append(out, in.record(h, clk, waiting, queued))
-				continue
-			}
-			// A read-write lock: one row per hold. Its waiters listen on
-			// Redisson's read-write channel.
-			hs, ok := parseRedissonRW(keys[i], fields, ttl)
-			if !ok {
-				continue
-			}
-			waiting = max(subs[chans[i]], listed[i].Val()) + rwsubs.Val()[rwchans[j]] + rwshards.Val()[rwchans[j]]
-			for _, h := range hs {
-				out = append(out, in.record(h, clk, waiting, queued))
-			}
+		fields, ok := redissonFields(scans[j])
+		if !ok {
+			continue
+		}
+		ttl := ttlOf(r.pttls[i].Val())
+		waiting := max(r.subs[r.chans[i]], r.listed[i].Val()) + r.subs[r.rchans[i]] + r.shards[r.rchans[i]]
+		// A fair lock's waiters each listen on a channel of their own:
+		// its queue counts them (those whose place has not timed out).
+		queued += r.zcards[i].Val()
+		if h, ok := parseRedisson(keys[i], fields, ttl); ok {
+			out = append(out, in.record(h, clk, waiting, queued))
+			continue
+		}
+		// A read-write lock: one row per hold. Its waiters listen on
+		// Redisson's read-write channel.
+		hs, ok := parseRedissonRW(keys[i], fields, ttl)
+		if !ok {
+			continue
+		}
+		waiting = max(r.subs[r.chans[i]], r.listed[i].Val()) + rwsubs.Val()[rwchans[j]] + rwshards.Val()[rwchans[j]]
+		for _, h := range hs {
+			out = append(out, in.record(h, clk, waiting, queued))
 		}
 	}
 	return out, nil

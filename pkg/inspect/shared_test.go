@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockwire"
-	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -303,27 +302,5 @@ func TestSharedKeysNotOrphans(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("raw listing: %d rows for rw, want its 3 shared holders", n)
-	}
-}
-
-// Completion offers a name held only by shared holders, not one only waited
-// for. (A server of its own: Names reads a bounded part of the keyspace,
-// which the package's shared server outgrows.)
-func TestNamesSharedHolders(t *testing.T) {
-	s := redistest.StartTest(t, nil)
-	c := clientFor(t, s.URL)
-	ctx := context.Background()
-	sharedHolders(t, c, "lock:", "rw")
-	l := lock.New(c, nil)
-	if _, err := l.Acquire(ctx, "rx", time.Minute, nil); err != nil {
-		t.Fatal(err)
-	}
-	do(t, c, "ZADD", lockwire.AuxKey(lockwire.KindWriters, "lock:rwanted"), 99999999999999, "w")
-	in := inspect.New(c, nil)
-	for start, want := range map[string]string{"": "rw,rx", "r": "rw,rx", "rw": "rw", "rwa": ""} {
-		names, err := in.Names(ctx, start, 100)
-		if err != nil || strings.Join(names, ",") != want {
-			t.Errorf("names %q: %v %v, want %s", start, names, err, want)
-		}
 	}
 }

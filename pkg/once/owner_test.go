@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
-	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
 )
@@ -47,7 +47,7 @@ func TestDefaultOwnerAgreesWithLock(t *testing.T) {
 	if lease.Owner != claim.Owner || lease.Owner != once.DefaultOwner() {
 		t.Errorf("one process, three owners: lock %q, once claim %q, once.DefaultOwner %q", lease.Owner, claim.Owner, once.DefaultOwner())
 	}
-	if want := inspect.Operator() + pid; lease.Owner != want || !strings.HasPrefix(lease.Owner, user+"@") {
-		t.Errorf("lock owner %q, want %q (inspect.Operator and this pid, user %s)", lease.Owner, want, user)
+	if want := identity.UserHost() + pid; lease.Owner != want || !strings.HasPrefix(lease.Owner, user+"@") {
+		t.Errorf("lock owner %q, want %q (the audit operator, identity.UserHost, and this pid, user %s)", lease.Owner, want, user)
 	}
 }

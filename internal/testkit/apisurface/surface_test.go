@@ -112,3 +112,113 @@ func TestLockSurfaceSize(t *testing.T) {
 		t.Errorf("go doc -short pkg/lock is %d lines, more than %d", lines, maxDocLines)
 	}
 }
+
+// inspectSurface is pkg/inspect's decided surface, top-level names and
+// methods (struct fields are not listed): an Inspector that lists locks,
+// describes one, finds and fixes keys without TTL, force-releases a holder
+// by token or token hash with an audit record, reads the audit, checks a
+// deployment (Doctor) and finds once records whose outcome is unknown; the
+// records these return; the errors they match.
+var inspectSurface = []string{
+	"New", "Options", "Inspector", "ScanOptions",
+	"Inspector.Locks", "Inspector.Lock", "Inspector.Orphans", "Inspector.FixOrphans",
+	"Inspector.ForceRelease", "Inspector.Audit", "Inspector.Doctor", "Inspector.OnceUnknown",
+	"Inspector.Key", "Inspector.Name", "Inspector.Pattern", "Inspector.Unscoped",
+	"Lock", "Lock.Mode", "Lock.Waiters", "Renewal", "StalePeriods",
+	"Process", "ProcessUnknown", "ProcessAlive", "ProcessGone", "ProcessReused",
+	"ModeExclusive", "ModeShared", "ModeSemaphore", "ModeRead", "ModeWrite",
+	"Detail", "Detail.Held", "Detail.Mode", "Waiter", "Writer",
+	"Orphan", "Fix",
+	"ReleaseOptions", "Released", "TokenHash", "TokenPrefixMin",
+	"PrefixError", "PrefixError.Error", "PrefixError.Is", "ErrOwnKey",
+	"AuditEntry", "AuditKey", "AuditActionOnceResolve",
+	"Check", "Status", "StatusOK", "StatusWarn", "StatusFail", "ErrClusterDown",
+	"ErrIncomplete", "IncompleteError", "IncompleteError.Error", "IncompleteError.Is", "IncompleteError.Unwrap",
+	"Missed", "Missed.Reason", "Missed.SlotRanges",
+}
+
+// pkg/inspect exports its decided surface and nothing else: a name only
+// lockctl's commands need (shell completion's names, the commands doctor's
+// ACL check asks about) or only the package itself uses (Redisson's key
+// and channel names, the glob escaper, the audit stream's bound) stays
+// below it.
+func TestInspectSurface(t *testing.T) {
+	var got []string
+	for _, name := range surface(filepath.Join(root, "pkg/inspect")) {
+		if !fields[name] {
+			got = append(got, name)
+		}
+	}
+	for _, name := range got {
+		if !slices.Contains(inspectSurface, name) {
+			t.Errorf("pkg/inspect exports %s, which is not in its decided surface", name)
+		}
+	}
+	for _, want := range inspectSurface {
+		if !slices.Contains(got, want) {
+			t.Errorf("pkg/inspect has no %s", want)
+		}
+	}
+}
+
+// pkg/inspect's surface does not grow back: top-level names plus methods
+// (fields are not counted), and the lines of `go doc -short`.
+func TestInspectSurfaceSize(t *testing.T) {
+	const maxNames, maxDocLines = 63, 31
+	n := 0
+	for _, name := range surface(filepath.Join(root, "pkg/inspect")) {
+		if !fields[name] {
+			n++
+		}
+	}
+	if n > maxNames || len(inspectSurface) > maxNames {
+		t.Errorf("pkg/inspect has %d top-level names and methods (%d decided), more than %d", n, len(inspectSurface), maxNames)
+	}
+	out, err := exec.Command("go", "doc", "-short", filepath.Join(root, "pkg/inspect")).Output()
+	if err != nil {
+		t.Fatalf("go doc: %v", err)
+	}
+	if lines := strings.Count(string(out), "\n"); lines > maxDocLines {
+		t.Errorf("go doc -short pkg/inspect is %d lines, more than %d", lines, maxDocLines)
+	}
+}
+
+// No function of pkg/inspect, nor of the inspect and doctor commands, is
+// longer than 100 lines (from func to its closing brace): past that a
+// function does several things that each deserve a name.
+func TestInspectFunctionLength(t *testing.T) {
+	const maxLines = 100
+	var files []string
+	for _, glob := range []string{"pkg/inspect/*.go", "internal/inspectcli/*.go", "cmd/inspect*.go", "cmd/doctor.go"} {
+		m, err := filepath.Glob(filepath.Join(root, glob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	n := 0
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			n++
+			start, end := fset.Position(fn.Pos()), fset.Position(fn.End())
+			if lines := end.Line - start.Line + 1; lines > maxLines {
+				t.Errorf("%s: %s is %d lines, more than %d", start, fn.Name.Name, lines, maxLines)
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d functions found: the files were not read", n)
+	}
+}
