@@ -229,7 +229,7 @@ func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second ti
 		return simulate.RenderJSON(f.IO.Out, res)
 	}
 
-	printer := simulate.NewTextPrinter(f.IO.Out, f.IO.SimulateStyle())
+	printer := simulate.NewTextPrinter(f.IO.Out, simulate.Style(f.IO.SimulateStyle()))
 	if step && (!f.IO.IsStdinTTY() || !f.IO.IsStdoutTTY()) {
 		f.IO.Errorf("note: --step ignored: stdin and stdout are not both a terminal")
 		step = false

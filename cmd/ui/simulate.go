@@ -1,9 +1,9 @@
 package ui
 
 import (
-	"github.com/charmbracelet/lipgloss"
-	"github.com/lockctl/lockctl/internal/simulate"
 	"sync"
+
+	"github.com/charmbracelet/lipgloss"
 )
 
 // actorColors give each simulated client its own lane colour, so a reader
@@ -28,13 +28,31 @@ var (
 	simDimStyle    = sync.OnceValue(func() lipgloss.Style { return lipgloss.NewStyle().Faint(true) })
 )
 
+// TimelineStyle is how a `lockctl simulate` timeline is coloured: a
+// function per part of it (nil prints the part plain). Its fields are the
+// simulate package's Style's, so the command converts one into the other
+// and cmd/ui stays a presentation package that knows no feature.
+type TimelineStyle struct {
+	Title   func(string) string // scenario title
+	Variant func(string) string // variant heading
+	Time    func(string) string
+	Actor   func(actor, s string) string // lane symbols and actor names
+	Command func(string) string
+	Reply   func(string) string
+	Error   func(string) string // error replies
+	Note    func(string) string
+	Safe    func(string) string // "SAFE" verdicts
+	Unsafe  func(string) string // "UNSAFE" verdicts
+	Dim     func(string) string // idle lanes, legends
+}
+
 // SimulateStyle colours `lockctl simulate` timelines; with colour off it is
-// the zero Style, which prints plain text.
-func (s *IOStreams) SimulateStyle() simulate.Style {
+// the zero TimelineStyle, which prints plain text.
+func (s *IOStreams) SimulateStyle() TimelineStyle {
 	if !s.color {
-		return simulate.Style{}
+		return TimelineStyle{}
 	}
-	return simulate.Style{
+	return TimelineStyle{
 		Title:   render(simTitleStyle()),
 		Variant: render(simVarStyle()),
 		Time:    render(simDimStyle()),
