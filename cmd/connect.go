@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -36,32 +37,30 @@ import (
 //     calls (PipelinePoolSize -1), rather than dial a connection of their
 //     own on every invocation.
 func clientOptions[O *redis.Options | *redis.UniversalOptions](g *Globals, o O) {
-	const (
-		maxRetries    = -1
-		poolSize      = 16
-		pipelinePool  = -1
-		protocol      = 2
-		dialerRetries = 1
-		dialerBackoff = 50 * time.Millisecond
-	)
-	t := g.Timeout
-	switch o := any(o).(type) {
-	case *redis.Options:
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = t, t, t
-		o.ContextTimeoutEnabled = true
-		o.MaxRetries = maxRetries
-		o.PoolSize, o.PipelinePoolSize = poolSize, pipelinePool
-		o.DisableIdentity = true
-		o.Protocol = protocol
-		o.DialerRetries, o.DialerRetryTimeout = dialerRetries, dialerBackoff
-	case *redis.UniversalOptions:
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = t, t, t
-		o.ContextTimeoutEnabled = true
-		o.MaxRetries = maxRetries
-		o.PoolSize, o.PipelinePoolSize = poolSize, pipelinePool
-		o.DisableIdentity = true
-		o.Protocol = protocol
-		o.DialerRetries, o.DialerRetryTimeout = dialerRetries, dialerBackoff
+	fields := reflect.ValueOf(o).Elem()
+	for _, s := range clientSettings(g.Timeout) {
+		fields.FieldByName(s.field).Set(reflect.ValueOf(s.value))
+	}
+}
+
+// clientSetting is one field of go-redis's client options, by the name
+// both *redis.Options and *redis.UniversalOptions give it, and its value.
+type clientSetting struct {
+	field string
+	value any
+}
+
+// clientSettings lists, once for both option types, what clientOptions
+// sets; a value's type is its field's (TestClientOptionsBothTypes).
+func clientSettings(timeout time.Duration) []clientSetting {
+	return []clientSetting{
+		{"DialTimeout", timeout}, {"ReadTimeout", timeout}, {"WriteTimeout", timeout},
+		{"ContextTimeoutEnabled", true},
+		{"MaxRetries", -1},
+		{"PoolSize", 16}, {"PipelinePoolSize", -1},
+		{"DisableIdentity", true},
+		{"Protocol", 2},
+		{"DialerRetries", 1}, {"DialerRetryTimeout", 50 * time.Millisecond},
 	}
 }
 

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"strconv"
 
@@ -43,9 +44,15 @@ cannot overwrite the work of the holder that came after it.`,
 	return c
 }
 
+type fenceCheckOptions struct {
+	resource string
+	n        int64
+	token    string
+	shared   bool
+}
+
 func newFenceCheckCmd(f *Factory) *cobra.Command {
-	var token string
-	var shared bool
+	o := &fenceCheckOptions{}
 	c := &cobra.Command{
 		Use:   "check RESOURCE N",
 		Short: "Accept fence N for RESOURCE only if no newer one was seen (exit 65 otherwise)",
@@ -75,41 +82,48 @@ is shared) --shared is the default.`,
 			if err != nil || n < 1 {
 				return usageErrorf("fence %q: want a positive integer", args[1])
 			}
-			if shared && token != "" {
+			if o.shared && o.token != "" {
 				return &UsageError{Err: errors.New("--shared and --token exclude each other"),
 					Hints: []string{"shared holders all present the same fence; the check records no token for them"}}
 			}
-			if !c.Flags().Changed("shared") && token == "" && f.Getenv("LOCKCTL_MODE") == "shared" {
-				shared = true
+			if !c.Flags().Changed("shared") && o.token == "" && f.Getenv("LOCKCTL_MODE") == "shared" {
+				o.shared = true
 			}
-			if token == "" && !shared {
-				token = f.Getenv("LOCKCTL_TOKEN")
+			if o.token == "" && !o.shared {
+				o.token = f.Getenv("LOCKCTL_TOKEN")
 			}
-			l, err := f.Locker()
-			if err != nil {
-				return err
-			}
-			if shared {
-				err = l.Fences().CheckShared(c.Context(), resource, n)
-			} else {
-				err = l.Fences().Check(c.Context(), resource, n, token)
-			}
-			var stale *lock.StaleFenceError
-			if errors.As(err, &stale) {
-				return withHint(err, "a newer holder has written to this resource; the caller's lease is stale and its write must be dropped")
-			}
-			if err != nil {
-				return err
-			}
-			if f.G.Output == "json" {
-				return f.IO.PrintJSON(map[string]any{"resource": resource, "fence": n, "accepted": true})
-			}
-			return nil
+			o.resource, o.n = resource, n
+			return runFenceCheck(c.Context(), f, o)
 		},
 	}
-	c.Flags().StringVar(&token, "token", "", "the token of the holder presenting N (default LOCKCTL_TOKEN)")
-	c.Flags().BoolVar(&shared, "shared", false, "check for a shared holder: accept N equal to the highest from anyone (default when LOCKCTL_MODE is shared)")
+	c.Flags().StringVar(&o.token, "token", "", "the token of the holder presenting N (default LOCKCTL_TOKEN)")
+	c.Flags().BoolVar(&o.shared, "shared", false, "check for a shared holder: accept N equal to the highest from anyone (default when LOCKCTL_MODE is shared)")
 	return c
+}
+
+// runFenceCheck accepts fence o.n for o.resource, or refuses it as stale
+// (exit 65) with the newer fence.
+func runFenceCheck(ctx context.Context, f *Factory, o *fenceCheckOptions) error {
+	l, err := f.Locker()
+	if err != nil {
+		return err
+	}
+	if o.shared {
+		err = l.Fences().CheckShared(ctx, o.resource, o.n)
+	} else {
+		err = l.Fences().Check(ctx, o.resource, o.n, o.token)
+	}
+	var stale *lock.StaleFenceError
+	if errors.As(err, &stale) {
+		return withHint(err, "a newer holder has written to this resource; the caller's lease is stale and its write must be dropped")
+	}
+	if err != nil {
+		return err
+	}
+	if f.G.Output == "json" {
+		return f.IO.PrintJSON(map[string]any{"resource": o.resource, "fence": o.n, "accepted": true})
+	}
+	return nil
 }
 
 func fenceCounter(c *cobra.Command, f *Factory, args []string, next bool) error {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -36,32 +37,38 @@ outcome (its claimant died mid-run). Each waits for 'lockctl once resolve'.`,
 			if err != nil {
 				return err
 			}
-			store, err := f.onceStore(nil)
-			if err != nil {
-				return err
-			}
-			rec, err := store.Get(c.Context(), key)
-			if errors.Is(err, once.ErrNotFound) {
-				// Like `inspect lock` on a free lock: a state, not an error.
-				if f.G.Output == "json" {
-					return f.IO.PrintJSON(map[string]any{"name": key, "key": store.Key(key), "state": "none"})
-				}
-				return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"},
-					Rows: [][]string{{"name", ui.Escape(key)}, {"key", ui.Escape(store.Key(key))}, {"state", "none"}}})
-			}
-			if err != nil {
-				return err
-			}
-			if f.G.Output == "json" {
-				return f.IO.PrintJSON(onceRecordJSON(key, rec))
-			}
-			t := onceRecordTable(key, rec)
-			// One record: fields wrap on a terminal, as in inspect lock.
-			return f.IO.PrintDetail(t.Header, t.Rows)
+			return runInspectOnce(c.Context(), f, key)
 		},
 	}
 	c.Flags().BoolVar(&unknown, "unknown", false, "list the keys whose outcome is unknown (awaiting 'lockctl once resolve')")
 	return c
+}
+
+// runInspectOnce shows the record once keeps for key, or the state "none"
+// when there is none.
+func runInspectOnce(ctx context.Context, f *Factory, key string) error {
+	store, err := f.onceStore(nil)
+	if err != nil {
+		return err
+	}
+	rec, err := store.Get(ctx, key)
+	if errors.Is(err, once.ErrNotFound) {
+		// Like `inspect lock` on a free lock: a state, not an error.
+		if f.G.Output == "json" {
+			return f.IO.PrintJSON(map[string]any{"name": key, "key": store.Key(key), "state": "none"})
+		}
+		return f.IO.PrintTable(ui.Table{Header: []string{"FIELD", "VALUE"},
+			Rows: [][]string{{"name", ui.Escape(key)}, {"key", ui.Escape(store.Key(key))}, {"state", "none"}}})
+	}
+	if err != nil {
+		return err
+	}
+	if f.G.Output == "json" {
+		return f.IO.PrintJSON(onceRecordJSON(key, rec))
+	}
+	t := onceRecordTable(key, rec)
+	// One record: fields wrap on a terminal, as in inspect lock.
+	return f.IO.PrintDetail(t.Header, t.Rows)
 }
 
 // listUnknownOnce is `inspect once --unknown [PATTERN]`.

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -12,6 +13,7 @@ import (
 )
 
 type onceResolveOptions struct {
+	key, decision            string
 	succeeded, failed, retry bool
 	exit                     int
 	reason                   string
@@ -51,57 +53,11 @@ the claimant, --reason); 'inspect audit' lists it.`,
 			if len(args) > 1 {
 				return usageErrorf("unexpected argument after once KEY: %s", args[1])
 			}
-			if n := btoi(o.succeeded) + btoi(o.failed) + btoi(o.retry); n > 1 {
-				return usageErrorf("--succeeded, --failed and --retry exclude each other: give one decision")
-			}
-			decision := ""
-			switch {
-			case o.succeeded:
-				decision = once.ResolveSucceeded
-			case o.failed:
-				decision = once.ResolveFailed
-			case o.retry:
-				decision = once.ResolveRetry
-			default:
-				return &UsageError{Err: errors.New("missing decision: --succeeded, --failed or --retry"), Hints: []string{"usage: " + c.UseLine()}}
-			}
-			if c.Flags().Changed("exit") && !o.failed {
-				return usageErrorf("--exit goes with --failed")
-			}
-			if o.failed && (o.exit < 1 || o.exit > 255) {
-				return usageErrorf("--exit %d: want 1..255 (a failure)", o.exit)
-			}
-			store, err := f.onceStore(nil)
-			if err != nil {
+			if err := o.validate(c); err != nil {
 				return err
 			}
-			r, err := store.Resolve(c.Context(), key, decision, &once.ResolveOptions{ExitCode: o.exit, Who: identity.UserHost(),
-				Reason: o.reason, AuditKey: inspect.AuditKey}) // (once's default MAXLEN bounds the audit stream as force-release does)
-			var nu *once.NotUnknownError
-			switch {
-			case errors.As(err, &nu) && nu.Record.State == "none":
-				return reword(err, "%s has no record (never run, resolved --retry, or its outcome expired); nothing to resolve", key)
-			case errors.As(err, &nu) && nu.Record.State == once.StateRunning:
-				return withHint(reword(err, "%s is running: claimed by %s since %s, its lease alive; nothing to resolve", key,
-					nu.Record.Owner, sinceText(nu.Record.StartedAt)), "a claim becomes unknown only when its lease lapses without an outcome")
-			case errors.As(err, &nu):
-				return withHint(reword(err, "%s is not unknown: %s; nothing changed", key, outcomeText(nu.Record)),
-					"`lockctl inspect once "+key+"` shows the record")
-			case err != nil:
-				return err
-			}
-			f.record(c.Context(), events.OnceResolved, key, 0)
-			if f.G.Output == "json" {
-				return f.IO.PrintJSON(map[string]any{"name": key, "key": r.Before.Key, "decision": r.Decision,
-					"exit": resolvedExit(r), "owner": r.Before.Owner, "audit_id": r.AuditID})
-			}
-			what := fmt.Sprintf("later calls replay exit %d", r.ExitCode)
-			if r.Decision == once.ResolveRetry {
-				what = "the record is gone and the next call runs the command"
-			}
-			f.IO.Errorf("resolved %s (claimed by %s) as %s: %s; recorded in the audit log as %s",
-				key, orDash(r.Before.Owner), r.Decision, what, r.AuditID)
-			return nil
+			o.key = key
+			return runOnceResolve(c.Context(), f, o)
 		},
 	}
 	fs := c.Flags()
@@ -111,6 +67,68 @@ the claimant, --reason); 'inspect audit' lists it.`,
 	fs.IntVar(&o.exit, "exit", 1, "exit code recorded by --failed (1..255)")
 	fs.StringVar(&o.reason, "reason", "", "why, for the audit log")
 	return c
+}
+
+// validate checks the flags and sets o.decision: exactly one of
+// --succeeded, --failed (with --exit 1..255) and --retry.
+func (o *onceResolveOptions) validate(c *cobra.Command) error {
+	if n := btoi(o.succeeded) + btoi(o.failed) + btoi(o.retry); n > 1 {
+		return usageErrorf("--succeeded, --failed and --retry exclude each other: give one decision")
+	}
+	switch {
+	case o.succeeded:
+		o.decision = once.ResolveSucceeded
+	case o.failed:
+		o.decision = once.ResolveFailed
+	case o.retry:
+		o.decision = once.ResolveRetry
+	default:
+		return &UsageError{Err: errors.New("missing decision: --succeeded, --failed or --retry"), Hints: []string{"usage: " + c.UseLine()}}
+	}
+	if c.Flags().Changed("exit") && !o.failed {
+		return usageErrorf("--exit goes with --failed")
+	}
+	if o.failed && (o.exit < 1 || o.exit > 255) {
+		return usageErrorf("--exit %d: want 1..255 (a failure)", o.exit)
+	}
+	return nil
+}
+
+// runOnceResolve records o.decision for o.key, whose outcome is unknown, and
+// says what later calls will do; a key in any other state is left alone.
+func runOnceResolve(ctx context.Context, f *Factory, o *onceResolveOptions) error {
+	key, decision := o.key, o.decision
+	store, err := f.onceStore(nil)
+	if err != nil {
+		return err
+	}
+	r, err := store.Resolve(ctx, key, decision, &once.ResolveOptions{ExitCode: o.exit, Who: identity.UserHost(),
+		Reason: o.reason, AuditKey: inspect.AuditKey}) // (once's default MAXLEN bounds the audit stream as force-release does)
+	var nu *once.NotUnknownError
+	switch {
+	case errors.As(err, &nu) && nu.Record.State == "none":
+		return reword(err, "%s has no record (never run, resolved --retry, or its outcome expired); nothing to resolve", key)
+	case errors.As(err, &nu) && nu.Record.State == once.StateRunning:
+		return withHint(reword(err, "%s is running: claimed by %s since %s, its lease alive; nothing to resolve", key,
+			nu.Record.Owner, sinceText(nu.Record.StartedAt)), "a claim becomes unknown only when its lease lapses without an outcome")
+	case errors.As(err, &nu):
+		return withHint(reword(err, "%s is not unknown: %s; nothing changed", key, outcomeText(nu.Record)),
+			"`lockctl inspect once "+key+"` shows the record")
+	case err != nil:
+		return err
+	}
+	f.record(ctx, events.OnceResolved, key, 0)
+	if f.G.Output == "json" {
+		return f.IO.PrintJSON(map[string]any{"name": key, "key": r.Before.Key, "decision": r.Decision,
+			"exit": resolvedExit(r), "owner": r.Before.Owner, "audit_id": r.AuditID})
+	}
+	what := fmt.Sprintf("later calls replay exit %d", r.ExitCode)
+	if r.Decision == once.ResolveRetry {
+		what = "the record is gone and the next call runs the command"
+	}
+	f.IO.Errorf("resolved %s (claimed by %s) as %s: %s; recorded in the audit log as %s",
+		key, orDash(r.Before.Owner), r.Decision, what, r.AuditID)
+	return nil
 }
 
 func resolvedExit(r once.Resolution) any {

@@ -236,18 +236,9 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	go func() { defer close(warned); warnFailoverTTL(ctx, f, o.ttl, o.renewEvery) }()
 	defer func() { <-warned }()
 	status := newWaitStatus(f, name)
-	opts, err := o.acquireOptions(c, f, owner, status)
+	opts, err := o.runAcquireOptions(c, f, owner, status)
 	if err != nil {
 		return err
-	}
-	// Recorded with the lease, so that inspect can tell a holder that
-	// stopped renewing (killed) and a pid reused since.
-	opts.RenewEvery = o.renewEvery
-	if opts.RenewEvery == 0 {
-		opts.RenewEvery = leasetime.DefaultRenewEvery(o.ttl)
-	}
-	if o.owner == "" {
-		opts.OwnerStart = identity.PIDStart()
 	}
 	// Its fork and exec overlap the acquire's round trip.
 	helper := child.StartHelper()
@@ -260,16 +251,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	}
 	if err != nil {
 		helper.Close()
-		waited := time.Since(started)
-		rep.WaitedMS = waited.Milliseconds()
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
-		busy := name
-		if len(names) > 1 {
-			busy, err = setRefusal(f, l, names, err)
-		}
-		return o.refusedAs(c, name, busy, err, waited)
+		return o.notAcquired(c, f, l, names, err, time.Since(started), rep)
 	}
 	rep.WaitedMS = lease.Waited.Milliseconds()
 	logAcquired(f, lease)
@@ -286,8 +268,55 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 		Releaser:       runReleaser{f},
 	})
 	stopSwitch()
+	rep.held(lease, setMembers(l, lease, names), out)
+	held := "the lock " + name
+	if len(names) > 1 {
+		held = "the set of locks " + name
+	}
+	err = runError(out, held)
+	if out.Uncovered != nil {
+		err = uncoveredEnd(f, name, out.Uncovered, err, onLost)
+	}
+	return err
+}
+
+// runAcquireOptions are lock's acquire options, and the renewal period
+// and owner's process start recorded with the lease, so that inspect can
+// tell a holder that stopped renewing (killed) and a pid reused since.
+func (o *runOptions) runAcquireOptions(c *cobra.Command, f *Factory, owner string, status *waitStatus) (*lock.AcquireOptions, error) {
+	opts, err := o.acquireOptions(c, f, owner, status)
+	if err != nil {
+		return nil, err
+	}
+	opts.RenewEvery = o.renewEvery
+	if opts.RenewEvery == 0 {
+		opts.RenewEvery = leasetime.DefaultRenewEvery(o.ttl)
+	}
+	if o.owner == "" {
+		opts.OwnerStart = identity.PIDStart()
+	}
+	return opts, nil
+}
+
+// notAcquired records the wait in rep and says why names were not
+// acquired: which lock (of a set) was busy, or the interruption.
+func (o *runOptions) notAcquired(c *cobra.Command, f *Factory, l *lock.Locker, names []string, err error, waited time.Duration, rep *runReport) error {
+	rep.WaitedMS = waited.Milliseconds()
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	name := setName(names)
+	busy := name
+	if len(names) > 1 {
+		busy, err = setRefusal(f, l, names, err)
+	}
+	return o.refusedAs(c, name, busy, err, waited)
+}
+
+// held records in rep the lease held and what became of it and the child.
+func (rep *runReport) held(lease *lock.Lease, set []setMember, out *runner.Outcome) {
 	rep.Acquired, rep.Fence = true, lease.Fence
-	rep.Set = setMembers(l, lease, names)
+	rep.Set = set
 	rep.HeldMS, rep.Renewals, rep.Lost = out.Held.Milliseconds(), out.Renewals, out.Lost
 	if out.Ran {
 		if s := out.Result.Status.Signal; s != 0 {
@@ -298,15 +327,6 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 			rep.ChildExit = &code
 		}
 	}
-	held := "the lock " + name
-	if len(names) > 1 {
-		held = "the set of locks " + name
-	}
-	err = runError(out, held)
-	if out.Uncovered != nil {
-		err = uncoveredEnd(f, name, out.Uncovered, err, onLost)
-	}
-	return err
 }
 
 // renewWarning reports renewal trouble that has not lost the lease (Redis

@@ -197,25 +197,9 @@ func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second ti
 	}
 	opts.Second = second
 	if onServer {
-		for _, s := range simulate.List() {
-			if s.Name == name && s.EmbeddedOnly {
-				return &UsageError{Err: fmt.Errorf("%s runs only on the embedded servers: --url is not supported", name),
-					Hints: []string{"it needs five independent masters, each with its own clock; run it without --url"}}
-			}
-		}
-		ro, err := f.NodeOptions()
-		if err != nil {
+		if opts.Redis, err = simulateServer(c.Context(), f, name); err != nil {
 			return err
 		}
-		// Reach the server before printing anything, so that a wrong
-		// --url fails cleanly instead of after the scenario's heading.
-		probe := redis.NewClient(ro)
-		err = probe.Ping(c.Context()).Err()
-		_ = probe.Close() // only the ping's outcome matters
-		if err != nil {
-			return err
-		}
-		opts.Redis = ro
 	}
 
 	if f.G.Output == "json" {
@@ -252,6 +236,29 @@ func runSimulate(c *cobra.Command, f *Factory, name string, step bool, second ti
 		return err
 	}
 	return printer.Err()
+}
+
+// simulateServer is the --url server that scenario name runs on, reached
+// once before anything is printed, so that a wrong --url fails cleanly
+// instead of after the scenario's heading.
+func simulateServer(ctx context.Context, f *Factory, name string) (*redis.Options, error) {
+	for _, s := range simulate.List() {
+		if s.Name == name && s.EmbeddedOnly {
+			return nil, &UsageError{Err: fmt.Errorf("%s runs only on the embedded servers: --url is not supported", name),
+				Hints: []string{"it needs five independent masters, each with its own clock; run it without --url"}}
+		}
+	}
+	ro, err := f.NodeOptions()
+	if err != nil {
+		return nil, err
+	}
+	probe := redis.NewClient(ro)
+	err = probe.Ping(ctx).Err()
+	_ = probe.Close() // only the ping's outcome matters
+	if err != nil {
+		return nil, err
+	}
+	return ro, nil
 }
 
 // replay drives an observer over a finished run.

@@ -207,26 +207,6 @@ func Supervise(ctx context.Context, c *child.Child, cfg *Config) Result {
 	exited := c.Exited()
 	var linger <-chan time.Time
 	done := ctx.Done()
-	onLost := func(err error) {
-		res.Lost, res.LostErr = true, err
-		ended := c.Ended()
-		res.Stopped = cfg.OnLost != OnLostIgnore && !ended
-		if ended {
-			// Its group may still hold members; they are stopped all the
-			// same, but the command's status is its own.
-			err = fmt.Errorf("%w; the command had ended by itself already", err)
-		}
-		switch cfg.OnLost {
-		case OnLostTerm:
-			logf("%v; sending SIGTERM to the child's process group, SIGKILL in %v", err, lossGrace)
-			_ = c.Terminate(lossGrace)
-		case OnLostKill:
-			logf("%v; killing the child's process group", err)
-			_ = c.Kill()
-		default:
-			logf("%v; the child keeps running unprotected (--on-lost ignore)", err)
-		}
-	}
 loop:
 	for {
 		select {
@@ -240,7 +220,7 @@ loop:
 			c.Forward(s)
 		case err := <-lost:
 			lost = nil
-			onLost(err)
+			stopOnLoss(c, cfg, &res, err, lossGrace, logf)
 		case <-expired:
 			expired = nil
 			res.TimedOut = true
@@ -263,20 +243,56 @@ loop:
 			break loop
 		}
 	}
-	// A loss decided while the group was ending still means the end of the
-	// work may have overlapped another holder.
 	if lost != nil {
-		select {
-		case err := <-lost:
-			res.Lost, res.LostErr = true, err
-			logf("%v as the child's process group ended", err)
-		default:
-			if !cfg.Lease.Held() {
-				res.Lost, res.LostErr = true, errNotHeldAtEnd
-				logf("%v", errNotHeldAtEnd)
-			}
+		lostAtEnd(cfg.Lease, lost, &res, logf)
+	}
+	recordEnd(c, cfg, &res)
+	return res
+}
+
+// stopOnLoss records the loss of the lease (err) in res and stops the
+// child's process group as cfg.OnLost says: SIGTERM, then SIGKILL after
+// grace; SIGKILL at once; or nothing.
+func stopOnLoss(c *child.Child, cfg *Config, res *Result, err error, grace time.Duration, logf func(string, ...any)) {
+	res.Lost, res.LostErr = true, err
+	ended := c.Ended()
+	res.Stopped = cfg.OnLost != OnLostIgnore && !ended
+	if ended {
+		// Its group may still hold members; they are stopped all the
+		// same, but the command's status is its own.
+		err = fmt.Errorf("%w; the command had ended by itself already", err)
+	}
+	switch cfg.OnLost {
+	case OnLostTerm:
+		logf("%v; sending SIGTERM to the child's process group, SIGKILL in %v", err, grace)
+		_ = c.Terminate(grace)
+	case OnLostKill:
+		logf("%v; killing the child's process group", err)
+		_ = c.Kill()
+	default:
+		logf("%v; the child keeps running unprotected (--on-lost ignore)", err)
+	}
+}
+
+// lostAtEnd records in res a loss of lease decided while the child's group
+// was ending, which still means the end of the work may have overlapped
+// another holder.
+func lostAtEnd(lease Lease, lost <-chan error, res *Result, logf func(string, ...any)) {
+	select {
+	case err := <-lost:
+		res.Lost, res.LostErr = true, err
+		logf("%v as the child's process group ended", err)
+	default:
+		if !lease.Held() {
+			res.Lost, res.LostErr = true, errNotHeldAtEnd
+			logf("%v", errNotHeldAtEnd)
 		}
 	}
+}
+
+// recordEnd records in res how the child and its group ended, and the end of
+// the run that follows from it.
+func recordEnd(c *child.Child, cfg *Config, res *Result) {
 	res.Status = c.Status()
 	res.Foreground = c.Foreground()
 	if sig := res.Status.Signal; sig != 0 {
@@ -291,7 +307,6 @@ loop:
 	case res.TimedOut:
 		res.End = TimedOut
 	}
-	return res
 }
 
 var errNotHeldAtEnd = errors.New("the lease's local deadline passed before the child's process group ended")

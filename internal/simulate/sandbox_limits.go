@@ -269,58 +269,7 @@ func boundStringLib(ls *lua.LState, tostring func(*lua.LState, lua.LValue) lua.L
 			checkPattern(ls, "string."+name, p, len(s), name != "gmatch")
 		})
 	}
-	gsub := orig("gsub")
-	str.RawSetString("gsub", ls.NewFunction(func(ls *lua.LState) int {
-		s, p := ls.CheckString(1), ls.CheckString(2)
-		checkPattern(ls, "string.gsub", p, len(s), false)
-		repl := ls.CheckAny(3)
-		switch r := repl.(type) {
-		case lua.LString, lua.LNumber:
-			// Each match adds the replacement, and each %N in it at
-			// most the match again; the matches do not overlap.
-			rs := lua.LVAsString(r)
-			n := float64(len(s))*float64(1+strings.Count(rs, "%")) + float64(len(s)+1)*float64(len(rs))
-			if n > ScriptMaxString {
-				tooBig(ls, "string.gsub", n)
-			}
-		case *lua.LTable, *lua.LFunction:
-			// What the replacements add is counted as they come.
-			left := float64(ScriptMaxString - len(s))
-			repl = ls.NewFunction(func(ls *lua.LState) int {
-				var v lua.LValue
-				if t, ok := r.(*lua.LTable); ok {
-					v = ls.GetTable(t, ls.Get(1))
-				} else {
-					top := ls.GetTop()
-					ls.Push(r)
-					for i := 1; i <= top; i++ {
-						ls.Push(ls.Get(i))
-					}
-					ls.Call(top, 1)
-					v = ls.Get(-1)
-				}
-				if lua.LVCanConvToString(v) {
-					if left -= float64(len(lua.LVAsString(v))); left < 0 {
-						tooBig(ls, "string.gsub", ScriptMaxString-left)
-					}
-				}
-				ls.Push(v)
-				return 1
-			})
-		}
-		top := ls.GetTop()
-		ls.Push(gsub)
-		ls.Push(lua.LString(s))
-		ls.Push(lua.LString(p))
-		ls.Push(repl)
-		n := 3
-		if top >= 4 {
-			ls.Push(ls.Get(4))
-			n++
-		}
-		ls.Call(n, 2)
-		return 2
-	}))
+	str.RawSetString("gsub", boundGsub(ls, orig("gsub")))
 
 	tab := ls.GetGlobal(lua.TabLibName).(*lua.LTable)
 	wrap(tab, "concat", func(ls *lua.LState) {
@@ -483,4 +432,66 @@ func luaRandom(next func() float64) lua.LGFunction {
 		}
 		return 1
 	}
+}
+
+// boundGsub is string.gsub (gsub) within ScriptMaxString: the pattern
+// costed as find's, and what the replacements add counted.
+func boundGsub(ls *lua.LState, gsub *lua.LFunction) *lua.LFunction {
+	return ls.NewFunction(func(ls *lua.LState) int {
+		s, p := ls.CheckString(1), ls.CheckString(2)
+		checkPattern(ls, "string.gsub", p, len(s), false)
+		repl := ls.CheckAny(3)
+		switch r := repl.(type) {
+		case lua.LString, lua.LNumber:
+			// Each match adds the replacement, and each %N in it at
+			// most the match again; the matches do not overlap.
+			rs := lua.LVAsString(r)
+			n := float64(len(s))*float64(1+strings.Count(rs, "%")) + float64(len(s)+1)*float64(len(rs))
+			if n > ScriptMaxString {
+				tooBig(ls, "string.gsub", n)
+			}
+		case *lua.LTable, *lua.LFunction:
+			// What the replacements add is counted as they come.
+			repl = countedReplacement(ls, r, ScriptMaxString-len(s))
+		}
+		top := ls.GetTop()
+		ls.Push(gsub)
+		ls.Push(lua.LString(s))
+		ls.Push(lua.LString(p))
+		ls.Push(repl)
+		n := 3
+		if top >= 4 {
+			ls.Push(ls.Get(4))
+			n++
+		}
+		ls.Call(n, 2)
+		return 2
+	})
+}
+
+// countedReplacement is gsub's replacement r (a table or a function) that
+// raises once what it adds passes room bytes.
+func countedReplacement(ls *lua.LState, r lua.LValue, room int) *lua.LFunction {
+	left := float64(room)
+	return ls.NewFunction(func(ls *lua.LState) int {
+		var v lua.LValue
+		if t, ok := r.(*lua.LTable); ok {
+			v = ls.GetTable(t, ls.Get(1))
+		} else {
+			top := ls.GetTop()
+			ls.Push(r)
+			for i := 1; i <= top; i++ {
+				ls.Push(ls.Get(i))
+			}
+			ls.Call(top, 1)
+			v = ls.Get(-1)
+		}
+		if lua.LVCanConvToString(v) {
+			if left -= float64(len(lua.LVAsString(v))); left < 0 {
+				tooBig(ls, "string.gsub", ScriptMaxString-left)
+			}
+		}
+		ls.Push(v)
+		return 1
+	})
 }

@@ -73,92 +73,92 @@ type scriptRun struct {
 	keptOwn      bool   // a release left its caller's own lock
 }
 
+// scriptCall is one call of a learner's script under way: what it did so
+// far, and whether the replay gave up on it. mu guards both, since a script
+// given up on may still be running.
+type scriptCall struct {
+	e     *env
+	n     *node
+	inner context.Context // for the script's own commands: unrecorded
+
+	mu        sync.Mutex
+	out       scriptRun
+	abandoned bool
+}
+
+// scriptResult is what the Lua state returned, or why it failed.
+type scriptResult struct {
+	err   error
+	value lua.LValue
+}
+
 // runScript runs s on node n as EVAL with keys and argv would, recorded
 // as one step of actor; the commands inside are listed in the step's note.
 // The script runs on a goroutine of its own, so that a run stuck inside
 // one Go call past every bound is given up on instead of stalling the
-// replay; mu keeps such a script from touching the run afterwards.
+// replay; sc.mu keeps such a script from touching the run afterwards.
 func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []string) scriptRun {
-	var (
-		out       scriptRun
-		mu        sync.Mutex
-		abandoned bool
-	)
+	sc := &scriptCall{e: e, n: n}
 	// The script's own commands are sent unrecorded: the timeline shows
 	// the EVAL, as Redis runs the script as one command.
-	inner := context.WithoutCancel(ctx)
-	inner = context.WithValue(inner, actorKey{}, "")
+	sc.inner = context.WithValue(context.WithoutCancel(ctx), actorKey{}, "")
 	sctx, cancel := context.WithTimeout(ctx, ScriptTimeout)
 	defer cancel()
 	sandboxMu.Lock() // one script at a time: the memory watch reads the whole heap
 	defer sandboxMu.Unlock()
 
-	ls, concat := newSandbox(func(line string) { // print, inside the script
-		mu.Lock()
-		defer mu.Unlock()
-		if !abandoned {
-			out.trace = append(out.trace, line)
-		}
-	})
+	ls, concat := newSandbox(sc.print)
 	ls.SetContext(sctx)
-	list := func(xs []string) *lua.LTable {
-		t := ls.NewTable()
-		for _, x := range xs {
-			t.Append(lua.LString(x))
-		}
-		return t
+	ls.SetGlobal("KEYS", luaStrings(ls, keys))
+	ls.SetGlobal("ARGV", luaStrings(ls, argv))
+	ls.SetGlobal("redis", sc.redisLib(ls))
+
+	watch := watchMemory(cancel)
+	done := callProto(ls, s.proto, concat)
+	grace := time.NewTimer(ScriptTimeout + scriptGrace)
+	defer grace.Stop()
+	var r scriptResult
+	select {
+	case r = <-done:
+		defer ls.Close()
+	case <-grace.C:
+		// Stuck in one call: leave the state to its goroutine, which
+		// may no longer send anything.
+		sc.mu.Lock()
+		sc.abandoned = true
+		sc.mu.Unlock()
+		r.err = context.DeadlineExceeded
 	}
-	ls.SetGlobal("KEYS", list(keys))
-	ls.SetGlobal("ARGV", list(argv))
-	call := func(protected bool) lua.LGFunction {
-		return func(ls *lua.LState) int {
-			var args []interface{}
-			for i := 1; i <= ls.GetTop(); i++ {
-				switch v := ls.Get(i).(type) {
-				case lua.LString:
-					args = append(args, string(v))
-				case lua.LNumber:
-					args = append(args, v.String())
-				default:
-					ls.RaiseError("Lua redis lib command arguments must be strings or integers")
-				}
-			}
-			if len(args) == 0 {
-				ls.RaiseError("Please specify at least one argument for this redis lib call")
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if abandoned {
-				ls.RaiseError("stopped")
-			}
-			cmd := redis.NewCmd(inner, args...)
-			if msg := refuseCommand(args[0].(string)); msg != "" {
-				cmd.SetErr(refused(msg))
-			} else {
-				_ = n.rdb.Process(inner, cmd) // the reply and its error are read below
-			}
-			shown := e.showReply(n, cmd)
-			out.trace = append(out.trace, e.showCommand(n, args)+" → "+shown)
-			v, err := cmd.Result()
-			switch {
-			case err == redis.Nil:
-				ls.Push(lua.LFalse)
-			case err != nil && protected:
-				t := ls.NewTable()
-				t.RawSetString("err", lua.LString(err.Error()))
-				ls.Push(t)
-			case err != nil:
-				ls.RaiseError("%s", err.Error())
-			default:
-				ls.Push(toLua(ls, v))
-			}
-			return 1
-		}
+	over := watch.end()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return e.scriptOutcome(n, sc.out, r, over, (sctx.Err() != nil || sc.abandoned) && ctx.Err() == nil)
+}
+
+// print is the script's print: a line of the trace.
+func (sc *scriptCall) print(line string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if !sc.abandoned {
+		sc.out.trace = append(sc.out.trace, line)
 	}
+}
+
+func luaStrings(ls *lua.LState, xs []string) *lua.LTable {
+	t := ls.NewTable()
+	for _, x := range xs {
+		t.Append(lua.LString(x))
+	}
+	return t
+}
+
+// redisLib is the script's redis table: call and pcall send to sc's node,
+// the rest as Redis's own.
+func (sc *scriptCall) redisLib(ls *lua.LState) *lua.LTable {
 	rlib := ls.NewTable()
 	ls.SetFuncs(rlib, map[string]lua.LGFunction{
-		"call":  call(false),
-		"pcall": call(true),
+		"call":  sc.call(false),
+		"pcall": sc.call(true),
 		"error_reply": func(ls *lua.LState) int {
 			t := ls.NewTable()
 			t.RawSetString("err", lua.LString(ls.CheckString(1)))
@@ -173,51 +173,87 @@ func (e *env) runScript(ctx context.Context, n *node, s *Script, keys, argv []st
 		},
 		"log": func(*lua.LState) int { return 0 },
 	})
-	ls.SetGlobal("redis", rlib)
+	return rlib
+}
 
-	watch := watchMemory(cancel)
-	type result struct {
-		err   error
-		value lua.LValue
+// call is redis.call (redis.pcall when protected: an error reply is
+// returned as a table rather than raised), traced.
+func (sc *scriptCall) call(protected bool) lua.LGFunction {
+	return func(ls *lua.LState) int {
+		var args []interface{}
+		for i := 1; i <= ls.GetTop(); i++ {
+			switch v := ls.Get(i).(type) {
+			case lua.LString:
+				args = append(args, string(v))
+			case lua.LNumber:
+				args = append(args, v.String())
+			default:
+				ls.RaiseError("Lua redis lib command arguments must be strings or integers")
+			}
+		}
+		if len(args) == 0 {
+			ls.RaiseError("Please specify at least one argument for this redis lib call")
+		}
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		if sc.abandoned {
+			ls.RaiseError("stopped")
+		}
+		cmd := redis.NewCmd(sc.inner, args...)
+		if msg := refuseCommand(args[0].(string)); msg != "" {
+			cmd.SetErr(refused(msg))
+		} else {
+			_ = sc.n.rdb.Process(sc.inner, cmd) // the reply and its error are read below
+		}
+		shown := sc.e.showReply(sc.n, cmd)
+		sc.out.trace = append(sc.out.trace, sc.e.showCommand(sc.n, args)+" → "+shown)
+		v, err := cmd.Result()
+		switch {
+		case err == redis.Nil:
+			ls.Push(lua.LFalse)
+		case err != nil && protected:
+			t := ls.NewTable()
+			t.RawSetString("err", lua.LString(err.Error()))
+			ls.Push(t)
+		case err != nil:
+			ls.RaiseError("%s", err.Error())
+		default:
+			ls.Push(toLua(ls, v))
+		}
+		return 1
 	}
-	done := make(chan result, 1)
+}
+
+// callProto runs proto's function with concat as its argument, on a
+// goroutine of its own, and delivers its result (a panic as an error).
+func callProto(ls *lua.LState, proto *lua.FunctionProto, concat lua.LValue) <-chan scriptResult {
+	done := make(chan scriptResult, 1)
 	go func() {
-		var r result
+		var r scriptResult
 		defer func() {
 			if p := recover(); p != nil {
 				r.err = fmt.Errorf("%v", p)
 			}
 			done <- r
 		}()
-		ls.Push(ls.NewFunctionFromProto(s.proto))
+		ls.Push(ls.NewFunctionFromProto(proto))
 		ls.Push(concat)
 		r.err = ls.PCall(1, 1, nil)
 		if r.err == nil {
 			r.value = ls.Get(-1)
 		}
 	}()
-	grace := time.NewTimer(ScriptTimeout + scriptGrace)
-	defer grace.Stop()
-	var r result
-	select {
-	case r = <-done:
-		defer ls.Close()
-	case <-grace.C:
-		// Stuck in one call: leave the state to its goroutine, which
-		// may no longer send anything.
-		mu.Lock()
-		abandoned = true
-		mu.Unlock()
-		r.err = context.DeadlineExceeded
-	}
-	over := watch.end()
-	mu.Lock()
-	defer mu.Unlock()
+	return done
+}
+
+// scriptOutcome completes out by the script's result r: its reply, or why
+// it failed (over: past the memory bound; timedOut: past the time bound).
+func (e *env) scriptOutcome(n *node, out scriptRun, r scriptResult, over, timedOut bool) scriptRun {
 	switch {
 	case over:
 		out.oom = true
 		out.failed = fmt.Sprintf("ran out of memory: past the sandbox's %s, stopped", bytesText(ScriptMemory))
-	case (sctx.Err() != nil || abandoned) && ctx.Err() == nil:
+	case timedOut:
 		out.timeout = true
 		out.failed = fmt.Sprintf("ran out of time: still running after %s, stopped; Redis would answer BUSY to every client until SCRIPT KILL", ScriptTimeout)
 	case r.err != nil:

@@ -271,25 +271,19 @@ func fatal(err error) bool {
 		errors.Is(err, lockwire.ErrWrongType) || errors.Is(err, lockwire.ErrInvalid)
 }
 
+// schedule is the renewal loop's state between wake-ups: when to renew
+// next, the run of failures behind it, and a RenewNow that came while a
+// renewal was in flight.
+type schedule struct {
+	next     time.Time
+	failures int
+	lastErr  error
+	kicked   bool
+}
+
 func (w *Watchdog) run(ctx context.Context, since time.Time) {
 	defer close(w.done)
-	defer func() {
-		if r := recover(); r != nil {
-			// Nobody renews any more: the holder must stop now, not die
-			// with its work still running.
-			err := w.lossOf(false, &PanicError{Where: "watchdog", Value: r, Stack: debug.Stack()})
-			w.mu.Lock()
-			w.err = err
-			w.mu.Unlock()
-			select {
-			case w.lost <- err:
-			default: // a loss was delivered already
-			}
-			if w.onLost != nil {
-				w.onLost()
-			}
-		}
-	}()
+	defer w.recoverLoss()
 	results := make(chan renewal, 1)
 	var cancel context.CancelFunc // non-nil while a renewal is in flight
 	defer func() {
@@ -298,10 +292,7 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 			<-results
 		}
 	}()
-	next := since.Add(w.every)
-	failures := 0
-	var lastErr error
-	kicked := false // RenewNow while a renewal was in flight
+	s := &schedule{next: since.Add(w.every)}
 	for {
 		// The deadline check comes first on every wake-up: after a
 		// SIGSTOP/SIGCONT nothing else may be trusted before it.
@@ -314,31 +305,15 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 				// The renewal in flight can no longer count.
 				w.record(ctx, events.RenewFailed)
 			}
-			w.lose(ctx, w.lossOf(true, lastErr))
+			w.lose(ctx, w.lossOf(true, s.lastErr))
 			return
 		}
-		if cancel == nil && !now.Before(next) {
-			// No renewal outlives the deadline; one that hangs (a
-			// stalled node, a dead connection) gives way to a fresh
-			// attempt after two periods, and never sooner than ttl/3,
-			// which leaves a renewal's WAIT (at most ttl/6) its time.
-			// (A timeout rather than a deadline: w.clk may not be the
-			// wall clock.)
-			var rctx context.Context
-			rctx, cancel = context.WithTimeout(ctx, earliest(deadline, now.Add(max(2*w.every, w.ttl/3))).Sub(now))
-			go func(sent time.Time) {
-				defer func() {
-					if r := recover(); r != nil {
-						results <- renewal{sent: sent, err: &PanicError{Where: "renewal", Value: r, Stack: debug.Stack()}}
-					}
-				}()
-				ttl, err := w.r.Renew(rctx, w.name, w.token, w.ttl)
-				results <- renewal{sent: sent, ttl: ttl, err: err}
-			}(now)
+		if cancel == nil && !now.Before(s.next) {
+			cancel = w.startRenewal(ctx, results, now, deadline)
 		}
 		wake := deadline
-		if cancel == nil && next.Before(wake) {
-			wake = next
+		if cancel == nil && s.next.Before(wake) {
+			wake = s.next
 		}
 		t := w.clk.NewTimer(wake.Sub(now))
 		select {
@@ -351,81 +326,139 @@ func (w *Watchdog) run(ctx context.Context, since time.Time) {
 			return
 		case <-w.kick:
 			t.Stop()
-			w.kicked(&next, &kicked, cancel != nil)
+			w.kicked(s, cancel != nil)
 		case <-w.renewNow:
 			t.Stop()
-			w.kicked(&next, &kicked, cancel != nil)
+			w.kicked(s, cancel != nil)
 		case res := <-results:
 			t.Stop()
 			cancel()
 			cancel = nil
-			if !w.clk.Now().Before(deadline) {
-				// Too late to count, whatever it says: the loop top
-				// reports the loss.
-				if res.err != nil {
-					lastErr = res.err
-				}
-				w.record(ctx, events.RenewFailed)
-				continue
-			}
-			switch {
-			case res.err == nil:
-				ttl := w.ttl
-				if res.ttl > 0 && res.ttl < ttl {
-					ttl = res.ttl
-				}
-				w.mu.Lock()
-				if d := leasetime.Deadline(res.sent, ttl, w.margin); d.After(w.deadline) {
-					w.deadline = d
-				}
-				w.renewals++
-				d := w.deadline
-				w.mu.Unlock()
-				if w.onRenew != nil {
-					w.onRenew(d)
-				}
-				next = res.sent.Add(w.every)
-				failures, lastErr = 0, nil
-			case errors.Is(res.err, lockwire.ErrNotReplicated):
-				// Applied on a master whose replicas did not confirm
-				// it: no proof that the lock is still this lease's
-				// anywhere a failover would look. The deadline stays;
-				// ask again soon.
-				failures++
-				lastErr = res.err
-				next = w.clk.Now().Add(w.backoff(failures))
-				w.report(res.err)
-				w.record(ctx, events.RenewFailed)
-			case fatal(res.err):
-				w.record(ctx, events.RenewFailed)
-				w.lose(ctx, w.lossOf(false, res.err))
+			if !w.settle(ctx, res, deadline, s) {
 				return
-			case ctx.Err() != nil:
-				return
-			default:
-				failures++
-				lastErr = res.err
-				next = w.clk.Now().Add(w.backoff(failures))
-				if failures == 1 {
-					// The first failure of a run is retried at once:
-					// a closed or reset connection (a Sentinel client
-					// closes those to a demoted master), a MOVED or
-					// ASK the client could not follow, a timeout on
-					// a node that a failover replaced: the next call
-					// dials afresh and follows the new slot map or
-					// master, so it costs one round trip and can save
-					// the lease. Failures after it back off.
-					next = w.clk.Now()
-				}
-				w.report(res.err)
-				w.record(ctx, events.RenewFailed)
-			}
-			if kicked {
-				kicked = false
-				next = w.clk.Now()
 			}
 		}
 	}
+}
+
+// recoverLoss, deferred by run, turns a panic of the watchdog into the
+// lease's loss: nobody renews any more, so the holder must stop now, not
+// die with its work still running.
+func (w *Watchdog) recoverLoss() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	err := w.lossOf(false, &PanicError{Where: "watchdog", Value: r, Stack: debug.Stack()})
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	select {
+	case w.lost <- err:
+	default: // a loss was delivered already
+	}
+	if w.onLost != nil {
+		w.onLost()
+	}
+}
+
+// startRenewal sends a renewal in the background, its reply (or its
+// panic) to results, and returns what cancels it.
+//
+// No renewal outlives the deadline; one that hangs (a stalled node, a dead
+// connection) gives way to a fresh attempt after two periods, and never
+// sooner than ttl/3, which leaves a renewal's WAIT (at most ttl/6) its
+// time. (A timeout rather than a deadline: w.clk may not be the wall
+// clock.)
+func (w *Watchdog) startRenewal(ctx context.Context, results chan<- renewal, now, deadline time.Time) context.CancelFunc {
+	rctx, cancel := context.WithTimeout(ctx, earliest(deadline, now.Add(max(2*w.every, w.ttl/3))).Sub(now))
+	go func(sent time.Time) {
+		defer func() {
+			if r := recover(); r != nil {
+				results <- renewal{sent: sent, err: &PanicError{Where: "renewal", Value: r, Stack: debug.Stack()}}
+			}
+		}()
+		ttl, err := w.r.Renew(rctx, w.name, w.token, w.ttl)
+		results <- renewal{sent: sent, ttl: ttl, err: err}
+	}(now)
+	return cancel
+}
+
+// settle applies a renewal's reply, given while the lease's deadline was
+// deadline, to the schedule s. It returns false when the loop ends: the
+// lease is lost for good, or ctx is done.
+func (w *Watchdog) settle(ctx context.Context, res renewal, deadline time.Time, s *schedule) bool {
+	if !w.clk.Now().Before(deadline) {
+		// Too late to count, whatever it says: the loop top reports the
+		// loss.
+		if res.err != nil {
+			s.lastErr = res.err
+		}
+		w.record(ctx, events.RenewFailed)
+		return true
+	}
+	switch {
+	case res.err == nil:
+		s.next = w.renewed(res)
+		s.failures, s.lastErr = 0, nil
+	case errors.Is(res.err, lockwire.ErrNotReplicated):
+		// Applied on a master whose replicas did not confirm it: no
+		// proof that the lock is still this lease's anywhere a failover
+		// would look. The deadline stays; ask again soon.
+		s.failures++
+		s.lastErr = res.err
+		s.next = w.clk.Now().Add(w.backoff(s.failures))
+		w.report(res.err)
+		w.record(ctx, events.RenewFailed)
+	case fatal(res.err):
+		w.record(ctx, events.RenewFailed)
+		w.lose(ctx, w.lossOf(false, res.err))
+		return false
+	case ctx.Err() != nil:
+		return false
+	default:
+		s.failures++
+		s.lastErr = res.err
+		s.next = w.clk.Now().Add(w.backoff(s.failures))
+		if s.failures == 1 {
+			// The first failure of a run is retried at once: a closed or
+			// reset connection (a Sentinel client closes those to a
+			// demoted master), a MOVED or ASK the client could not
+			// follow, a timeout on a node that a failover replaced: the
+			// next call dials afresh and follows the new slot map or
+			// master, so it costs one round trip and can save the lease.
+			// Failures after it back off.
+			s.next = w.clk.Now()
+		}
+		w.report(res.err)
+		w.record(ctx, events.RenewFailed)
+	}
+	if s.kicked {
+		s.kicked = false
+		s.next = w.clk.Now()
+	}
+	return true
+}
+
+// renewed moves the deadline on by a successful renewal (by the TTL the
+// server reports when it is shorter than the lease's) and returns when to
+// renew next.
+func (w *Watchdog) renewed(res renewal) time.Time {
+	ttl := w.ttl
+	if res.ttl > 0 && res.ttl < ttl {
+		ttl = res.ttl
+	}
+	w.mu.Lock()
+	if d := leasetime.Deadline(res.sent, ttl, w.margin); d.After(w.deadline) {
+		w.deadline = d
+	}
+	w.renewals++
+	d := w.deadline
+	w.mu.Unlock()
+	if w.onRenew != nil {
+		w.onRenew(d)
+	}
+	return res.sent.Add(w.every)
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -468,11 +501,11 @@ func (w *Watchdog) lose(ctx context.Context, err error) {
 
 // kicked schedules the renewal RenewNow asks for: at once, or, while one
 // is in flight, as soon as it is answered.
-func (w *Watchdog) kicked(next *time.Time, kicked *bool, inFlight bool) {
+func (w *Watchdog) kicked(s *schedule, inFlight bool) {
 	if inFlight {
-		*kicked = true
+		s.kicked = true
 	} else {
-		*next = w.clk.Now()
+		s.next = w.clk.Now()
 	}
 }
 

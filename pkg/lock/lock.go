@@ -261,15 +261,9 @@ func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, o 
 		return nil, err
 	}
 	ttl = ttl.Truncate(time.Millisecond)
-	token := o.Token
-	if token == "" {
-		token = identity.Token()
-	} else if !validToken(token) {
-		return nil, fmt.Errorf("%w: token must be 1-256 printable ASCII characters without '\"' or '\\'", ErrInvalid)
-	}
-	owner := o.Owner
-	if owner == "" {
-		owner = defaultOwner()
+	token, owner, err := tokenAndOwner(o)
+	if err != nil {
+		return nil, err
 	}
 	if o.Limit < 0 || (o.Limit > 0 && o.FIFO) {
 		return nil, fmt.Errorf("%w: limit %d (FIFO waiting is not supported for semaphores)", ErrInvalid, o.Limit)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/identity"
 	"github.com/lockctl/lockctl/internal/lockwire"
 	"github.com/lockctl/lockctl/internal/redisreply"
 	"github.com/redis/go-redis/v9"
@@ -183,15 +182,9 @@ func (l *Locker) newSetAttempt(names []string, ttl time.Duration, o *AcquireOpti
 	if err := sameSlot(s.c, names, keys); err != nil {
 		return nil, err
 	}
-	token := o.Token
-	if token == "" {
-		token = identity.Token()
-	} else if !validToken(token) {
-		return nil, fmt.Errorf("%w: token must be 1-256 printable ASCII characters without '\"' or '\\'", ErrInvalid)
-	}
-	owner := o.Owner
-	if owner == "" {
-		owner = defaultOwner()
+	token, owner, err := tokenAndOwner(o)
+	if err != nil {
+		return nil, err
 	}
 	a := &setAttempt{l: l, s: s, names: names, keys: keys, owner: owner, note: o.Note,
 		args: acquireArgs{token: token, ttl: ttl, rest: valueRest(o, ttl), keepOwner: o.Owner == ""}, start: l.clock.Now()}

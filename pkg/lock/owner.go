@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/lockctl/lockctl/internal/identity"
@@ -28,4 +29,21 @@ func validToken(token string) bool {
 		}
 	}
 	return true
+}
+
+// tokenAndOwner are the token and owner an acquire with o records: o's
+// (a token that validToken refuses is ErrInvalid), else a new token and
+// this process's owner.
+func tokenAndOwner(o *AcquireOptions) (token, owner string, err error) {
+	token = o.Token
+	if token == "" {
+		token = identity.Token()
+	} else if !validToken(token) {
+		return "", "", fmt.Errorf("%w: token must be 1-256 printable ASCII characters without '\"' or '\\'", ErrInvalid)
+	}
+	owner = o.Owner
+	if owner == "" {
+		owner = defaultOwner()
+	}
+	return token, owner, nil
 }
