@@ -112,7 +112,7 @@ completions:
 
 # Regenerates the committed man pages; TestManPagesUpToDate fails when they drift.
 man:
-	rm -rf man && $(GO) run ./internal/genman man
+	rm -rf man && $(GO) run ./cmd/genman man
 
 bench:
 	./scripts/ensure-redis.sh

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/lockctl/lockctl/internal/leasetime"
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
 	"github.com/lockctl/lockctl/internal/testkit/docpages"
 	"github.com/lockctl/lockctl/internal/testkit/promtest"
 	"github.com/lockctl/lockctl/internal/testkit/shellwords"

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"os"
 
-	"github.com/lockctl/lockctl/internal/child"
-	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/internal/cli/runner"
+	"github.com/lockctl/lockctl/internal/cli/support/child"
 	"github.com/spf13/cobra"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/inspectcli"
+	"github.com/lockctl/lockctl/internal/cli/inspectcli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

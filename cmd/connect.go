@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/helloconn"
+	"github.com/lockctl/lockctl/internal/cli/support/helloconn"
 	"github.com/redis/go-redis/v9"
 )
 

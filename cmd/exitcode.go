@@ -8,9 +8,9 @@ import (
 	"syscall"
 
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/child"
-	"github.com/lockctl/lockctl/internal/runner"
-	"github.com/lockctl/lockctl/internal/watchdog"
+	"github.com/lockctl/lockctl/internal/cli/runner"
+	"github.com/lockctl/lockctl/internal/cli/support/child"
+	"github.com/lockctl/lockctl/internal/lib/watchdog"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"

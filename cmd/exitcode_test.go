@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/child"
-	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/internal/cli/runner"
+	"github.com/lockctl/lockctl/internal/cli/support/child"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -205,7 +205,7 @@ func TestChildStatusExitsLikeAShell(t *testing.T) {
 
 // A command that cannot be run exits as a shell says: 127 not found, 126
 // found but not executable. (Which start failure is which, directories and
-// bad interpreters included, is internal/child's TestStartErrorsMapLikeAShell.)
+// bad interpreters included, is internal/cli/support/child's TestStartErrorsMapLikeAShell.)
 func TestStartErrorsExitLikeAShell(t *testing.T) {
 	plain := filepath.Join(t.TempDir(), "plain")
 	if err := os.WriteFile(plain, []byte("echo hi\n"), 0o644); err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	rules "github.com/lockctl/lockctl/deploy/prometheus"
-	"github.com/lockctl/lockctl/internal/exporter"
+	"github.com/lockctl/lockctl/internal/cli/exporter"
 	"github.com/spf13/cobra"
 )
 

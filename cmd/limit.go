@@ -6,8 +6,8 @@ import (
 	"github.com/lockctl/lockctl/pkg/events"
 	"strings"
 
-	"github.com/lockctl/lockctl/internal/child"
-	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/internal/cli/runner"
+	"github.com/lockctl/lockctl/internal/cli/support/child"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/spf13/cobra"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/lockctl/lockctl/pkg/events"
 
-	"github.com/lockctl/lockctl/internal/child"
-	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/internal/cli/runner"
+	"github.com/lockctl/lockctl/internal/cli/support/child"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/spf13/cobra"

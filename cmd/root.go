@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/child"
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/cli/support/child"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
@@ -30,7 +30,7 @@ import (
 // every clean-up has run, and returns only if the signal did not end it.
 func Main() int {
 	if len(os.Args) == 2 && os.Args[1] == child.GuardArg {
-		// lockctl run's guard (internal/child/guard.go), not a command.
+		// lockctl run's guard (internal/cli/support/child/guard.go), not a command.
 		return child.RunGuard(os.Stdin)
 	}
 	// Before anything reads the password: from here on, CMD and every

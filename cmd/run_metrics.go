@@ -6,8 +6,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/child"
-	"github.com/lockctl/lockctl/internal/runmetrics"
+	"github.com/lockctl/lockctl/internal/cli/support/child"
+	"github.com/lockctl/lockctl/internal/cli/support/runmetrics"
 )
 
 // runExit is the exit status run returns for err, a signal that cancelled

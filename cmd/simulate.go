@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/simulate"
+	"github.com/lockctl/lockctl/internal/cli/simulate"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )

@@ -9,12 +9,12 @@ import (
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/cmd/ui"
-	"github.com/lockctl/lockctl/internal/simulate"
+	"github.com/lockctl/lockctl/internal/cli/simulate"
 )
 
 // goldenDir holds the one golden copy of each scenario's output; the
 // command must print exactly what the package renders.
-var goldenDir = filepath.Join("..", "internal", "simulate", "testdata")
+var goldenDir = filepath.Join("..", "internal", "cli", "simulate", "testdata")
 
 // noServer points every way of configuring a server at a closed port and
 // hides any user config: the embedded run must need none of them.

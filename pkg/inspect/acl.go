@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/limit"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -412,7 +412,7 @@ func commandNames(cmds [][]string) []string {
 // scriptAlternatives drops the refusal of EVALSHA where EVAL is allowed on
 // the same keys, and of EVAL where EVALSHA and SCRIPT LOAD are: lockctl
 // runs its scripts with whichever of the two the server allows
-// (internal/luascript). Both refused stay refused.
+// (internal/lib/luascript). Both refused stay refused.
 func scriptAlternatives(denied []denial) []denial {
 	refused := map[string]bool{}
 	for _, d := range denied {

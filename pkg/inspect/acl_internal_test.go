@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/identity"
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/identity"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
 // TestDeniedWhat: a refused command is a command, whatever its name holds;

@@ -3,7 +3,7 @@ package inspect
 import (
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/scriptcmds"
+	"github.com/lockctl/lockctl/internal/lib/scriptcmds"
 )
 
 // inspectScriptCommands reads every script of the package, a new one

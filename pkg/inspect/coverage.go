@@ -11,7 +11,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/internal/lib/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/internal/lib/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -112,7 +112,7 @@ func TestDoctorACL(t *testing.T) {
 	s := startServer(t, &redistest.Options{Password: "adminpw"})
 	admin := clientFor(t, s.URL)
 	// Either of EVALSHA (with SCRIPT LOAD) and EVAL runs the scripts
-	// (internal/luascript); a user without both cannot take a lock.
+	// (internal/lib/luascript); a user without both cannot take a lock.
 	do(t, admin, "ACL", "SETUSER", "app", "on", ">apppw", "~*", "&*", "+@all", "-eval", "-evalsha")
 	do(t, admin, "ACL", "SETUSER", "noeval", "on", ">apppw", "~*", "&*", "+@all", "-eval")
 	do(t, admin, "ACL", "SETUSER", "narrow", "on", ">narrowpw", "~lock:*", "&*", "+get", "+set", "+ping", "+time")
@@ -164,7 +164,7 @@ func TestDoctorACLWithoutDryRun(t *testing.T) {
 	}
 	wantStatus(t, doctor(t, user("app")), "acl", inspect.StatusOK, "this user may run every command lockctl uses (trying each command)")
 	wantStatus(t, doctor(t, user("nowait")), "acl", inspect.StatusWarn, "this user may take locks but not use --wait-replicas (WAIT)")
-	// EVAL alone runs the scripts (internal/luascript); neither cannot.
+	// EVAL alone runs the scripts (internal/lib/luascript); neither cannot.
 	wantStatus(t, doctor(t, user("nosha")), "acl", inspect.StatusOK, "this user may run every command lockctl uses (trying each command)")
 	m := doctor(t, user("noeval"))
 	wantStatus(t, m, "acl", inspect.StatusFail, "this user may not run EVALSHA, EVAL: every lock fails with NOPERM")

@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/identity"
-	"github.com/lockctl/lockctl/internal/lockwire"
-	"github.com/lockctl/lockctl/internal/luascript"
-	"github.com/lockctl/lockctl/internal/redisreply"
-	"github.com/lockctl/lockctl/internal/scriptcmds"
+	"github.com/lockctl/lockctl/internal/lib/identity"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/luascript"
+	"github.com/lockctl/lockctl/internal/lib/redisreply"
+	"github.com/lockctl/lockctl/internal/lib/scriptcmds"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )

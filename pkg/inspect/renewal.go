@@ -3,7 +3,7 @@ package inspect
 import (
 	"time"
 
-	"github.com/lockctl/lockctl/internal/identity"
+	"github.com/lockctl/lockctl/internal/lib/identity"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 

@@ -3,15 +3,15 @@ package inspect
 import (
 	"context"
 
-	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/internal/lib/redisreply"
 	"github.com/redis/go-redis/v9"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 
-// The stored values and Redisson hashes a scan reads (internal/lockwire
+// The stored values and Redisson hashes a scan reads (internal/lib/lockwire
 // parses them), as lock.Holders.
 
 // parseValue describes the holder whose stored value at key is value; ttl

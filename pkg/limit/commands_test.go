@@ -3,7 +3,7 @@ package limit_test
 import (
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/scriptcmds"
+	"github.com/lockctl/lockctl/internal/lib/scriptcmds"
 	"github.com/lockctl/lockctl/pkg/limit"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/luascript"
-	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/internal/lib/luascript"
+	"github.com/lockctl/lockctl/internal/lib/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 

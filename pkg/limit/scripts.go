@@ -4,8 +4,8 @@ import (
 	_ "embed"
 	"sync"
 
-	"github.com/lockctl/lockctl/internal/luascript"
-	"github.com/lockctl/lockctl/internal/scriptcmds"
+	"github.com/lockctl/lockctl/internal/lib/luascript"
+	"github.com/lockctl/lockctl/internal/lib/scriptcmds"
 )
 
 var (

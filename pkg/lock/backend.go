@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
-	"github.com/lockctl/lockctl/internal/luascript"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/luascript"
 	"github.com/redis/go-redis/v9"
 )
 

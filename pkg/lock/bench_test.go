@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/identity"
+	"github.com/lockctl/lockctl/internal/lib/identity"
 	"github.com/lockctl/lockctl/internal/testkit/benchcmp"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"

@@ -1,8 +1,8 @@
 package lock
 
 import (
-	"github.com/lockctl/lockctl/internal/lockwire"
-	"github.com/lockctl/lockctl/internal/scriptcmds"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/scriptcmds"
 )
 
 // ScriptCommands lists, sorted, the Redis commands that the lock scripts

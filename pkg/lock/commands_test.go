@@ -3,7 +3,7 @@ package lock_test
 import (
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/scriptcmds"
+	"github.com/lockctl/lockctl/internal/lib/scriptcmds"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
-	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/redisreply"
 	"github.com/redis/go-redis/v9"
 )
 

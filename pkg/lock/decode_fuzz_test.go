@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
 // replyFrom builds a script reply of the shape go-redis hands back (int64,

@@ -101,5 +101,5 @@
 // A lock called NAME lives at Options.Prefix+NAME ("lock:NAME" by
 // default); how its stored value, its auxiliary keys (fence counter,
 // semaphore slots, FIFO queue, channels) and the scripts' replies are laid
-// out in Redis is documented in internal/lockwire, their one home.
+// out in Redis is documented in internal/lib/lockwire, their one home.
 package lock

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/watchdog"
+	"github.com/lockctl/lockctl/internal/lib/watchdog"
 )
 
 // The tests of package lock_test reach unexported names through these.

@@ -3,7 +3,7 @@ package lock
 import (
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
 // Names the tests reach that are internal: the value's and Redisson's

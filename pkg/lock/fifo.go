@@ -5,7 +5,7 @@ import (
 	_ "embed"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
 // FIFO waiting: AcquireOptions.FIFO serves waiters in arrival order. Each

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/leasetime"
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"

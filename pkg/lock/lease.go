@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/leasetime"
-	"github.com/lockctl/lockctl/internal/watchdog"
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
+	"github.com/lockctl/lockctl/internal/lib/watchdog"
 )
 
 // Deadline is the moment the lease stops counting as held unless renewed

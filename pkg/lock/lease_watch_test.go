@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/leasetime"
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 

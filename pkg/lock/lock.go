@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/identity"
-	"github.com/lockctl/lockctl/internal/leasetime"
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/identity"
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/redis/go-redis/v9"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
 // run is AcquireMulti's first attempt, then its wait (o.Wait), as

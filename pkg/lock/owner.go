@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/lockctl/lockctl/internal/identity"
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/identity"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
-// defaultOwner is user@host:pid of this process (internal/identity): the
+// defaultOwner is user@host:pid of this process (internal/lib/identity): the
 // owner of an Acquire without one, the same as a once claim's.
 var defaultOwner = identity.Owner
 

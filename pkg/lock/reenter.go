@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
 // Re-entry: a nested holder (a script run under a lock that calls another

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/redis/go-redis/v9"
 )

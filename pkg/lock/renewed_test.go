@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/identity"
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/identity"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )

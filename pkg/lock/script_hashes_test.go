@@ -8,7 +8,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/luascript"
+	"github.com/lockctl/lockctl/internal/lib/luascript"
 )
 
 var updateHashes = flag.Bool("update", false, "rewrite script_hashes.go from the scripts' sources")

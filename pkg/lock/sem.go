@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/redis/go-redis/v9"
 )
 

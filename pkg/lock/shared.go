@@ -5,7 +5,7 @@ import (
 	_ "embed"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
 // Shared mode: AcquireOptions.Shared takes a lock as one of any number of

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/redis/go-redis/v9"
 )
 

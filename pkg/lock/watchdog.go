@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/leasetime"
-	"github.com/lockctl/lockctl/internal/watchdog"
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
+	"github.com/lockctl/lockctl/internal/lib/watchdog"
 	"github.com/lockctl/lockctl/pkg/events"
 )
 

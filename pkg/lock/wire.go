@@ -3,11 +3,11 @@ package lock
 import (
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
 // The stored value, the key scheme and the scripts' replies are
-// internal/lockwire's; this file turns them into Holders.
+// internal/lib/lockwire's; this file turns them into Holders.
 
 // Format is who wrote a lock's stored value, and so how it reads.
 type Format string

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/scriptcmds"
+	"github.com/lockctl/lockctl/internal/lib/scriptcmds"
 	"github.com/lockctl/lockctl/pkg/once"
 )
 

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/leasetime"
-	"github.com/lockctl/lockctl/internal/watchdog"
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
+	"github.com/lockctl/lockctl/internal/lib/watchdog"
 	"github.com/lockctl/lockctl/pkg/lock"
 )
 

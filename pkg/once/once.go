@@ -31,9 +31,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/identity"
-	"github.com/lockctl/lockctl/internal/leasetime"
-	"github.com/lockctl/lockctl/internal/redisreply"
+	"github.com/lockctl/lockctl/internal/lib/identity"
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
+	"github.com/lockctl/lockctl/internal/lib/redisreply"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )

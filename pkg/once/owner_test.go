@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/identity"
+	"github.com/lockctl/lockctl/internal/lib/identity"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"

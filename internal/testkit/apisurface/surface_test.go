@@ -16,7 +16,7 @@ const root = "../../.."
 // pkg/lock offers what a library user needs: the lease-centric API (a lease
 // known by name and token is resumed, then renewed and released as a
 // Lease), and no name that only lockctl's own packages use (those live in
-// internal packages that pkg/lock imports, such as internal/lockwire).
+// internal packages that pkg/lock imports, such as internal/lib/lockwire).
 func TestLockSurface(t *testing.T) {
 	names := surface(filepath.Join(root, "pkg/lock"))
 	for _, want := range []string{"Lease.Release", "Lease.Refresh", "Lease.Done", "Lease.Watch", "Lease.Err", "Lease.Fence",
@@ -35,7 +35,7 @@ func TestLockSurface(t *testing.T) {
 		"ParseRedisson", "ParseRedissonRW", "ParseRedissonAny", "IsRedissonAux", "HashString", "Slot",
 		"RedissonRead", "RedissonWrite",
 		// The watchdog is the Lease's (Watch, Done, Err); its engine is
-		// internal/watchdog. Events go to an events.Sink; a wrong type and
+		// internal/lib/watchdog. Events go to an events.Sink; a wrong type and
 		// a semaphore's other limit are *DataError values; a slow link is
 		// a *LateError with Slow set.
 		"Watchdog", "StartWatchdog", "PanicError", "EventSink", "WrongTypeError", "LimitError", "ErrSlowLink"} {

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/runner"
+	"github.com/lockctl/lockctl/internal/cli/runner"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -418,7 +418,7 @@ func GroupGone(pgid int) bool {
 	return true
 }
 
-// isGuard reports whether pid is lockctl's guard process (internal/child):
+// isGuard reports whether pid is lockctl's guard process (internal/cli/support/child):
 // a child of lockctl that is not CMD, a shell or lockctl's own binary.
 func isGuard(pid int) bool {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/lockctl/lockctl/internal/testkit/chaos"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 )
