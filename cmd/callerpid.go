@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/lib/identity"
 )
 
 // callerPID is the process that called lock: its parent, or, when that
@@ -60,18 +62,8 @@ type procfs string
 
 // parent reads pid's parent from /proc/PID/stat.
 func (root procfs) parent(pid int) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(string(root), strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, false
-	}
-	// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
+	f, ok := identity.StatFields(string(root), pid)
+	if !ok || len(f) < 2 {
 		return 0, false
 	}
 	ppid, err := strconv.Atoi(f[1])

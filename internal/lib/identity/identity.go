@@ -94,20 +94,9 @@ func startTime(root string, pid int) (start int64, dead bool) {
 	if pid <= 0 {
 		return 0, false
 	}
-	b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// "pid (comm) state ppid ...": comm may hold spaces and parentheses,
-	// so the fields are counted after its last ')'. starttime is field 22,
-	// the 20th after comm.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
+	// starttime is field 22 of the stat line, the 20th after comm.
+	f, ok := StatFields(root, pid)
+	if !ok || len(f) < 20 {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(f[19], 10, 64)
@@ -115,6 +104,23 @@ func startTime(root string, pid int) (start int64, dead bool) {
 		return 0, false
 	}
 	return n, f[0] == "Z" || f[0] == "X"
+}
+
+// StatFields reads /proc/PID/stat under root (a proc filesystem, "/proc"
+// on Linux) and returns its fields after the command name: state, ppid,
+// and so on (field 3 of proc(5) is the first). The command name may hold
+// spaces and parentheses, so the fields are counted after its last ')'.
+func StatFields(root string, pid int) ([]string, bool) {
+	b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, false
+	}
+	return strings.Fields(s[i+1:]), true
 }
 
 // Process is what this host knows of the process a lock's owner names.
