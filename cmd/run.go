@@ -271,7 +271,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 		}
 		return o.refusedAs(c, name, busy, err, waited)
 	}
-	rep.WaitedMS = lease.Waited.Milliseconds()
+	rep.WaitedMS = lease.Waited().Milliseconds()
 	logAcquired(f, lease)
 	setEnv, setUnset := childSetEnv(l, lease, names, f.Getenv)
 	switched, stopSwitch := masterSwitches(f)
@@ -286,7 +286,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 		Releaser:       runReleaser{f},
 	})
 	stopSwitch()
-	rep.Acquired, rep.Fence = true, lease.Fence
+	rep.Acquired, rep.Fence = true, lease.Fence()
 	rep.Set = setMembers(l, lease, names)
 	rep.HeldMS, rep.Renewals, rep.Lost = out.Held.Milliseconds(), out.Renewals, out.Lost
 	if out.Ran {
@@ -350,11 +350,11 @@ func (r runReleaser) Released(lease *lock.Lease, held, left int, err error, lost
 		// The outermost holder is done, but holds taken by re-entry
 		// were not given back (a nested `lockctl lock` never released,
 		// or a nested holder still running).
-		f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name, left)
+		f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name(), left)
 	case err == nil, lost, gone:
-	case notWoken(f, "released "+lease.Name, err):
+	case notWoken(f, "released "+lease.Name(), err):
 	default:
-		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
+		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name(), lease.TTL(), err)
 	}
 }
 
@@ -390,18 +390,18 @@ func uncoveredEnd(f *Factory, name string, gone, err error, onLost runner.OnLost
 func childEnv(lease *lock.Lease) []string {
 	env := []string{
 		"LOCKCTL_HELD=1",
-		"LOCKCTL_NAME=" + lease.Name,
-		"LOCKCTL_KEY=" + lease.Key,
-		"LOCKCTL_TOKEN=" + lease.Token,
-		"LOCKCTL_FENCE=" + strconv.FormatInt(lease.Fence, 10),
-		"LOCKCTL_TTL_MS=" + strconv.FormatInt(lease.TTL.Milliseconds(), 10),
-		"LOCKCTL_OWNER=" + lease.Owner,
-		"LOCKCTL_ACQUIRED_AT=" + lease.AcquiredAt.UTC().Format(time.RFC3339Nano),
-		"LOCKCTL_WAITED_MS=" + strconv.FormatInt(lease.Waited.Milliseconds(), 10),
+		"LOCKCTL_NAME=" + lease.Name(),
+		"LOCKCTL_KEY=" + lease.Key(),
+		"LOCKCTL_TOKEN=" + lease.Token(),
+		"LOCKCTL_FENCE=" + strconv.FormatInt(lease.Fence(), 10),
+		"LOCKCTL_TTL_MS=" + strconv.FormatInt(lease.TTL().Milliseconds(), 10),
+		"LOCKCTL_OWNER=" + lease.Owner(),
+		"LOCKCTL_ACQUIRED_AT=" + lease.AcquiredAt().UTC().Format(time.RFC3339Nano),
+		"LOCKCTL_WAITED_MS=" + strconv.FormatInt(lease.Waited().Milliseconds(), 10),
 	}
 	// Always set, so that a nested run's child never inherits its
 	// parent's mode: `lockctl fence check` reads it.
-	return append(env, "LOCKCTL_MODE="+leaseMode(lease.Shared))
+	return append(env, "LOCKCTL_MODE="+leaseMode(lease.Shared()))
 }
 
 // writeReport replaces path atomically, so a reader never sees half a record.

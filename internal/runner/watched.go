@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/leasetime"
@@ -11,7 +10,8 @@ import (
 
 // Watched is a lease that Lease.Watch renews, seen as the supervisor
 // needs it (Lease): its loss, the renewals that counted, its margin and
-// whether its local deadline has passed.
+// whether its local deadline has passed; the lease's own accessors
+// (Deadline, Renewals) follow the watchdog's renewals.
 type Watched struct {
 	lease  *lock.Lease
 	stop   context.CancelFunc
@@ -19,14 +19,10 @@ type Watched struct {
 	margin time.Duration
 	lost   chan error
 	kick   chan struct{}
-
-	mu       sync.Mutex
-	deadline time.Time
-	renewals int64
 }
 
 // Watch starts lease's watchdog with opt (nil takes every default; its
-// RenewNow and OnRenew are Watched's own) until Stop.
+// RenewNow is Watched's own) until Stop.
 func Watch(ctx context.Context, lease *lock.Lease, opt *lock.WatchdogOptions) (*Watched, error) {
 	o := lock.WatchdogOptions{}
 	if opt != nil {
@@ -37,16 +33,9 @@ func Watch(ctx context.Context, lease *lock.Lease, opt *lock.WatchdogOptions) (*
 		w.clk = leasetime.Real()
 	}
 	if w.margin == 0 {
-		w.margin = leasetime.DefaultMargin(lease.TTL)
+		w.margin = leasetime.DefaultMargin(lease.TTL())
 	}
-	w.deadline = leasetime.Deadline(lease.Sent, lease.TTL, w.margin)
 	o.RenewNow = w.kick
-	o.OnRenew = func(d time.Time) {
-		w.mu.Lock()
-		w.deadline = d
-		w.renewals++
-		w.mu.Unlock()
-	}
 	ctx, w.stop = context.WithCancel(ctx)
 	if err := lease.Watch(ctx, &o); err != nil {
 		w.stop()
@@ -71,18 +60,10 @@ func (w *Watched) Lost() <-chan error { return w.lost }
 func (w *Watched) Err() error { return w.lease.Err() }
 
 // Renewals counts the renewals that counted.
-func (w *Watched) Renewals() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.renewals
-}
+func (w *Watched) Renewals() int64 { return w.lease.Renewals() }
 
 // Deadline is the moment the lease counts as lost unless renewed before.
-func (w *Watched) Deadline() time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.deadline
-}
+func (w *Watched) Deadline() time.Time { return w.lease.Deadline() }
 
 // Margin is the safety margin in use: at the deadline the server still
 // holds the lease for at least this long.

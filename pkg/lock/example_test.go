@@ -177,19 +177,19 @@ func ExampleFences_Check() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	fmt.Println("fence increased:", cur.Fence > old.Fence)
-	if err := fences.Check(ctx, resource, cur.Fence, cur.Token); err != nil {
+	fmt.Println("fence increased:", cur.Fence() > old.Fence())
+	if err := fences.Check(ctx, resource, cur.Fence(), cur.Token()); err != nil {
 		fmt.Println("check:", err)
 		return
 	}
 	fmt.Println("current holder writes")
 
 	// The first holder wakes up and tries to write: refused.
-	err = fences.Check(ctx, resource, old.Fence, old.Token)
+	err = fences.Check(ctx, resource, old.Fence(), old.Token())
 	fmt.Println("old holder refused:", errors.Is(err, lock.ErrStaleFence))
 
 	// The current holder writes again with the same fence.
-	fmt.Println("current holder writes again:", fences.Check(ctx, resource, cur.Fence, cur.Token) == nil)
+	fmt.Println("current holder writes again:", fences.Check(ctx, resource, cur.Fence(), cur.Token()) == nil)
 
 	if err := cur.Release(ctx); err != nil {
 		fmt.Println("release:", err)
@@ -369,11 +369,11 @@ func ExampleLocker_Resume() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	if _, err := first.Reenter(ctx, name, lease.Token); err != nil {
+	if _, err := first.Reenter(ctx, name, lease.Token()); err != nil {
 		fmt.Println("re-enter:", err)
 		return
 	}
-	token := lease.Token
+	token := lease.Token()
 
 	// Another process knows only the name and the token.
 	locker := lock.New(client, nil)
@@ -382,17 +382,17 @@ func ExampleLocker_Resume() {
 		fmt.Println("resume:", err)
 		return
 	}
-	fmt.Println("holds:", resumed.Holds, "same fence:", resumed.Fence == lease.Fence)
+	fmt.Println("holds:", resumed.Holds(), "same fence:", resumed.Fence() == lease.Fence())
 	if err := resumed.Refresh(ctx, 0); err != nil {
 		fmt.Println("refresh:", err)
 		return
 	}
-	for resumed.Holds > 0 {
+	for resumed.Holds() > 0 {
 		if err := resumed.Release(ctx); err != nil {
 			fmt.Println("release:", err)
 			return
 		}
-		fmt.Println("released one hold, left:", resumed.Holds)
+		fmt.Println("released one hold, left:", resumed.Holds())
 	}
 
 	_, err = locker.Resume(ctx, name, token)

@@ -78,7 +78,7 @@ func TestWriteAfterConnectionErrorSendsScriptSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	renew := func() error {
-		_, err := waiting.RenewToken(context.Background(), name, lease.Token, 10*time.Second)
+		_, err := waiting.RenewToken(context.Background(), name, lease.Token(), 10*time.Second)
 		return err
 	}
 	if err := renew(); !errors.Is(err, lock.ErrNotReplicated) {

@@ -74,12 +74,12 @@ func TestLeaseWatchErrOnRenewRenewNow(t *testing.T) {
 	if err := lease.Watch(ctx, &lock.WatchdogOptions{RenewEvery: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	c.Del(ctx, lease.Key)
+	c.Del(ctx, lease.Key())
 	if !closed(lease.Done(), 5*time.Second) {
 		t.Fatal("Done not closed after the lease was lost")
 	}
 	var lost *lock.LostError
-	if err := lease.Err(); !errors.As(err, &lost) || !errors.Is(err, lock.ErrLost) || !errors.Is(err, lock.ErrNotHeld) || lost.Name != lease.Name {
+	if err := lease.Err(); !errors.As(err, &lost) || !errors.Is(err, lock.ErrLost) || !errors.Is(err, lock.ErrNotHeld) || lost.Name != lease.Name() {
 		t.Errorf("Err after the loss: %v, want a *LostError matching ErrLost and ErrNotHeld", err)
 	}
 }

@@ -200,42 +200,31 @@ type AcquireOptions struct {
 // background, and Done closes once it is lost (or given back), Err saying
 // why.
 type Lease struct {
-	Name, Key, Token, Owner, Note string
-	// Fence grows with every acquisition of Key (and every Fences.Next):
-	// hand it to the protected resource, which refuses any fence older than
-	// one it has seen (Fences.Check). A fence is the counter plus one or
-	// the server's time in µs, whichever is greater, so every fence issued
-	// after a restart that lost the counter, or a failover to a replica that
-	// had not received its latest value, is still greater than every fence
-	// issued before. That assumes the servers' clocks agree to well within
-	// the time a restart or failover takes, and never step back by more;
-	// fences are not consecutive.
-	Fence      int64
-	TTL        time.Duration
-	AcquiredAt time.Time // server time
-	ExpiresAt  time.Time // server time when this acquire took effect plus TTL
-	Waited     time.Duration
-	// Limit is the semaphore's bound for a semaphore slot, else 0.
-	Limit int
-	// Shared: a shared hold (AcquireOptions.Shared).
-	Shared bool
-	// Sent is when the call that granted (or re-confirmed) the lease was
-	// sent, on the Locker's clock: the lease lasts at least until Sent+TTL
-	// on the server, and counts as held until Deadline(). It is the
-	// send time a watchdog started by Watch counts from.
-	Sent time.Time
-	// Holds is how many holds the token has on the lease after this call:
-	// 1 for an acquisition, more for a Reenter; after Release, the holds
-	// of the token left (0: the lock is free).
-	Holds int
+	// Set when the lease is granted, never changed after.
+	name, key, token, owner, note string
+	fence                         int64
+	acquiredAt, expiresAt         time.Time
+	waited                        time.Duration
+	limit                         int
+	shared                        bool
 
 	l       *Locker   // the Locker that granted it
 	resumed bool      // Resume built it from the stored value, not a grant
 	set     *leaseSet // the names, keys and fences of a set of locks (AcquireMulti); nil for one lock
-	mu      sync.Mutex
-	done    chan struct{} // closed once the lease is lost or given back
-	dogs    []watch       // the watchdogs started on it (Watch)
-	err     error         // the loss, once one is known (Err)
+
+	mu sync.Mutex
+	// ttl and sent are those of the last call that granted or renewed the
+	// lease (Refresh); deadline is the moment it stops counting as held,
+	// moved by Refresh and by every renewal of a watchdog (Watch), which
+	// renewals counts.
+	ttl      time.Duration
+	sent     time.Time
+	deadline time.Time
+	renewals int64
+	holds    int
+	done     chan struct{} // closed once the lease is lost or given back
+	dogs     []watch       // the watchdogs started on it (Watch)
+	err      error         // the loss, once one is known (Err)
 }
 
 // Acquire takes the lock called name for ttl, waiting as o.Wait says.
@@ -447,7 +436,7 @@ func confirm(ctx context.Context, l *Locker, g granting, key string, deadline ti
 	if lease == nil || err != nil {
 		return lease, held, err
 	}
-	if err := l.late("acquire", key, lease.Sent, lease.TTL); err == nil {
+	if err := l.late("acquire", key, lease.sent, lease.ttl); err == nil {
 		return lease, held, nil
 	} else if !deadline.IsZero() && !l.clock.Now().Before(deadline) {
 		// The wait is over: another call would only make it longer.
@@ -467,7 +456,7 @@ func confirm(ctx context.Context, l *Locker, g granting, key string, deadline ti
 	if lease == nil {
 		return nil, held, nil
 	}
-	if err := l.late("acquire", key, lease.Sent, lease.TTL); err != nil {
+	if err := l.late("acquire", key, lease.sent, lease.ttl); err != nil {
 		g.giveBack(ctx, lease)
 		// Two replies in a row slower than the lease allows: the link (or
 		// the server) is, not a pause of this process between them.
@@ -511,16 +500,16 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 	if err != nil {
 		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", a.key, err)
 	}
-	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Shared: a.shared, Sent: sent, Holds: 1, l: a.l}
+	lease := &Lease{name: a.name, key: a.key, token: a.args.token, ttl: a.args.ttl, limit: a.limit, shared: a.shared, sent: sent, holds: 1, l: a.l}
 	now := time.UnixMilli(r.NowMS).UTC()
 	switch r.Code {
 	case lockwire.AcquireAcquired:
-		lease.Owner, lease.Note, lease.Fence, lease.AcquiredAt = a.owner, a.note, r.Fence, now
+		lease.owner, lease.note, lease.fence, lease.acquiredAt = a.owner, a.note, r.Fence, now
 	case lockwire.AcquireAgain:
 		v := parseValue(a.key, r.Value, a.args.ttl)
-		lease.Owner, lease.Note, lease.Fence, lease.AcquiredAt = v.Owner, v.Note, v.Fence, v.AcquiredAt
-		if lease.AcquiredAt.IsZero() {
-			lease.AcquiredAt = now
+		lease.owner, lease.note, lease.fence, lease.acquiredAt = v.Owner, v.Note, v.Fence, v.AcquiredAt
+		if lease.acquiredAt.IsZero() {
+			lease.acquiredAt = now
 		}
 	default:
 		if a.args.intent > 0 || a.args.waiting > 0 {
@@ -529,8 +518,8 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 		h, err := holderOf(r, a.key)
 		return nil, h, err
 	}
-	lease.ExpiresAt = now.Add(a.args.ttl)
-	lease.Waited = a.l.clock.Now().Sub(a.start)
+	lease.expiresAt = now.Add(a.args.ttl)
+	lease.waited = a.l.clock.Now().Sub(a.start)
 	if err := a.l.replicated(a.key, r); err != nil {
 		// A lease the replicas may not have is not worth holding: free it
 		// for others now rather than at its TTL.

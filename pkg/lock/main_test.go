@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/leasetime"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -32,6 +33,12 @@ func uniqueName(t testing.TB) string {
 func newLocker(t testing.TB, opts *lock.Options) (*lock.Locker, *redis.Client) {
 	c := newClient(t)
 	return lock.New(c, opts), c
+}
+
+// sentOf is when the call that granted or last renewed lease was sent:
+// its Deadline less the TTL, plus the default margin.
+func sentOf(lease *lock.Lease) time.Time {
+	return lease.Deadline().Add(leasetime.DefaultMargin(lease.TTL()) - lease.TTL())
 }
 
 // redisDo runs a raw command for setup and assertions.

@@ -70,7 +70,7 @@ func FuzzPlantedLock(f *testing.F) {
 			lease, err := l.Acquire(ctx, name, 5*time.Second, o)
 			check(fmt.Sprintf("Acquire(%+v)", *o), err)
 			if lease != nil {
-				_, err = l.Renewer(lease).Renew(ctx, name, lease.Token, 5*time.Second)
+				_, err = l.Renewer(lease).Renew(ctx, name, lease.Token(), 5*time.Second)
 				check("Renew (own lease)", err)
 				check("ReleaseLease", l.ReleaseLease(ctx, lease))
 			}

@@ -108,7 +108,7 @@ func TestEventsOfAcquireAndRelease(t *testing.T) {
 		t.Fatalf("stale release: %v", err)
 	}
 	// By name and token: the hold time is not known.
-	if err := l.ReleaseToken(ctx, name+".b", c.Token); err != nil {
+	if err := l.ReleaseToken(ctx, name+".b", c.Token()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -135,7 +135,7 @@ func TestEventsOfReentryAndSemaphore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, err := l.Reenter(ctx, name+".r", outer.Token)
+	inner, err := l.Reenter(ctx, name+".r", outer.Token())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestEventsOfWatchdogRecoveringFromFailedRenewals(t *testing.T) {
 	if !w.Held() {
 		t.Fatalf("renewed, but not held")
 	}
-	if pttl := s.Int(t, "PTTL", lease.Key); pttl <= 0 {
+	if pttl := s.Int(t, "PTTL", lease.Key()); pttl <= 0 {
 		t.Fatalf("PTTL %d after the recovery", pttl)
 	}
 	w.Stop()
@@ -275,8 +275,8 @@ func TestEventsOfWatchdogRecoveringFromFailedRenewals(t *testing.T) {
 		t.Errorf("%d lease_lost recorded for a lease that was kept", n)
 	}
 	for _, e := range rec.events() {
-		if e.Name != lease.Name {
-			t.Errorf("event %+v names another lock than %s", e, lease.Name)
+		if e.Name != lease.Name() {
+			t.Errorf("event %+v names another lock than %s", e, lease.Name())
 		}
 	}
 }
@@ -297,11 +297,11 @@ func TestEventsOfWatchdogLosingTheLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		redisDo(t, c, "DEL", lease.Key)
+		redisDo(t, c, "DEL", lease.Key())
 		if lost := awaitLoss(t, w); !errors.Is(lost, lock.ErrLost) || !errors.Is(lost, lock.ErrNotHeld) {
 			t.Fatalf("loss %v, want ErrLost from ErrNotHeld", lost)
 		}
-		sameKinds(t, rec.kinds(lease.Name), []string{"acquired ", "renew_failed ", "lease_lost "})
+		sameKinds(t, rec.kinds(lease.Name()), []string{"acquired ", "renew_failed ", "lease_lost "})
 	})
 	t.Run("expired", func(t *testing.T) {
 		s, c := pausedServer(t)
@@ -322,7 +322,7 @@ func TestEventsOfWatchdogLosingTheLease(t *testing.T) {
 		if !errors.As(lost, &le) || !le.Expired {
 			t.Fatalf("loss %v, want expired", lost)
 		}
-		got := rec.kinds(lease.Name)
+		got := rec.kinds(lease.Name())
 		if len(got) < 3 || got[0] != "acquired " || got[len(got)-1] != "lease_lost " {
 			t.Fatalf("events %v, want acquired, renew_failed..., lease_lost", got)
 		}

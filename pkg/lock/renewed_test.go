@@ -16,8 +16,8 @@ import (
 func storedValue(t *testing.T, c *redis.Client, lease *lock.Lease, key string) lockwire.Value {
 	t.Helper()
 	var raw string
-	if lease.Limit > 0 || lease.Shared {
-		raw = redisDo(t, c, "HGET", lockwire.AuxKey(lockwire.KindSemVal, key), lease.Token).(string)
+	if lease.Limit() > 0 || lease.Shared() {
+		raw = redisDo(t, c, "HGET", lockwire.AuxKey(lockwire.KindSemVal, key), lease.Token()).(string)
 	} else {
 		raw = redisDo(t, c, "GET", key).(string)
 	}
@@ -99,7 +99,7 @@ func TestRenewalNoPeriod(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lease.Release(ctx) }()
-	v := storedValue(t, c, lease, lease.Key)
+	v := storedValue(t, c, lease, lease.Key())
 	if v.RenewEvery != 0 || v.PIDStart != 4711 || v.RenewedAt.IsZero() {
 		t.Errorf("value %+v", v)
 	}
@@ -123,12 +123,12 @@ func TestRenewalReacquire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lease.Release(ctx) }()
-	first := storedValue(t, c, lease, lease.Key)
+	first := storedValue(t, c, lease, lease.Key())
 	time.Sleep(20 * time.Millisecond)
-	if _, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: lease.Token, RenewEvery: 2 * time.Second}); err != nil {
+	if _, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: lease.Token(), RenewEvery: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	v := storedValue(t, c, lease, lease.Key)
+	v := storedValue(t, c, lease, lease.Key())
 	if !v.RenewedAt.After(first.RenewedAt) || !v.AcquiredAt.Equal(first.AcquiredAt) {
 		t.Errorf("re-acquired: acquired %v renewed %v, first %v", v.AcquiredAt, v.RenewedAt, first.RenewedAt)
 	}

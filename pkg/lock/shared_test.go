@@ -77,7 +77,7 @@ func TestSharedHoldersOverlapAndAWaitingWriterGoesFirst(t *testing.T) {
 		if err != nil {
 			t.Fatalf("shared holder %d: %v", i+1, err)
 		}
-		if !lease.Shared {
+		if !lease.Shared() {
 			t.Fatalf("lease %d is not marked shared", i+1)
 		}
 		readers = append(readers, lease)
@@ -118,8 +118,8 @@ func TestSharedHoldersOverlapAndAWaitingWriterGoesFirst(t *testing.T) {
 	if d := time.Since(released); d > 5*time.Second {
 		t.Errorf("the writer got in %s after the last reader left: woken by the poll, not the release", d)
 	}
-	if w.Fence <= readers[0].Fence {
-		t.Errorf("writer's fence %d is not above the readers' %d", w.Fence, readers[0].Fence)
+	if w.Fence() <= readers[0].Fence() {
+		t.Errorf("writer's fence %d is not above the readers' %d", w.Fence(), readers[0].Fence())
 	}
 	if n := redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindWriters, key)).(int64); n != 0 {
 		t.Error("the writer is still listed as waiting after it got the lock")
@@ -129,8 +129,8 @@ func TestSharedHoldersOverlapAndAWaitingWriterGoesFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := got(t, sixth, "the sixth reader")
-	if s.Fence != w.Fence {
-		t.Errorf("a reader after the writer holds fence %d, want the writer's %d (the current fence)", s.Fence, w.Fence)
+	if s.Fence() != w.Fence() {
+		t.Errorf("a reader after the writer holds fence %d, want the writer's %d (the current fence)", s.Fence(), w.Fence())
 	}
 	if err := l.ReleaseLease(ctx, s); err != nil {
 		t.Fatal(err)
@@ -151,18 +151,18 @@ func TestSharedFencesAreTheCurrentOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Fence < floor {
-		t.Errorf("first fence %d is below the clock floor %d", a.Fence, floor)
+	if a.Fence() < floor {
+		t.Errorf("first fence %d is below the clock floor %d", a.Fence(), floor)
 	}
 	b, err := l.Acquire(ctx, name, 10*time.Second, shared(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Fence != a.Fence {
-		t.Errorf("two readers hold fences %d and %d, want the same", a.Fence, b.Fence)
+	if b.Fence() != a.Fence() {
+		t.Errorf("two readers hold fences %d and %d, want the same", a.Fence(), b.Fence())
 	}
-	if n, _ := c.Get(ctx, lock.AuxKey(lock.KindFence, key)).Int64(); n != a.Fence {
-		t.Errorf("counter %d after shared acquisitions, want %d", n, a.Fence)
+	if n, _ := c.Get(ctx, lock.AuxKey(lock.KindFence, key)).Int64(); n != a.Fence() {
+		t.Errorf("counter %d after shared acquisitions, want %d", n, a.Fence())
 	}
 	for _, x := range []*lock.Lease{a, b} {
 		if err := l.ReleaseLease(ctx, x); err != nil {
@@ -173,8 +173,8 @@ func TestSharedFencesAreTheCurrentOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Fence <= a.Fence {
-		t.Errorf("exclusive fence %d not above the readers' %d", w.Fence, a.Fence)
+	if w.Fence() <= a.Fence() {
+		t.Errorf("exclusive fence %d not above the readers' %d", w.Fence(), a.Fence())
 	}
 	_ = l.ReleaseLease(ctx, w)
 }
@@ -211,7 +211,7 @@ func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
 	}
 	_, err = l.Acquire(ctx, name, time.Second, shared(0))
 	var held *lock.HeldError
-	if !errors.As(err, &held) || held.Holder.Token != x.Token {
+	if !errors.As(err, &held) || held.Holder.Token != x.Token() {
 		t.Fatalf("shared while an exclusive holder holds: %v", err)
 	}
 	_ = l.ReleaseLease(ctx, x)
@@ -226,15 +226,15 @@ func TestSharedRenewReleaseAndReentry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Renew by name and token, with the lease's own TTL.
-	ttl, err := l.RenewToken(ctx, name, s.Token, 0)
+	ttl, err := l.RenewToken(ctx, name, s.Token(), 0)
 	if err != nil || ttl != 2*time.Second {
 		t.Fatalf("renew: %s, %v", ttl, err)
 	}
-	in, err := l.Reenter(ctx, name, s.Token)
+	in, err := l.Reenter(ctx, name, s.Token())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !in.Shared || in.Holds != 2 || in.Fence != s.Fence {
+	if !in.Shared() || in.Holds() != 2 || in.Fence() != s.Fence() {
 		t.Fatalf("re-entered lease %+v", in)
 	}
 	if left, err := l.ReleaseHold(ctx, in); err != nil || left != 1 {
@@ -244,7 +244,7 @@ func TestSharedRenewReleaseAndReentry(t *testing.T) {
 	if err := l.ReleaseToken(ctx, name, "not-the-token"); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("release by a stranger: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, s.Token); err != nil {
+	if err := l.ReleaseToken(ctx, name, s.Token()); err != nil {
 		t.Fatal(err)
 	}
 	if n := redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindSem, key)).(int64); n != 0 {
@@ -428,9 +428,9 @@ func TestResumeFindsEachHoldersOwnAcquisition(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range []*lock.Lease{a, b} {
-		r, err := l.Resume(ctx, name, x.Token)
-		if err != nil || !r.AcquiredAt.Equal(x.AcquiredAt) || !r.Shared || r.Holds != 1 {
-			t.Errorf("Resume(%s): %+v %v; want acquired at %v", x.Token[:8], r, err, x.AcquiredAt)
+		r, err := l.Resume(ctx, name, x.Token())
+		if err != nil || !r.AcquiredAt().Equal(x.AcquiredAt()) || !r.Shared() || r.Holds() != 1 {
+			t.Errorf("Resume(%s): %+v %v; want acquired at %v", x.Token()[:8], r, err, x.AcquiredAt())
 		}
 	}
 	if r, err := l.Resume(ctx, name, "stranger"); r != nil || !errors.Is(err, lock.ErrNotHeld) {
@@ -439,8 +439,8 @@ func TestResumeFindsEachHoldersOwnAcquisition(t *testing.T) {
 	_ = l.ReleaseLease(ctx, a)
 	_ = l.ReleaseLease(ctx, b)
 	x, _ := l.Acquire(ctx, name, 10*time.Second, nil)
-	if r, err := l.Resume(ctx, name, x.Token); err != nil || !r.AcquiredAt.Equal(x.AcquiredAt) || r.Shared {
-		t.Errorf("exclusive: %+v %v; want acquired at %v", r, err, x.AcquiredAt)
+	if r, err := l.Resume(ctx, name, x.Token()); err != nil || !r.AcquiredAt().Equal(x.AcquiredAt()) || r.Shared() {
+		t.Errorf("exclusive: %+v %v; want acquired at %v", r, err, x.AcquiredAt())
 	}
 	_ = l.ReleaseLease(ctx, x)
 }

@@ -113,7 +113,7 @@ func TestWaiterSleepsOnOneConnection(t *testing.T) {
 	c, _ := waiterClient(t, cname)
 	w := lock.New(c, &lock.Options{PollInterval: time.Hour})
 	got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1})
-	listedWithin(t, admin, lock.AuxKey(lock.KindWriters, first.Key), 1)
+	listedWithin(t, admin, lock.AuxKey(lock.KindWriters, first.Key()), 1)
 	time.Sleep(200 * time.Millisecond) // on its way to sleep
 	conns := clientsNamed(t, admin, cname)
 	if len(conns) != 1 {
@@ -136,7 +136,7 @@ func TestWaiterDoesNotPoll(t *testing.T) {
 	c, h := waiterClient(t, "nopoll")
 	w := lock.New(c, &lock.Options{PollInterval: 50 * time.Millisecond})
 	got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1})
-	listedWithin(t, admin, lock.AuxKey(lock.KindWriters, first.Key), 1)
+	listedWithin(t, admin, lock.AuxKey(lock.KindWriters, first.Key()), 1)
 	before := h.n.Load()
 	time.Sleep(3 * time.Second)
 	n := h.n.Load() - before
@@ -181,7 +181,7 @@ func TestFIFOHandOffOrderWithoutPolling(t *testing.T) {
 		l := sleeper(t)
 		ls = append(ls, l)
 		chans = append(chans, waitAsync(l, name, time.Minute, &lock.AcquireOptions{Wait: -1, FIFO: true, Note: fmt.Sprint(i)}))
-		listedWithin(t, admin, lock.AuxKey(lock.KindQueue, first.Key), int64(i+1))
+		listedWithin(t, admin, lock.AuxKey(lock.KindQueue, first.Key()), int64(i+1))
 	}
 	if err := holder.ReleaseLease(ctx, first); err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func TestSharedWaitersWokenTogether(t *testing.T) {
 		l := sleeper(t)
 		chans = append(chans, waitAsync(l, name, time.Minute, &lock.AcquireOptions{Wait: -1, Shared: true}))
 	}
-	listedWithin(t, admin, lock.AuxKey(lock.KindWaiting, first.Key), n)
+	listedWithin(t, admin, lock.AuxKey(lock.KindWaiting, first.Key()), n)
 	if err := holder.ReleaseLease(ctx, first); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestSemaphoreWaitersWokenOneBySlot(t *testing.T) {
 			results <- acquired{lease, err}
 		}()
 	}
-	listedWithin(t, admin, lock.AuxKey(lock.KindWaiting, held[0].Key), 2)
+	listedWithin(t, admin, lock.AuxKey(lock.KindWaiting, held[0].Key()), 2)
 	for i := range 2 {
 		if err := holder.ReleaseLease(ctx, held[i]); err != nil {
 			t.Fatal(err)
@@ -269,7 +269,7 @@ func TestSemaphoreWaitersWokenOneBySlot(t *testing.T) {
 // queue's TTL (3s), as before: the next one takes the lock then.
 func TestFIFODeadHeadStallsNoLongerThanItsHeartbeat(t *testing.T) {
 	admin, holder, name, first := heldLock(t)
-	q, hb := lock.AuxKey(lock.KindQueue, first.Key), lock.AuxKey(lock.KindQueueHB, first.Key)
+	q, hb := lock.AuxKey(lock.KindQueue, first.Key()), lock.AuxKey(lock.KindQueueHB, first.Key())
 	now := time.Now()
 	if err := admin.ZAdd(ctx, q, redis.Z{Score: float64(now.UnixMicro()), Member: "dead"}).Err(); err != nil {
 		t.Fatal(err)
@@ -294,7 +294,7 @@ func TestFIFODeadHeadStallsNoLongerThanItsHeartbeat(t *testing.T) {
 // is an hour.
 func TestKilledWaiterStallsTheNextOneOnlyItsGrace(t *testing.T) {
 	admin, holder, name, first := heldLock(t)
-	writers := lock.AuxKey(lock.KindWriters, first.Key)
+	writers := lock.AuxKey(lock.KindWriters, first.Key())
 	// The waiter that dies: a process of its own (this test binary).
 	p := exec.Command(os.Args[0], "-test.run=^TestWaitingProcess$", "-test.count=1")
 	p.Env = append(os.Environ(), "LOCKCTL_TEST_WAIT_URL="+srv.URL, "LOCKCTL_TEST_WAIT_NAME="+name)

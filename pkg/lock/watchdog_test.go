@@ -482,7 +482,7 @@ func TestWatchStartsAtLeaseDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(leasetime.Deadline(lease.Sent, ttl, 0)) {
+	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(leasetime.Deadline(sentOf(lease), ttl, 0)) {
 		t.Errorf("watchdog deadline %v, lease deadline %v", d, lease.Deadline())
 	}
 }
