@@ -53,7 +53,7 @@ func TestFencesGrow(t *testing.T) {
 			t.Errorf("Next %d, want more than %d", n, last)
 		}
 		last = n
-		if err := l.ReleaseToken(ctx, name, lease.Token()); err != nil {
+		if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -291,7 +291,7 @@ func TestEveryFenceHasTheClockFloor(t *testing.T) {
 			t.Errorf("%+v: fence %d, want at least %d and more than %d", o, lease.Fence(), floor, last)
 		}
 		last = lease.Fence()
-		if err := l.ReleaseLease(ctx, lease); err != nil {
+		if err := lease.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

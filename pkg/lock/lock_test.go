@@ -50,7 +50,7 @@ func TestAcquireGetRelease(t *testing.T) {
 		!h.AcquiredAt.Equal(lease.AcquiredAt()) || h.TTL <= 9*time.Second || h.TTL > 10*time.Second {
 		t.Errorf("holder %+v", h)
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token()); err != nil {
+	if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
@@ -92,7 +92,7 @@ func TestPrefixes(t *testing.T) {
 		if lease.Key() != tc.key || redisDo(t, c, "EXISTS", tc.key).(int64) != 1 {
 			t.Errorf("lease key %q, want %q stored", lease.Key(), tc.key)
 		}
-		if err := l.ReleaseToken(ctx, name, lease.Token()); err != nil {
+		if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,9 +109,16 @@ func TestInvalidArguments(t *testing.T) {
 			_, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Token: `a"b`})
 			return err
 		}(),
-		"renew ttl": func() error { _, err := l.RenewToken(ctx, name, "t", -time.Second); return err }(),
-		"renew tok": func() error { _, err := l.RenewToken(ctx, name, "", time.Second); return err }(),
-		"release":   l.ReleaseToken(ctx, name, ""),
+		"renew ttl": func() error {
+			lease, err := l.Acquire(ctx, name+".renew", time.Second, nil)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = lease.Release(ctx) }()
+			return lease.Refresh(ctx, -time.Second)
+		}(),
+		"renew tok": func() error { _, err := renewToken(ctx, l, name, "", time.Second); return err }(),
+		"release":   releaseToken(ctx, l, name, ""),
 		"check 0":   l.Fences().Check(ctx, name, 0, ""),
 		"check res": l.Fences().Check(ctx, "", 1, ""),
 	} {
@@ -163,21 +170,21 @@ func TestStaleReleaseAndRenewAreRefused(t *testing.T) {
 		t.Errorf("B's fence %d not above A's %d", b.Fence(), a.Fence())
 	}
 	var held *lock.HeldError
-	err = l.ReleaseToken(ctx, name, a.Token())
+	err = releaseToken(ctx, l, name, a.Token())
 	if !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "B" || held.Holder.Token != b.Token() {
 		t.Errorf("A's release: %v", err)
 	}
-	if _, err := l.RenewToken(ctx, name, a.Token(), time.Minute); !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "B" {
+	if _, err := renewToken(ctx, l, name, a.Token(), time.Minute); !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "B" {
 		t.Errorf("A's renew: %v", err)
 	}
 	h, err := l.Get(ctx, name)
 	if err != nil || h.Token != b.Token() || h.TTL > 10*time.Second {
 		t.Fatalf("after A's attempts: %+v, %v", h, err)
 	}
-	if _, err := l.RenewToken(ctx, name, b.Token(), 20*time.Second); err != nil {
+	if _, err := renewToken(ctx, l, name, b.Token(), 20*time.Second); err != nil {
 		t.Errorf("B's renew: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, b.Token()); err != nil {
+	if err := releaseToken(ctx, l, name, b.Token()); err != nil {
 		t.Errorf("B's release: %v", err)
 	}
 }
@@ -189,7 +196,7 @@ func TestRenew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ttl, err := l.RenewToken(ctx, name, lease.Token(), 30*time.Second)
+	ttl, err := renewToken(ctx, l, name, lease.Token(), 30*time.Second)
 	if err != nil || ttl != 30*time.Second {
 		t.Fatalf("renew: %v %v", ttl, err)
 	}
@@ -197,11 +204,11 @@ func TestRenew(t *testing.T) {
 		t.Errorf("PTTL after renew %d", p)
 	}
 	// A renewal after expiry must not bring the lock back.
-	if _, err := l.RenewToken(ctx, name, lease.Token(), 30*time.Millisecond); err != nil {
+	if _, err := renewToken(ctx, l, name, lease.Token(), 30*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if _, err := l.RenewToken(ctx, name, lease.Token(), time.Minute); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := renewToken(ctx, l, name, lease.Token(), time.Minute); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("renew after expiry: %v", err)
 	}
 	if n := redisDo(t, c, "EXISTS", lease.Key()).(int64); n != 0 {
@@ -217,7 +224,7 @@ func TestReleaseOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Someone else's token: refused with the holder's owner and TTL.
-	err = l.ReleaseToken(ctx, name, "0123456789abcdef0123456789abcdef")
+	err = releaseToken(ctx, l, name, "0123456789abcdef0123456789abcdef")
 	var held *lock.HeldError
 	if !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) {
 		t.Fatalf("wrong token: %v", err)
@@ -229,23 +236,24 @@ func TestReleaseOutcomes(t *testing.T) {
 		t.Fatal("refused release deleted the lock")
 	}
 	// Ours: released.
-	if err := l.ReleaseToken(ctx, name, a.Token()); err != nil {
+	if err := releaseToken(ctx, l, name, a.Token()); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	// Gone: not held.
-	if err := l.ReleaseToken(ctx, name, a.Token()); !errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner) {
+	if err := releaseToken(ctx, l, name, a.Token()); !errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("second release: %v", err)
 	}
-	// ReleaseKey is the same compare-and-delete on a raw key.
+	// A Locker with RawKeys does the same compare-and-delete on a raw key.
 	b, err := l.Acquire(ctx, name, 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseKey(ctx, b.Key(), a.Token()); !errors.Is(err, lock.ErrNotOwner) {
-		t.Errorf("ReleaseKey with a stale token: %v", err)
+	raw := lock.New(c, &lock.Options{RawKeys: true})
+	if err := releaseToken(ctx, raw, b.Key(), a.Token()); !errors.Is(err, lock.ErrNotOwner) {
+		t.Errorf("raw key release with a stale token: %v", err)
 	}
-	if err := l.ReleaseKey(ctx, b.Key(), b.Token()); err != nil {
-		t.Errorf("ReleaseKey: %v", err)
+	if err := releaseToken(ctx, raw, b.Key(), b.Token()); err != nil {
+		t.Errorf("raw key release: %v", err)
 	}
 }
 
@@ -290,13 +298,13 @@ func TestForeignStringLock(t *testing.T) {
 		t.Errorf("holder %+v", h)
 	}
 	// The foreign value is that client's token: renew and release accept it.
-	if _, err := l.RenewToken(ctx, name, "5f0c6a3e-other-client", time.Minute); err != nil {
+	if _, err := renewToken(ctx, l, name, "5f0c6a3e-other-client", time.Minute); err != nil {
 		t.Errorf("renew with the foreign token: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, "5f0c6a3e-other"); !errors.Is(err, lock.ErrNotOwner) {
+	if err := releaseToken(ctx, l, name, "5f0c6a3e-other"); !errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("release with a prefix of the foreign token: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, "5f0c6a3e-other-client"); err != nil {
+	if err := releaseToken(ctx, l, name, "5f0c6a3e-other-client"); err != nil {
 		t.Errorf("release with the foreign token: %v", err)
 	}
 }
@@ -327,9 +335,9 @@ func TestWrongTypeKeys(t *testing.T) {
 		if time.Since(start) > 10*time.Second {
 			t.Errorf("waiting acquire on a %s took %v", typ, time.Since(start))
 		}
-		_, err = l.RenewToken(ctx, name, "t", time.Second)
+		_, err = renewToken(ctx, l, name, "t", time.Second)
 		check("renew", err)
-		check("release", l.ReleaseToken(ctx, name, "t"))
+		check("release", releaseToken(ctx, l, name, "t"))
 		_, err = l.Get(ctx, name)
 		check("get", err)
 		if n, _ := l.Fences().Peek(ctx, name); n != 0 {
@@ -357,9 +365,9 @@ func TestRedissonHashLock(t *testing.T) {
 	}
 	_, err := l.Acquire(ctx, name, time.Second, nil)
 	check("acquire", err, lock.ErrNotObtained)
-	_, err = l.RenewToken(ctx, name, "t", time.Second)
+	_, err = renewToken(ctx, l, name, "t", time.Second)
 	check("renew", err, lock.ErrNotOwner)
-	check("release", l.ReleaseToken(ctx, name, "t"), lock.ErrNotOwner)
+	check("release", releaseToken(ctx, l, name, "t"), lock.ErrNotOwner)
 	h, err := l.Get(ctx, name)
 	if err != nil || h.Kind() != "redisson" || h.Owner != holder {
 		t.Errorf("get: %+v %v", h, err)
@@ -376,15 +384,15 @@ func TestScriptFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token()); err != nil {
+	if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 		t.Fatal(err)
 	}
 	for i, step := range []func() error{
 		func() (err error) { lease, err = l.Acquire(ctx, name, time.Second, nil); return err },
-		func() error { _, err := l.RenewToken(ctx, name, lease.Token(), time.Second); return err },
+		func() error { _, err := renewToken(ctx, l, name, lease.Token(), time.Second); return err },
 		func() error { _, err := l.Get(ctx, name); return err },
 		func() error { return l.Fences().Check(ctx, name, lease.Fence(), lease.Token()) },
-		func() error { return l.ReleaseToken(ctx, name, lease.Token()) },
+		func() error { return releaseToken(ctx, l, name, lease.Token()) },
 	} {
 		redisDo(t, c, "SCRIPT", "FLUSH")
 		if err := step(); err != nil {
@@ -403,10 +411,10 @@ func TestOneCommandEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.RenewToken(ctx, name, warm.Token(), time.Second); err != nil {
+	if err := warm.Refresh(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseToken(ctx, name, warm.Token()); err != nil {
+	if err := warm.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	count := func(what string, f func() error) {
@@ -421,8 +429,8 @@ func TestOneCommandEach(t *testing.T) {
 	}
 	var lease *lock.Lease
 	count("acquire", func() (err error) { lease, err = l.Acquire(ctx, name, time.Second, nil); return err })
-	count("renew", func() error { _, err := l.RenewToken(ctx, name, lease.Token(), time.Second); return err })
-	count("release", func() error { return l.ReleaseToken(ctx, name, lease.Token()) })
+	count("renew", func() error { return lease.Refresh(ctx, time.Second) })
+	count("release", func() error { return lease.Release(ctx) })
 	// A refused call also builds its error from that one reply.
 	other, err := l.Acquire(ctx, name, time.Second, nil)
 	if err != nil {
@@ -435,23 +443,23 @@ func TestOneCommandEach(t *testing.T) {
 		return nil
 	})
 	count("refused release", func() error {
-		if err := l.ReleaseToken(ctx, name, lease.Token()); !errors.Is(err, lock.ErrNotOwner) {
+		if err := lease.Release(ctx); !errors.Is(err, lock.ErrNotOwner) {
 			return err
 		}
 		return nil
 	})
-	if err := l.ReleaseToken(ctx, name, other.Token()); err != nil {
+	if err := other.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// "Not held" is answered by the same one command, semaphore check included.
 	count("release of a free lock", func() error {
-		if err := l.ReleaseToken(ctx, name, lease.Token()); !errors.Is(err, lock.ErrNotHeld) {
+		if err := lease.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 			return err
 		}
 		return nil
 	})
 	count("renew of a free lock", func() error {
-		if _, err := l.RenewToken(ctx, name, lease.Token(), time.Second); !errors.Is(err, lock.ErrNotHeld) {
+		if err := lease.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
 			return err
 		}
 		return nil
@@ -475,12 +483,12 @@ func TestWaitReplicasWithoutReplicasFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.RenewToken(ctx, name, lease.Token(), 10*time.Second); !errors.Is(err, lock.ErrNotReplicated) {
+	if _, err := renewToken(ctx, l, name, lease.Token(), 10*time.Second); !errors.Is(err, lock.ErrNotReplicated) {
 		t.Errorf("renew with 0 replicas: %v", err)
 	}
 	// Zero replicas asked for is always satisfied.
 	zero := lock.New(c, &lock.Options{WaitReplicas: 0})
-	if _, err := zero.RenewToken(ctx, name, lease.Token(), 10*time.Second); err != nil {
+	if _, err := renewToken(ctx, zero, name, lease.Token(), 10*time.Second); err != nil {
 		t.Error(err)
 	}
 }

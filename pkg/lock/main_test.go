@@ -41,6 +41,37 @@ func sentOf(lease *lock.Lease) time.Time {
 	return lease.Deadline().Add(leasetime.DefaultMargin(lease.TTL()) - lease.TTL())
 }
 
+// releaseHold gives lease back and returns the holds its token has left,
+// as a caller reads them: Release, then Holds.
+func releaseHold(ctx context.Context, lease *lock.Lease) (int, error) {
+	err := lease.Release(ctx)
+	return lease.Holds(), err
+}
+
+// releaseToken releases the lease token holds on the lock called name, as
+// another process that knows only the two does: Resume, then Release.
+func releaseToken(ctx context.Context, l *lock.Locker, name, token string) error {
+	lease, err := l.Resume(ctx, name, token)
+	if err != nil {
+		return err
+	}
+	return lease.Release(ctx)
+}
+
+// renewToken renews the lease token holds on the lock called name for ttl
+// (0: the TTL it was taken with), as another process that knows only the
+// two does: Resume, then Refresh; it returns the TTL granted.
+func renewToken(ctx context.Context, l *lock.Locker, name, token string, ttl time.Duration) (time.Duration, error) {
+	lease, err := l.Resume(ctx, name, token)
+	if err != nil {
+		return 0, err
+	}
+	if err := lease.Refresh(ctx, ttl); err != nil {
+		return 0, err
+	}
+	return lease.TTL(), nil
+}
+
 // redisDo runs a raw command for setup and assertions.
 func redisDo(t testing.TB, c *redis.Client, args ...any) any {
 	t.Helper()

@@ -34,13 +34,13 @@ func TestPlainLockAndSemaphoreExcludeEachOther(t *testing.T) {
 			if !errors.As(err, &held) || held.Holder.Kind() != "lockctl" || held.Holder.Token != lease.Token() {
 				err = errors.New("semaphore acquire beside a plain lock: " + errString(err))
 			} else {
-				err = l.ReleaseLease(ctx, lease)
+				err = lease.Release(ctx)
 			}
 		}
 		done <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
-	if err := l.ReleaseLease(ctx, slot); err != nil {
+	if err := slot.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -86,7 +86,7 @@ func TestRenewWithoutTTLUsesTheLeasesOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	redisDo(t, c, "PEXPIRE", lease.Key(), 5000)
-	got, err := l.RenewToken(ctx, name, lease.Token(), 0)
+	got, err := renewToken(ctx, l, name, lease.Token(), 0)
 	if err != nil || got != 10*time.Minute {
 		t.Fatalf("renew with ttl 0: %v %v, want 10m", got, err)
 	}
@@ -94,10 +94,10 @@ func TestRenewWithoutTTLUsesTheLeasesOwn(t *testing.T) {
 		t.Fatalf("pttl %d after renew with ttl 0, want about 10m", pttl)
 	}
 	// an explicit ttl still wins, and the recorded one stays
-	if got, err := l.RenewToken(ctx, name, lease.Token(), 2*time.Minute); err != nil || got != 2*time.Minute {
+	if got, err := renewToken(ctx, l, name, lease.Token(), 2*time.Minute); err != nil || got != 2*time.Minute {
 		t.Fatalf("renew 2m: %v %v", got, err)
 	}
-	if got, _ := l.RenewToken(ctx, name, lease.Token(), 0); got != 10*time.Minute {
+	if got, _ := renewToken(ctx, l, name, lease.Token(), 0); got != 10*time.Minute {
 		t.Fatalf("renew with ttl 0 after an explicit one: %v, want 10m", got)
 	}
 	// semaphore slots too
@@ -105,12 +105,12 @@ func TestRenewWithoutTTLUsesTheLeasesOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := l.RenewToken(ctx, name+"s", slot.Token(), 0); err != nil || got != 7*time.Minute {
+	if got, err := renewToken(ctx, l, name+"s", slot.Token(), 0); err != nil || got != 7*time.Minute {
 		t.Fatalf("semaphore renew with ttl 0: %v %v, want 7m", got, err)
 	}
 	// a foreign lock records no TTL: refused, nothing changed
 	redisDo(t, c, "SET", lease.Key()+"f", "foreign-token", "PX", 5000)
-	if _, err := l.RenewToken(ctx, name+"f", "foreign-token", 0); !errors.Is(err, lock.ErrInvalid) {
+	if _, err := renewToken(ctx, l, name+"f", "foreign-token", 0); !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("renew a foreign lock with ttl 0: %v, want ErrInvalid", err)
 	}
 }
@@ -146,7 +146,7 @@ func TestReenterCountsHolds(t *testing.T) {
 	}
 	// inner releases give back one hold each; the key stays with its TTL
 	for want := 2; want >= 1; want-- {
-		n, err := l.ReleaseHold(ctx, inner)
+		n, err := releaseHold(ctx, inner)
 		if err != nil || n != want {
 			t.Fatalf("release: %d holds left, %v; want %d", n, err, want)
 		}
@@ -157,7 +157,7 @@ func TestReenterCountsHolds(t *testing.T) {
 	if _, err := l.Acquire(ctx, name, time.Second, nil); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("another acquire while re-entered: %v", err)
 	}
-	if n, err := l.ReleaseHold(ctx, outer); err != nil || n != 0 {
+	if n, err := releaseHold(ctx, outer); err != nil || n != 0 {
 		t.Fatalf("outermost release: %d %v", n, err)
 	}
 	if redisDo(t, c, "EXISTS", outer.Key()).(int64) != 0 {
@@ -174,7 +174,7 @@ func TestReenterCountsHolds(t *testing.T) {
 	if _, err := l.Reenter(ctx, name, outer.Token()); !errors.Is(err, lock.ErrNotOwner) {
 		t.Fatalf("re-enter with a stale token: %v", err)
 	}
-	if err := l.ReleaseLease(ctx, other); err != nil {
+	if err := other.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -195,14 +195,14 @@ func TestReenterSemaphoreSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := l.ReleaseHold(ctx, inner); err != nil || n != 1 {
+	if n, err := releaseHold(ctx, inner); err != nil || n != 1 {
 		t.Fatalf("inner release of a slot: %d %v", n, err)
 	}
 	if redisDo(t, c, "ZSCORE", lock.AuxKey(lock.KindSem, slot.Key()), slot.Token()) == nil {
 		t.Fatal("the inner release freed the slot")
 	}
 	for _, s := range []*lock.Lease{slot, other} {
-		if err := l.ReleaseLease(ctx, s); err != nil {
+		if err := s.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -228,7 +228,7 @@ func TestRedlockStaleReleaseOnAMinorityIsRefused(t *testing.T) {
 		}
 	}
 	var he *lock.HeldError
-	if err := l.ReleaseToken(ctx, name, oldTok); !errors.As(err, &he) || !errors.Is(err, lock.ErrNotOwner) || he.Holder.Owner != "new" {
+	if err := releaseToken(ctx, l, name, oldTok); !errors.As(err, &he) || !errors.Is(err, lock.ErrNotOwner) || he.Holder.Owner != "new" {
 		t.Fatalf("release by the old token beside a majority of the new one: %v, want held by new", err)
 	}
 	for _, s := range srvs[1:] {

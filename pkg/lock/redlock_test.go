@@ -110,7 +110,7 @@ func TestRedlockAcquireRenewRelease(t *testing.T) {
 	if h.Token != lease.Token() || h.Fence != lease.Fence() || h.TTL <= 0 || h.TTL > 10*time.Second {
 		t.Errorf("holder %+v", h)
 	}
-	if _, err := l.RenewToken(ctx, name, lease.Token(), time.Minute); err != nil {
+	if _, err := renewToken(ctx, l, name, lease.Token(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range srvs {
@@ -121,7 +121,7 @@ func TestRedlockAcquireRenewRelease(t *testing.T) {
 	if _, err := l.Acquire(ctx, name, time.Second, nil); !errors.Is(err, lock.ErrNotObtained) {
 		t.Errorf("second acquire: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token()); err != nil {
+	if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range srvs {
@@ -132,10 +132,10 @@ func TestRedlockAcquireRenewRelease(t *testing.T) {
 	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Get after release: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token()); !errors.Is(err, lock.ErrNotHeld) {
+	if err := releaseToken(ctx, l, name, lease.Token()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second release: %v", err)
 	}
-	if _, err := l.RenewToken(ctx, name, lease.Token(), time.Second); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := renewToken(ctx, l, name, lease.Token(), time.Second); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("renew after release: %v", err)
 	}
 }
@@ -161,13 +161,13 @@ func TestRedlockOneNodePaused(t *testing.T) {
 			t.Errorf("%s does not hold the lock", s.Addr)
 		}
 	}
-	if _, err := l.RenewToken(ctx, name, lease.Token(), 2*time.Second); err != nil {
+	if err := lease.Refresh(ctx, 2*time.Second); err != nil {
 		t.Errorf("renew: %v", err)
 	}
 	if n, err := l.Fences().Next(ctx, name); err != nil || n <= lease.Fence() {
 		t.Errorf("fence next: %d, %v; the lock's fence was %d", n, err, lease.Fence())
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token()); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		t.Errorf("release: %v", err)
 	}
 }
@@ -291,7 +291,7 @@ func TestRedlockFenceMonotonicAcrossMajorities(t *testing.T) {
 				t.Errorf("%s: %s counter %d below the fence %d", label, s.Addr, n, lease.Fence())
 			}
 		}
-		if err := l.ReleaseToken(ctx, name, lease.Token()); err != nil {
+		if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 			t.Fatalf("%s: release: %v", label, err)
 		}
 		resumeClean(t, paused, resume, key)
@@ -350,10 +350,10 @@ func TestRedlockStaleHolder(t *testing.T) {
 		t.Fatalf("new holder on %d of 3 masters", len(before))
 	}
 	var he *lock.HeldError
-	if err := l.ReleaseToken(ctx, name, old.Token()); !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &he) || he.Holder.Owner != "new@h:2" {
+	if err := releaseToken(ctx, l, name, old.Token()); !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &he) || he.Holder.Owner != "new@h:2" {
 		t.Errorf("stale release: %v", err)
 	}
-	if _, err := l.RenewToken(ctx, name, old.Token(), 10*time.Second); !errors.Is(err, lock.ErrNotOwner) {
+	if _, err := renewToken(ctx, l, name, old.Token(), 10*time.Second); !errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("stale renew: %v", err)
 	}
 	for _, s := range before {
@@ -418,7 +418,7 @@ func TestRedlockWaiterWokenByRelease(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(300 * time.Millisecond) // let it subscribe
-	if err := l.ReleaseToken(ctx, name, held.Token()); err != nil {
+	if err := releaseToken(ctx, l, name, held.Token()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -523,7 +523,7 @@ func BenchmarkRedlockAcquireRelease(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := bc.l.ReleaseToken(ctx, name, lease.Token()); err != nil {
+				if err := releaseToken(ctx, bc.l, name, lease.Token()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -145,7 +145,7 @@ func TestRenewalOldAndForeignValues(t *testing.T) {
 	const tok = "0123456789abcdef0123456789abcdef"
 	name := uniqueName(t)
 	redisDo(t, c, "SET", l.Key(name), `{"token":"`+tok+`","fence":1,"owner":"o","ttl_ms":10000,"acquired_ms":1}`, "PX", "10000")
-	if _, err := l.RenewToken(ctx, name, tok, 0); err != nil {
+	if _, err := renewToken(ctx, l, name, tok, 0); err != nil {
 		t.Fatal(err)
 	}
 	raw := redisDo(t, c, "GET", l.Key(name)).(string)
@@ -155,7 +155,7 @@ func TestRenewalOldAndForeignValues(t *testing.T) {
 	}
 	foreign := uniqueName(t)
 	redisDo(t, c, "SET", l.Key(foreign), tok, "PX", "1000")
-	if _, err := l.RenewToken(ctx, foreign, tok, 10*time.Second); err != nil {
+	if _, err := renewToken(ctx, l, foreign, tok, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if raw := redisDo(t, c, "GET", l.Key(foreign)).(string); raw != tok {

@@ -58,7 +58,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 	subscribed, done := startWaiter(ctx, l, name, 10*time.Second, lock.AcquireOptions{Wait: time.Minute, Owner: "waiter"})
 	await(t, subscribed, "the waiter to subscribe")
 	released := time.Now()
-	if err := l.ReleaseToken(ctx, name, holder.Token()); err != nil {
+	if err := releaseToken(ctx, l, name, holder.Token()); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -197,7 +197,7 @@ func testMutualExclusion(t *testing.T, lockers int) {
 				counter = c + 1
 				fences = append(fences, lease.Fence())
 				inside.Add(-1)
-				if err := l.ReleaseToken(tctx, name, lease.Token()); err != nil {
+				if err := releaseToken(tctx, l, name, lease.Token()); err != nil {
 					errs <- err
 					return
 				}

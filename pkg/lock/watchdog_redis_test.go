@@ -77,7 +77,7 @@ func TestWatchdogKeepsRealLeaseAlive(t *testing.T) {
 		t.Errorf("only %d renewals in three TTLs", n)
 	}
 	w.Stop()
-	if err := l.ReleaseToken(ctx, lease.Name(), lease.Token()); err != nil {
+	if err := releaseToken(ctx, l, lease.Name(), lease.Token()); err != nil {
 		t.Errorf("release after Stop: %v", err)
 	}
 }
