@@ -105,7 +105,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // Refresh renews the lease for ttl from now (0: the TTL it was taken with)
 // if its token still holds it, and moves the lease's TTL and Deadline to
 // the renewal's. A reply that comes
-// after the renewal's own deadline does not count (leasetime.Deadline): that is
+// after the renewal's own deadline (Deadline) does not count: that is
 // a *LateError, and the lease is lost. It never re-creates an expired lock.
 //
 // Errors: ErrNotHeld when the lock is gone; *HeldError (errors.Is
@@ -303,7 +303,7 @@ func (l *Lease) end() {
 }
 
 // LateError reports a grant or renewal whose reply came too late to count
-// (leasetime.Deadline). From Acquire (a bounded wait that ended on a late
+// (Lease.Deadline). From Acquire (a bounded wait that ended on a late
 // grant, given back without time left to re-confirm it) it matches
 // ErrNotObtained too, and from Reenter (the hold was given back); from a
 // renewal it matches ErrNotHeld (the lease can no longer be counted on,

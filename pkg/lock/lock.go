@@ -28,7 +28,7 @@ type Options struct {
 	RawKeys bool
 	// Clock drives waiting (deadlines and polling timers); nil is the real
 	// monotonic clock.
-	Clock leasetime.Clock
+	Clock Clock
 	// WaitReplicas > 0 makes every lock write (acquire, renew) wait until
 	// that many replicas acknowledged it, or fail with *ReplicationError:
 	// an acquire is then given back, and a renewal does not move the
@@ -57,7 +57,7 @@ type Options struct {
 	// listen on pub/sub, retry at least every PollInterval. 0 means 1s.
 	PollInterval time.Duration
 	// Events, if set, receives how each Acquire, Release and watchdog
-	// renewal ended (see record.go), e.g. an *events.Recorder. Nil records
+	// renewal ended, e.g. an *events.Recorder. Nil records
 	// nothing and costs nothing.
 	Events events.Sink
 }
@@ -148,21 +148,20 @@ type AcquireOptions struct {
 	// (Holder.RenewEvery): 0 for a lease renewed by hand, which has no
 	// period. It changes nothing in how the lease is kept.
 	RenewEvery time.Duration
-	// OwnerStart is the start time (identity.StartTime: /proc/PID/stat's
-	// starttime) of the process Owner's pid names, recorded so that a pid
+	// OwnerStart is the start time (/proc/PID/stat's starttime field) of the process Owner's pid names, recorded so that a pid
 	// reused by another process is told apart (Holder.PIDStart); 0 when
 	// unknown. Without an Owner, this process's is recorded.
 	OwnerStart int64
 	// Limit > 0 makes the lock a counting semaphore with up to Limit
-	// holders (see sem.go). Every user of the semaphore must pass the same
+	// holders. Every user of the semaphore must pass the same
 	// Limit: another Limit than the live holders' fails with *DataError (ErrLimitMismatch).
 	// Slots and a plain lock of the same name exclude each other. Renew,
 	// Release and Lease.Release find semaphore slots by token.
 	Limit int
-	// FIFO serves waiters in arrival order (see fifo.go). Not supported
+	// FIFO serves waiters in arrival order. Not supported
 	// together with Limit.
 	FIFO bool
-	// Shared takes the lock in shared mode (see shared.go): any number of
+	// Shared takes the lock in shared mode: any number of
 	// shared holders at once, while an exclusive holder (any acquire
 	// without Shared) excludes everyone, and an exclusive acquirer that
 	// waits keeps new shared holders out. A shared holder's fence is the

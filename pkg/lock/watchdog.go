@@ -41,15 +41,16 @@ func (e *LostError) Unwrap() []error { return causes(ErrLost, e.Err) }
 
 // WatchdogOptions tune Lease.Watch. A nil *WatchdogOptions takes every default.
 type WatchdogOptions struct {
-	// RenewEvery is the renewal period; 0 means leasetime.DefaultRenewEvery(ttl). It
+	// RenewEvery is the renewal period; 0 means ttl/6. It
 	// must leave room for at least one renewal before the deadline:
 	// RenewEvery < ttl-Margin.
 	RenewEvery time.Duration
 	// Margin is how long before the lease would expire on the server the
-	// lock already counts as lost; 0 means leasetime.DefaultMargin(ttl).
+	// lock already counts as lost; 0 means ttl/4, at least
+	// 100ms and at most ttl/2.
 	Margin time.Duration
 	// Clock drives the watchdog's schedules; nil is the real, monotonic clock.
-	Clock leasetime.Clock
+	Clock Clock
 	// RetryMin and RetryMax bound the back-off between attempts after a
 	// failed renewal (Redis unreachable, timeout, a failover under way);
 	// 0 means 100ms and min(1s, RenewEvery, Margin/3), so that several
