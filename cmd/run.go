@@ -278,7 +278,7 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	out := runner.Run(ctx, &runner.Job{
 		Lease:          lease,
 		Events:         gate,
-		Watch:          &lock.WatchdogOptions{RenewEvery: o.renewEvery, OnRenewError: renewWarning(f, name)},
+		Watch:          &lock.WatchdogOptions{RenewEvery: o.renewEvery, Observer: renewWarning(f, name)},
 		Switched:       switched,
 		Command:        f.commandSpec(child.Spec{Argv: argv, Script: o.script, Env: append(childEnv(lease), setEnv...), Unset: setUnset, Helper: helper}),
 		Supervise:      f.supervision(runner.Config{OnLost: onLost, KillAfter: o.killAfter, MaxRuntime: o.maxRuntime}),
@@ -312,9 +312,13 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 // renewWarning reports renewal trouble that has not lost the lease (Redis
 // unreachable for a moment, a failover, replicas behind) on stderr, at most
 // every few seconds: the first one at once, as it may precede a loss.
-func renewWarning(f *Factory, name string) func(error) {
+func renewWarning(f *Factory, name string) func(lock.WatchEvent) {
 	var last time.Time
-	return func(err error) {
+	return func(e lock.WatchEvent) {
+		if e.Renewed {
+			return
+		}
+		err := e.Err
 		if now := time.Now(); last.IsZero() || now.Sub(last) >= statusEvery {
 			last = now
 			f.IO.Logf(ui.LevelWarn, ui.Fields("error", err), "warning: renewing %s: %v; retrying (the lease is held until its local deadline)", name, err)

@@ -18,24 +18,22 @@ type Watched struct {
 	clk    leasetime.Clock
 	margin time.Duration
 	lost   chan error
-	kick   chan struct{}
 }
 
-// Watch starts lease's watchdog with opt (nil takes every default; its
-// RenewNow is Watched's own) until Stop.
+// Watch starts lease's watchdog with opt (nil takes every default) until
+// Stop.
 func Watch(ctx context.Context, lease *lock.Lease, opt *lock.WatchdogOptions) (*Watched, error) {
 	o := lock.WatchdogOptions{}
 	if opt != nil {
 		o = *opt
 	}
-	w := &Watched{lease: lease, clk: o.Clock, margin: o.Margin, lost: make(chan error, 1), kick: make(chan struct{}, 1)}
+	w := &Watched{lease: lease, clk: o.Clock, margin: o.Margin, lost: make(chan error, 1)}
 	if w.clk == nil {
 		w.clk = leasetime.Real()
 	}
 	if w.margin == 0 {
 		w.margin = leasetime.DefaultMargin(lease.TTL())
 	}
-	o.RenewNow = w.kick
 	ctx, w.stop = context.WithCancel(ctx)
 	if err := lease.Watch(ctx, &o); err != nil {
 		w.stop()
@@ -74,14 +72,9 @@ func (w *Watched) Held() bool {
 	return w.lease.Err() == nil && w.clk.Now().Before(w.Deadline())
 }
 
-// RenewNow asks for a renewal at once (lock.WatchdogOptions.RenewNow). It
-// never blocks.
-func (w *Watched) RenewNow() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
+// RenewNow asks for a renewal at once (lock.Lease.RenewNow). It never
+// blocks.
+func (w *Watched) RenewNow() { w.lease.RenewNow() }
 
 // Stop ends renewals and waits until none is in flight, so a release that
 // follows cannot race one. It is safe to call more than once.

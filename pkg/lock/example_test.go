@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
@@ -76,11 +75,10 @@ func ExampleLease_Watch_longJob() {
 	}
 	fmt.Println("acquired")
 
-	var renewals atomic.Int64
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
 	// Renews every ttl/6 until stop (or Release).
-	err = lease.Watch(watch, &lock.WatchdogOptions{OnRenew: func(time.Time) { renewals.Add(1) }})
+	err = lease.Watch(watch, nil)
 	if err != nil {
 		fmt.Println("watch:", err)
 		return
@@ -94,7 +92,7 @@ func ExampleLease_Watch_longJob() {
 	case <-time.After(2 * time.Second):
 	}
 	stop()
-	fmt.Println("renewed during the job:", renewals.Load() > 0)
+	fmt.Println("renewed during the job:", lease.Renewals() > 0)
 	fmt.Println("still held:", lease.Err() == nil)
 
 	if err := lease.Release(ctx); err != nil {
@@ -123,8 +121,7 @@ func ExampleLease_Watch() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	var renewals atomic.Int64
-	err = lease.Watch(ctx, &lock.WatchdogOptions{OnRenew: func(time.Time) { renewals.Add(1) }}) // renews every ttl/6
+	err = lease.Watch(ctx, nil) // renews every ttl/6
 	if err != nil {
 		fmt.Println("watch:", err)
 		return
@@ -137,7 +134,7 @@ func ExampleLease_Watch() {
 		return
 	case <-time.After(2 * time.Second):
 	}
-	fmt.Println("renewed during the job:", renewals.Load() > 0)
+	fmt.Println("renewed during the job:", lease.Renewals() > 0)
 
 	if err := lease.Release(ctx); err != nil {
 		fmt.Println("release:", err)

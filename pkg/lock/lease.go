@@ -181,7 +181,8 @@ func (l *Lease) Done() <-chan struct{} {
 // needs (a lock, a semaphore or shared slot, or a set of locks), until ctx
 // ends or Release (which stops it before releasing), or until the lease is
 // lost, which closes Done; Err then says why (a *LostError). opt may be
-// nil; its Clock and Events default to the Locker's.
+// nil; its Clock defaults to the Locker's, and renewals that failed and
+// losses go to the Locker's Options.Events.
 //
 // The lease counts as held until deadline = S + ttl - margin, where S is the
 // send time of the last successful renewal (or of the acquire: Deadline()
@@ -233,6 +234,26 @@ func (l *Lease) Watch(ctx context.Context, opt *WatchdogOptions) error {
 	}
 	l.dogs = append(l.dogs, watch{w, ctx})
 	return nil
+}
+
+// RenewNow asks the lease's watchdogs (Watch) for a renewal at once, or,
+// while one is in flight, for another as soon as it is answered (the one in
+// flight may have gone to a server that is no longer the master). A caller
+// that learns the master changed (a Sentinel failover) calls it: renewals
+// the old master took after the promotion never reach the new one, whose
+// copy of the lease runs out at its TTL from the last renewal it did get,
+// so waiting for the next period can lose a lease that a renewal now would
+// keep. It never blocks, and does nothing without a watchdog.
+func (l *Lease) RenewNow() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	dogs := l.dogs
+	l.mu.Unlock()
+	for _, d := range dogs {
+		d.w.RenewNow()
+	}
 }
 
 // Err says why the lease was lost: nil while it is held or after a clean
