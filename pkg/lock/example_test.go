@@ -25,9 +25,9 @@ func exampleName(base string) string {
 // release it.
 func Example() {
 	ctx := context.Background()
-	// srv is the redis-server the examples run against: yours has an
-	// address of its own, such as "localhost:6379".
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	// redisAddr is "localhost:6379" (the tests point it at a server of
+	// their own).
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 
@@ -59,60 +59,12 @@ func Example() {
 }
 
 // A watchdog keeps a short lease alive around a job that runs longer than
-// the lease's TTL, and tells the job if the lease is lost.
-func ExampleLease_Watch_longJob() {
-	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer client.Close()
-	locker := lock.New(client, nil)
-	name := exampleName("report")
-
-	ttl := 1500 * time.Millisecond
-	lease, err := locker.Acquire(ctx, name, ttl, nil)
-	if err != nil {
-		fmt.Println("acquire:", err)
-		return
-	}
-	fmt.Println("acquired")
-
-	watch, stop := context.WithCancel(ctx)
-	defer stop()
-	// Renews every ttl/6 until stop (or Release).
-	err = lease.Watch(watch, nil)
-	if err != nil {
-		fmt.Println("watch:", err)
-		return
-	}
-
-	// The job: longer than the TTL. It stops early if the lease is lost.
-	select {
-	case <-lease.Done():
-		fmt.Println("lost:", lease.Err())
-		return
-	case <-time.After(2 * time.Second):
-	}
-	stop()
-	fmt.Println("renewed during the job:", lease.Renewals() > 0)
-	fmt.Println("still held:", lease.Err() == nil)
-
-	if err := lease.Release(ctx); err != nil {
-		fmt.Println("release:", err)
-		return
-	}
-	fmt.Println("released")
-	// Output:
-	// acquired
-	// renewed during the job: true
-	// still held: true
-	// released
-}
-
-// The lease-centric form of the watchdog: Watch keeps the lease renewed,
-// Done tells the job when it is lost, and Release stops the watchdog
-// before it gives the lease back.
+// the lease's TTL: Watch keeps the lease renewed, Done tells the job when
+// it is lost, and Release stops the watchdog before it gives the lease
+// back.
 func ExampleLease_Watch() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 
@@ -147,13 +99,53 @@ func ExampleLease_Watch() {
 	// released
 }
 
+// Waiting for a held lock: AcquireOptions.Wait bounds the wait (-1 waits
+// until ctx ends). A release wakes the waiter at once; a wait that runs
+// out returns an error matching ErrNotObtained, which says who holds it.
+func ExampleLocker_Acquire_wait() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer client.Close()
+	locker := lock.New(client, nil)
+	name := exampleName("deploy")
+
+	first, err := locker.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Owner: "first"})
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+
+	// Held for longer than this wait.
+	_, err = locker.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Wait: 100 * time.Millisecond})
+	var held *lock.HeldError
+	if errors.As(err, &held) {
+		fmt.Println("not obtained:", errors.Is(err, lock.ErrNotObtained), "held by", held.Holder.Owner)
+	}
+
+	// Released while the second caller waits: it gets the lock.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = first.Release(ctx)
+	}()
+	second, err := locker.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second})
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	defer func() { _ = second.Release(ctx) }()
+	fmt.Println("acquired after waiting:", second.Waited() > 0)
+	// Output:
+	// not obtained: true held by first
+	// acquired after waiting: true
+}
+
 // Fencing a write: each holder hands its lease's fence to the storage,
 // which checks it with Fences.Check before writing. A holder whose lease
 // expired while it was paused comes back with an older fence than the
 // current holder's, and its write is refused.
 func ExampleFences_Check() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 	fences := locker.Fences()
@@ -204,7 +196,7 @@ func ExampleFences_Check() {
 // A semaphore: AcquireOptions.Limit lets up to Limit holders in at once.
 func Example_semaphore() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 	name := exampleName("workers")
@@ -255,7 +247,7 @@ func Example_semaphore() {
 // a shared one does.
 func Example_shared() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 	name := exampleName("catalog")
@@ -354,7 +346,7 @@ func ExampleNewRedlock() {
 // resumed by name and token, renewed, and given back one hold at a time.
 func ExampleLocker_Resume() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	name := exampleName("handover")
 

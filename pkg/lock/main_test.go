@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,7 +19,25 @@ import (
 
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { redistest.Main(m, &srv) }
+// redisAddr is where the examples find Redis: localhost:6379, as a program
+// that copies them would; TestMain points it at the package's server.
+var redisAddr = "localhost:6379"
+
+func TestMain(m *testing.M) {
+	s, err := redistest.Start(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	srv, redisAddr = s, s.Addr
+	if err := os.Setenv("LOCKCTL_TEST_REDIS_URL", s.URL); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	s.Stop()
+	os.Exit(code)
+}
 
 // newClient returns a client on the package's server, closed when the test
 // ends.
