@@ -176,11 +176,8 @@ func TestFIFOHandOffOrderWithoutPolling(t *testing.T) {
 	admin, _, name, first := heldLock(t)
 	const n = 4
 	var chans []chan acquired
-	var ls []*lock.Locker
 	for i := range n {
-		l := sleeper(t)
-		ls = append(ls, l)
-		chans = append(chans, waitAsync(l, name, time.Minute, &lock.AcquireOptions{Wait: -1, FIFO: true, Note: fmt.Sprint(i)}))
+		chans = append(chans, waitAsync(sleeper(t), name, time.Minute, &lock.AcquireOptions{Wait: -1, FIFO: true, Note: fmt.Sprint(i)}))
 		listedWithin(t, admin, lock.AuxKey(lock.KindQueue, first.Key()), int64(i+1))
 	}
 	if err := first.Release(ctx); err != nil {
