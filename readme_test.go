@@ -682,7 +682,7 @@ func main() {
 		fmt.Println(err)
 		os.Exit(1)
 	}
-	fmt.Println("acquired readme-go with fence", lease.Fence)
+	fmt.Println("acquired readme-go with fence", lease.Fence())
 	if err := lease.Release(ctx); err != nil {
 		fmt.Println(err)
 		os.Exit(1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/lib/identity"
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 )
@@ -120,7 +121,9 @@ func runLock(c *cobra.Command, f *Factory, o *lockOptions, name string) error {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
 		_ = lease.Release(rctx)
 		cancel()
-		return o.notAcquired(&lock.LateError{Key: lease.Key, Op: "acquire", TTL: lease.TTL, Took: time.Since(lease.Sent)})
+		// The grant was sent a margin short of the TTL before its deadline.
+		sent := lease.Deadline().Add(leasetime.DefaultMargin(lease.TTL()) - lease.TTL())
+		return o.notAcquired(&lock.LateError{Key: lease.Key(), Op: "acquire", TTL: lease.TTL(), Took: time.Since(sent)})
 	}
 	logAcquired(f, lease)
 	if err := printLease(f, lease); err != nil {
@@ -141,15 +144,15 @@ func giveBack(ctx context.Context, f *Factory, lease *lock.Lease, err error) err
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
 	defer cancel()
 	what := "released it"
-	if lease.Holds > 1 { // a re-entry's; Release leaves the holds left there
+	if lease.Holds() > 1 { // a re-entry's; Release leaves the holds left there
 		what = "gave back this hold"
 	}
 	rerr := lease.Release(rctx)
 	if rerr != nil && !errors.Is(rerr, lock.ErrNotWoken) {
-		return withHint(reword(err, "took %s, but its token could not be written (%s); releasing it failed too: %v", lease.Name, errText(err), rerr),
-			fmt.Sprintf("%s stays held until its TTL (%s) runs out, or until `lockctl inspect force-release %s` frees it", lease.Name, lease.TTL, lease.Name))
+		return withHint(reword(err, "took %s, but its token could not be written (%s); releasing it failed too: %v", lease.Name(), errText(err), rerr),
+			fmt.Sprintf("%s stays held until its TTL (%s) runs out, or until `lockctl inspect force-release %s` frees it", lease.Name(), lease.TTL(), lease.Name()))
 	}
-	return withHint(reword(err, "took %s, but its token could not be written (%s); %s", lease.Name, errText(err), what),
+	return withHint(reword(err, "took %s, but its token could not be written (%s); %s", lease.Name(), errText(err), what),
 		"give lock a stdout that takes its output whole: a pipe whose reader stays, a file on a disk with room")
 }
 
@@ -166,23 +169,23 @@ func printLease(f *Factory, lease *lock.Lease) error {
 	switch f.G.Output {
 	case "json":
 		return f.IO.PrintJSON(map[string]any{
-			"name":       lease.Name,
-			"key":        lease.Key,
-			"token":      lease.Token,
-			"fence":      lease.Fence,
-			"ttl_ms":     lease.TTL.Milliseconds(),
-			"expires_at": lease.ExpiresAt.UTC().Format(time.RFC3339Nano),
-			"owner":      lease.Owner,
-			"waited_ms":  lease.Waited.Milliseconds(),
-			"mode":       leaseMode(lease.Shared),
-			"reentry":    max(lease.Holds, 1),
+			"name":       lease.Name(),
+			"key":        lease.Key(),
+			"token":      lease.Token(),
+			"fence":      lease.Fence(),
+			"ttl_ms":     lease.TTL().Milliseconds(),
+			"expires_at": lease.ExpiresAt().UTC().Format(time.RFC3339Nano),
+			"owner":      lease.Owner(),
+			"waited_ms":  lease.Waited().Milliseconds(),
+			"mode":       leaseMode(lease.Shared()),
+			"reentry":    max(lease.Holds(), 1),
 		})
 	case "env":
 		return f.IO.PrintEnv(map[string]string{
-			"LOCKCTL_KEY":   lease.Key,
-			"LOCKCTL_TOKEN": lease.Token,
-			"LOCKCTL_FENCE": strconv.FormatInt(lease.Fence, 10),
+			"LOCKCTL_KEY":   lease.Key(),
+			"LOCKCTL_TOKEN": lease.Token(),
+			"LOCKCTL_FENCE": strconv.FormatInt(lease.Fence(), 10),
 		})
 	}
-	return f.IO.PrintLine(lease.Token)
+	return f.IO.PrintLine(lease.Token())
 }

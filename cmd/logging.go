@@ -145,8 +145,8 @@ func logSilentEnd(io *ui.IOStreams, err error, exit *ExitError, code int) {
 // waited (flock --verbose: "getting lock took N seconds").
 func logAcquired(f *Factory, lease *lock.Lease) {
 	if f.G.Verbose {
-		f.IO.Logf(ui.LevelDebug, ui.Fields("key", lease.Key, "fence", lease.Fence, "waited_ms", lease.Waited),
-			"acquired %s (fence %d) after %v", lease.Key, lease.Fence, lease.Waited.Round(time.Millisecond))
+		f.IO.Logf(ui.LevelDebug, ui.Fields("key", lease.Key(), "fence", lease.Fence(), "waited_ms", lease.Waited()),
+			"acquired %s (fence %d) after %v", lease.Key(), lease.Fence(), lease.Waited().Round(time.Millisecond))
 	}
 }
 

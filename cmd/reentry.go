@@ -40,20 +40,20 @@ func (w *waitFlags) reenter(ctx context.Context, f *Factory, l *lock.Locker, nam
 	}
 	// An exclusive hold covers a shared one; the reverse would let this
 	// caller write while other shared holders read.
-	if lease.Limit != w.limit || (lease.Shared && !w.shared) {
+	if lease.Limit() != w.limit || (lease.Shared() && !w.shared) {
 		// Give the hold back: a caller that asks for another mode than the
 		// one it holds is confused, and must not count as inside.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.G.Timeout)
 		defer cancel()
 		_ = lease.Release(rctx)
 		hint := "use the same --limit as the holder, or --no-reentry to wait for the lock as a separate holder"
-		if lease.Shared {
+		if lease.Shared() {
 			hint = "a shared holder cannot take the lock exclusively inside its hold (it would wait for itself); take it exclusively from the start"
 		}
-		return nil, &UsageError{Err: fmt.Errorf("%s is held here as %s, but this call asks for %s", name, modeText(lease.Limit, lease.Shared), modeText(w.limit, w.shared)),
+		return nil, &UsageError{Err: fmt.Errorf("%s is held here as %s, but this call asks for %s", name, modeText(lease.Limit(), lease.Shared()), modeText(w.limit, w.shared)),
 			Hints: []string{hint}}
 	}
-	f.Verbosef("re-entered %s (fence %d): hold %d of this token; the outer holder keeps renewing", lease.Key, lease.Fence, lease.Holds)
+	f.Verbosef("re-entered %s (fence %d): hold %d of this token; the outer holder keeps renewing", lease.Key(), lease.Fence(), lease.Holds())
 	return lease, nil
 }
 

@@ -69,7 +69,7 @@ func newRenewCmd(f *Factory) *cobra.Command {
 				return explainRefusal(name, err)
 			}
 			if f.G.Output == "json" {
-				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "renewed": true, "ttl_ms": lease.TTL.Milliseconds()})
+				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "renewed": true, "ttl_ms": lease.TTL().Milliseconds()})
 			}
 			return nil
 		},
@@ -100,8 +100,8 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 			if err != nil && !notWoken(f, "released "+name, err) {
 				return explainRefusal(name, err)
 			}
-			if lease != nil && lease.Holds > 0 {
-				f.IO.Errorf("%s stays held: this token re-entered it and has %d hold(s) left; the last release frees it", name, lease.Holds)
+			if lease != nil && lease.Holds() > 0 {
+				f.IO.Errorf("%s stays held: this token re-entered it and has %d hold(s) left; the last release frees it", name, lease.Holds())
 			}
 			if f.G.Output == "json" {
 				return f.IO.PrintJSON(map[string]any{"name": name, "key": l.Key(name), "released": true})

@@ -253,14 +253,14 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 		helper.Close()
 		return o.notAcquired(c, f, l, names, err, time.Since(started), rep)
 	}
-	rep.WaitedMS = lease.Waited.Milliseconds()
+	rep.WaitedMS = lease.Waited().Milliseconds()
 	logAcquired(f, lease)
 	setEnv, setUnset := childSetEnv(l, lease, names, f.Getenv)
 	switched, stopSwitch := masterSwitches(f)
 	out := runner.Run(ctx, &runner.Job{
 		Lease:          lease,
 		Events:         gate,
-		Watch:          &lock.WatchdogOptions{RenewEvery: o.renewEvery, OnRenewError: renewWarning(f, name)},
+		Watch:          &lock.WatchdogOptions{RenewEvery: o.renewEvery, Observer: renewWarning(f, name)},
 		Switched:       switched,
 		Command:        f.commandSpec(child.Spec{Argv: argv, Script: o.script, Env: append(childEnv(lease), setEnv...), Unset: setUnset, Helper: helper}),
 		Supervise:      f.supervision(runner.Config{OnLost: onLost, KillAfter: o.killAfter, MaxRuntime: o.maxRuntime}),
@@ -315,7 +315,7 @@ func (o *runOptions) notAcquired(c *cobra.Command, f *Factory, l *lock.Locker, n
 
 // held records in rep the lease held and what became of it and the child.
 func (rep *runReport) held(lease *lock.Lease, set []setMember, out *runner.Outcome) {
-	rep.Acquired, rep.Fence = true, lease.Fence
+	rep.Acquired, rep.Fence = true, lease.Fence()
 	rep.Set = set
 	rep.HeldMS, rep.Renewals, rep.Lost = out.Held.Milliseconds(), out.Renewals, out.Lost
 	if out.Ran {
@@ -332,9 +332,13 @@ func (rep *runReport) held(lease *lock.Lease, set []setMember, out *runner.Outco
 // renewWarning reports renewal trouble that has not lost the lease (Redis
 // unreachable for a moment, a failover, replicas behind) on stderr, at most
 // every few seconds: the first one at once, as it may precede a loss.
-func renewWarning(f *Factory, name string) func(error) {
+func renewWarning(f *Factory, name string) func(lock.WatchEvent) {
 	var last time.Time
-	return func(err error) {
+	return func(e lock.WatchEvent) {
+		if e.Renewed {
+			return
+		}
+		err := e.Err
 		if now := time.Now(); last.IsZero() || now.Sub(last) >= statusEvery {
 			last = now
 			f.IO.Logf(ui.LevelWarn, ui.Fields("error", err), "warning: renewing %s: %v; retrying (the lease is held until its local deadline)", name, err)
@@ -370,11 +374,11 @@ func (r runReleaser) Released(lease *lock.Lease, held, left int, err error, lost
 		// The outermost holder is done, but holds taken by re-entry
 		// were not given back (a nested `lockctl lock` never released,
 		// or a nested holder still running).
-		f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name, left)
+		f.IO.Errorf("warning: %s stays held: %d re-entered hold(s) of this token were not released; it frees when they are, or at its TTL", lease.Name(), left)
 	case err == nil, lost, gone:
-	case notWoken(f, "released "+lease.Name, err):
+	case notWoken(f, "released "+lease.Name(), err):
 	default:
-		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name, lease.TTL, err)
+		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name(), lease.TTL(), err)
 	}
 }
 
@@ -410,18 +414,18 @@ func uncoveredEnd(f *Factory, name string, gone, err error, onLost runner.OnLost
 func childEnv(lease *lock.Lease) []string {
 	env := []string{
 		"LOCKCTL_HELD=1",
-		"LOCKCTL_NAME=" + lease.Name,
-		"LOCKCTL_KEY=" + lease.Key,
-		"LOCKCTL_TOKEN=" + lease.Token,
-		"LOCKCTL_FENCE=" + strconv.FormatInt(lease.Fence, 10),
-		"LOCKCTL_TTL_MS=" + strconv.FormatInt(lease.TTL.Milliseconds(), 10),
-		"LOCKCTL_OWNER=" + lease.Owner,
-		"LOCKCTL_ACQUIRED_AT=" + lease.AcquiredAt.UTC().Format(time.RFC3339Nano),
-		"LOCKCTL_WAITED_MS=" + strconv.FormatInt(lease.Waited.Milliseconds(), 10),
+		"LOCKCTL_NAME=" + lease.Name(),
+		"LOCKCTL_KEY=" + lease.Key(),
+		"LOCKCTL_TOKEN=" + lease.Token(),
+		"LOCKCTL_FENCE=" + strconv.FormatInt(lease.Fence(), 10),
+		"LOCKCTL_TTL_MS=" + strconv.FormatInt(lease.TTL().Milliseconds(), 10),
+		"LOCKCTL_OWNER=" + lease.Owner(),
+		"LOCKCTL_ACQUIRED_AT=" + lease.AcquiredAt().UTC().Format(time.RFC3339Nano),
+		"LOCKCTL_WAITED_MS=" + strconv.FormatInt(lease.Waited().Milliseconds(), 10),
 	}
 	// Always set, so that a nested run's child never inherits its
 	// parent's mode: `lockctl fence check` reads it.
-	return append(env, "LOCKCTL_MODE="+leaseMode(lease.Shared))
+	return append(env, "LOCKCTL_MODE="+leaseMode(lease.Shared()))
 }
 
 // writeReport replaces path atomically, so a reader never sees half a record.

@@ -26,7 +26,7 @@ func (f *Factory) sentinelOptions(addr string) (*redis.Options, error) {
 // --sentinel-master (+switch-master), until the returned stop is called;
 // stop waits for the watchers to end. Without --sentinel it does nothing.
 //
-// A holder renews at once on it (lock.WatchdogOptions.RenewNow): a Sentinel client
+// A holder renews at once on it (lock.Lease.RenewNow): a Sentinel client
 // follows the switch on its own, but only for its next call, and the
 // promoted replica's copy of the lease runs out a TTL after the last renewal
 // it replicated, which can come before the next periodic renewal (Sentinel

@@ -167,11 +167,11 @@ func BenchmarkAcquireReleaseEvents(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				r.Record(ctx, events.Event{Kind: events.Acquired, Name: names[w], Duration: lease.Waited})
+				r.Record(ctx, events.Event{Kind: events.Acquired, Name: names[w], Duration: lease.Waited()})
 				if err := lease.Release(ctx); err != nil {
 					return err
 				}
-				r.Record(ctx, events.Event{Kind: events.Released, Name: names[w], Duration: time.Since(lease.AcquiredAt)})
+				r.Record(ctx, events.Event{Kind: events.Released, Name: names[w], Duration: time.Since(lease.AcquiredAt())})
 				return nil
 			}
 			benchcmp.Compare(b, g, 20,

@@ -154,15 +154,15 @@ func TestForceReleaseTokenPrefix(t *testing.T) {
 	// are refused, whatever they match.
 	d := leases["deploy"]
 	for n := 1; n < inspect.TokenPrefixMin; n++ {
-		short := inspect.TokenHash(d.Token)[:n]
+		short := inspect.TokenHash(d.Token())[:n]
 		if _, err := in.ForceRelease(ctx, "deploy", short, nil); !errors.As(err, &pe) || pe.Holders != 0 || errors.Is(err, lock.ErrNotOwner) {
 			t.Fatalf("%d digits: %v", n, err)
 		}
 	}
-	if h, err := l.Get(ctx, "deploy"); err != nil || h.Token != d.Token {
+	if h, err := l.Get(ctx, "deploy"); err != nil || h.Token != d.Token() {
 		t.Fatalf("a refused prefix changed the lock: %+v %v", h, err)
 	}
-	if r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(d.Token)[:7], nil); err != nil || r.Holder.Token != d.Token {
+	if r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(d.Token())[:7], nil); err != nil || r.Holder.Token != d.Token() {
 		t.Fatalf("7 digits: %+v %v", r, err)
 	}
 

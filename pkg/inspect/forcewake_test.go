@@ -120,7 +120,7 @@ func TestForceReleaseHandsOff(t *testing.T) {
 				return le.Release(context.Background())
 			})
 			forced := handOff(t, c, prefix, "forced-"+m.name, m, func(le *lock.Lease) error {
-				_, err := in.ForceRelease(context.Background(), "forced-"+m.name, inspect.TokenHash(le.Token),
+				_, err := in.ForceRelease(context.Background(), "forced-"+m.name, inspect.TokenHash(le.Token()),
 					&inspect.ReleaseOptions{Reason: "hand-off test"})
 				return err
 			})
@@ -146,7 +146,7 @@ func TestForceReleaseHandsOffOnCluster(t *testing.T) {
 				return le.Release(context.Background())
 			})
 			forced := handOff(t, c, "lock:", "forced-"+m.name, m, func(le *lock.Lease) error {
-				_, err := in.ForceRelease(context.Background(), "forced-"+m.name, inspect.TokenHash(le.Token), nil)
+				_, err := in.ForceRelease(context.Background(), "forced-"+m.name, inspect.TokenHash(le.Token()), nil)
 				return err
 			})
 			t.Logf("%s on a Cluster: release hands off in %v, force-release in %v", m.name, plain, forced)
@@ -172,7 +172,7 @@ func TestForceReleaseWakeOverForeignWaitersList(t *testing.T) {
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(d.Token), nil)
+	r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(d.Token()), nil)
 	if err != nil {
 		t.Fatalf("force-release: %v", err)
 	}

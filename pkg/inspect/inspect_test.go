@@ -89,7 +89,7 @@ func TestLocks(t *testing.T) {
 	for _, l := range got {
 		// The fence of each lockctl lock is its lease's; "-" marks it.
 		fence := strconv.FormatInt(l.Fence, 10)
-		if le := leases[l.Name]; le != nil && le.Fence == l.Fence {
+		if le := leases[l.Name]; le != nil && le.Fence() == l.Fence {
 			fence = "-"
 		}
 		rows = append(rows, fmt.Sprintf("%s|%s|%s|%s|%d|%s|%s|q%d|ttl=%v|age=%v", l.Name, l.Kind(), l.Owner, l.Host, l.PID, fence, l.Note,
@@ -107,7 +107,7 @@ func TestLocks(t *testing.T) {
 		t.Fatalf("locks:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 	for _, l := range got {
-		if l.Name == "deploy" && l.TokenHash != inspect.TokenHash(leases["deploy"].Token) {
+		if l.Name == "deploy" && l.TokenHash != inspect.TokenHash(leases["deploy"].Token()) {
 			t.Errorf("token hash %q", l.TokenHash)
 		}
 		if l.Name == "rx" && l.Reentry != 1 {
@@ -246,16 +246,16 @@ func TestSemaphoreHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Lock != nil || !d.Held() || d.Limit != 2 || len(d.Holders) != 2 || d.Fence != max(a.Fence, b.Fence) {
+	if d.Lock != nil || !d.Held() || d.Limit != 2 || len(d.Holders) != 2 || d.Fence != max(a.Fence(), b.Fence()) {
 		t.Fatalf("semaphore detail %+v", d)
 	}
 	h := d.Holders[0]
-	if h.Kind() != "semaphore" || h.Owner != "ci@build-3:11" || h.Host != "build-3" || h.PID != 11 || h.Fence != a.Fence ||
-		h.Note != "shard 1" || h.CI != "https://ci.example/job/1" || h.TokenHash != inspect.TokenHash(a.Token) ||
+	if h.Kind() != "semaphore" || h.Owner != "ci@build-3:11" || h.Host != "build-3" || h.PID != 11 || h.Fence != a.Fence() ||
+		h.Note != "shard 1" || h.CI != "https://ci.example/job/1" || h.TokenHash != inspect.TokenHash(a.Token()) ||
 		h.Holders != 2 || h.Limit != 2 || h.TTL <= 30*time.Second || h.TTL > time.Minute || h.Age < 0 {
 		t.Errorf("holder 1: %+v", h)
 	}
-	if h := d.Holders[1]; h.Owner != "ops@bastion:22" || h.Fence != b.Fence || h.TTL <= 0 || h.TTL > 30*time.Second {
+	if h := d.Holders[1]; h.Owner != "ops@bastion:22" || h.Fence != b.Fence() || h.TTL <= 0 || h.TTL > 30*time.Second {
 		t.Errorf("holder 2: %+v", h)
 	}
 
@@ -322,11 +322,11 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 		t.Fatalf("wrong token: %v %+v", err, held)
 	}
 	// By token hash: that slot goes, the other stays.
-	r, err := in.ForceRelease(ctx, "pool", inspect.TokenHash(a.Token), &inspect.ReleaseOptions{Who: "oncall@laptop", Reason: "job 1 died"})
+	r, err := in.ForceRelease(ctx, "pool", inspect.TokenHash(a.Token()), &inspect.ReleaseOptions{Who: "oncall@laptop", Reason: "job 1 died"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Holder.Kind() != "semaphore" || r.Holder.Owner != "ci@build-3:11" || r.Holder.Token != a.Token || r.Holder.Fence != a.Fence ||
+	if r.Holder.Kind() != "semaphore" || r.Holder.Owner != "ci@build-3:11" || r.Holder.Token != a.Token() || r.Holder.Fence != a.Fence() ||
 		r.HoldersLeft != 1 || r.AuditID == "" || r.Holder.TTL <= 0 {
 		t.Errorf("released %+v", r)
 	}
@@ -339,7 +339,7 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 		t.Error("waiters were not woken")
 	}
 	semKey, valKey := lockwire.AuxKey(lockwire.KindSem, prefix+"pool"), lockwire.AuxKey(lockwire.KindSemVal, prefix+"pool")
-	if c.ZCard(ctx, semKey).Val() != 1 || c.HExists(ctx, valKey, a.Token).Val() || c.PTTL(ctx, valKey).Val() <= 0 {
+	if c.ZCard(ctx, semKey).Val() != 1 || c.HExists(ctx, valKey, a.Token()).Val() || c.PTTL(ctx, valKey).Val() <= 0 {
 		t.Errorf("after releasing a: zcard %d, pttl %v", c.ZCard(ctx, semKey).Val(), c.PTTL(ctx, valKey).Val())
 	}
 	// The freed slot can be taken again at once.
@@ -351,7 +351,7 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 		t.Errorf("released holder's own release: %v", err)
 	}
 	// By full token: b's slot.
-	if _, err := in.ForceRelease(ctx, "pool", b.Token, &inspect.ReleaseOptions{Who: "oncall@laptop"}); err != nil {
+	if _, err := in.ForceRelease(ctx, "pool", b.Token(), &inspect.ReleaseOptions{Who: "oncall@laptop"}); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := in.Audit(ctx, 2)
@@ -359,10 +359,10 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 		t.Fatalf("audit: %+v %v", entries, err)
 	}
 	if e := entries[0]; e.Kind != "semaphore" || e.Name != "pool" || e.Owner != "ci@build-3:11" || e.Reason != "job 1 died" ||
-		e.TokenHash != inspect.TokenHash(a.Token) || e.Fence != a.Fence || e.TTL <= 0 {
+		e.TokenHash != inspect.TokenHash(a.Token()) || e.Fence != a.Fence() || e.TTL <= 0 {
 		t.Errorf("audit entry %+v", e)
 	}
-	if e := entries[1]; e.Owner != "ops@bastion:22" || e.TokenHash != inspect.TokenHash(b.Token) {
+	if e := entries[1]; e.Owner != "ops@bastion:22" || e.TokenHash != inspect.TokenHash(b.Token()) {
 		t.Errorf("audit entry %+v", e)
 	}
 	// The last slot's release leaves no keys behind.
@@ -376,7 +376,7 @@ func TestForceReleaseSemaphoreSlot(t *testing.T) {
 	if n := c.Exists(ctx, semKey, valKey).Val(); n != 0 {
 		t.Errorf("%d semaphore keys left", n)
 	}
-	if _, err := in.ForceRelease(ctx, "pool", b.Token, nil); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := in.ForceRelease(ctx, "pool", b.Token(), nil); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("empty semaphore: %v", err)
 	}
 }
@@ -469,21 +469,21 @@ func TestForceReleaseStaleTokenAfterTakeover(t *testing.T) {
 	ctx := context.Background()
 	l := lock.New(c, &lock.Options{Prefix: prefix})
 	old := leases["deploy"]
-	oldHash := inspect.TokenHash(old.Token)
+	oldHash := inspect.TokenHash(old.Token())
 	// The old holder's lease ends; someone else takes the lock.
 	do(t, c, "DEL", prefix+"deploy")
 	next, err := l.Acquire(ctx, "deploy", time.Minute, &lock.AcquireOptions{Owner: "new@host:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tok := range []string{old.Token, oldHash} {
+	for _, tok := range []string{old.Token(), oldHash} {
 		_, err = in.ForceRelease(ctx, "deploy", tok, &inspect.ReleaseOptions{Reason: "stuck"})
 		var held *lock.HeldError
 		if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotOwner) || held.Holder.Owner != "new@host:1" {
 			t.Fatalf("stale token %q: %v", tok, err)
 		}
 	}
-	if h, err := l.Get(ctx, "deploy"); err != nil || h.Token != next.Token {
+	if h, err := l.Get(ctx, "deploy"); err != nil || h.Token != next.Token() {
 		t.Fatalf("new holder's lock gone: %v %v", h, err)
 	}
 	// The hash of the current holder frees it, wakes waiters and audits.
@@ -495,20 +495,20 @@ func TestForceReleaseStaleTokenAfterTakeover(t *testing.T) {
 	// A hash prefix shorter than inspect.TokenPrefixMin digits is refused
 	// as such, not read as a whole token that some other holder has.
 	var pe *inspect.PrefixError
-	short := inspect.TokenHash(next.Token)[:inspect.TokenPrefixMin-1]
+	short := inspect.TokenHash(next.Token())[:inspect.TokenPrefixMin-1]
 	if _, err := in.ForceRelease(ctx, "deploy", short, nil); !errors.As(err, &pe) || !errors.Is(err, lock.ErrInvalid) ||
 		errors.Is(err, lock.ErrNotOwner) || pe.Holders != 0 || pe.Prefix != short {
 		t.Fatalf("a %d-digit hash prefix: %v", len(short), err)
 	}
-	if h, err := l.Get(ctx, "deploy"); err != nil || h.Token != next.Token {
+	if h, err := l.Get(ctx, "deploy"); err != nil || h.Token != next.Token() {
 		t.Fatalf("a refused prefix changed the lock: %v %v", h, err)
 	}
 	// 7 digits, as git shows a hash, name the holder.
-	r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(next.Token)[:7], &inspect.ReleaseOptions{Reason: "runner died", Who: "oncall@laptop"})
+	r, err := in.ForceRelease(ctx, "deploy", inspect.TokenHash(next.Token())[:7], &inspect.ReleaseOptions{Reason: "runner died", Who: "oncall@laptop"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Holder.Owner != "new@host:1" || r.Holder.Fence != next.Fence || r.AuditID == "" {
+	if r.Holder.Owner != "new@host:1" || r.Holder.Fence != next.Fence() || r.AuditID == "" {
 		t.Errorf("released %+v", r)
 	}
 	select {
@@ -519,7 +519,7 @@ func TestForceReleaseStaleTokenAfterTakeover(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("waiters were not woken")
 	}
-	if _, err := in.ForceRelease(ctx, "deploy", next.Token, nil); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := in.ForceRelease(ctx, "deploy", next.Token(), nil); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second release: %v", err)
 	}
 	// Foreign and Redisson locks by their raw token.
@@ -537,8 +537,8 @@ func TestForceReleaseStaleTokenAfterTakeover(t *testing.T) {
 		t.Fatalf("audit: %+v", entries)
 	}
 	e := entries[0]
-	if e.Who != "oncall@laptop" || e.Name != "deploy" || e.Owner != "new@host:1" || e.Fence != next.Fence ||
-		e.TokenHash != inspect.TokenHash(next.Token) || e.Reason != "runner died" || e.Kind != "lockctl" || e.At.IsZero() {
+	if e.Who != "oncall@laptop" || e.Name != "deploy" || e.Owner != "new@host:1" || e.Fence != next.Fence() ||
+		e.TokenHash != inspect.TokenHash(next.Token()) || e.Reason != "runner died" || e.Kind != "lockctl" || e.At.IsZero() {
 		t.Errorf("audit entry %+v", e)
 	}
 	if entries[1].Name != "foreign" || entries[2].Name != "rx" || entries[2].Owner != redissonField {

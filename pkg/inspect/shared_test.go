@@ -94,14 +94,14 @@ func TestSharedHoldersListed(t *testing.T) {
 	}
 	byHash := map[string]int{}
 	for i, le := range shared {
-		byHash[inspect.TokenHash(le.Token)] = i
+		byHash[inspect.TokenHash(le.Token())] = i
 	}
 	for _, h := range d.Holders {
 		i, ok := byHash[h.TokenHash]
 		delete(byHash, h.TokenHash)
 		le := shared[i]
-		if !ok || h.Kind() != "shared" || !h.Shared || h.Owner != le.Owner || h.TokenHash != inspect.TokenHash(le.Token) ||
-			h.Fence != le.Fence || h.Fence != shared[0].Fence || h.Holders != 3 ||
+		if !ok || h.Kind() != "shared" || !h.Shared || h.Owner != le.Owner() || h.TokenHash != inspect.TokenHash(le.Token()) ||
+			h.Fence != le.Fence() || h.Fence != shared[0].Fence() || h.Holders != 3 ||
 			h.TTL <= time.Duration(50-10*i)*time.Second || h.TTL > time.Duration(60-10*i)*time.Second {
 			t.Errorf("holder %d: %+v", i+1, h)
 		}
@@ -115,7 +115,7 @@ func TestSharedHoldersListed(t *testing.T) {
 
 	// A slot whose value is gone is still a shared holder, known by its
 	// token only.
-	do(t, c, "HDEL", d.SemValKey, shared[2].Token)
+	do(t, c, "HDEL", d.SemValKey, shared[2].Token())
 	d, err = in.Lock(ctx, "rw")
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestSharedHoldersListed(t *testing.T) {
 			bare = &d.Holders[i]
 		}
 	}
-	if len(d.Holders) != 3 || bare == nil || bare.Mode() != inspect.ModeShared || bare.TokenHash != inspect.TokenHash(shared[2].Token) {
+	if len(d.Holders) != 3 || bare == nil || bare.Mode() != inspect.ModeShared || bare.TokenHash != inspect.TokenHash(shared[2].Token()) {
 		t.Errorf("holder without value: %+v", d.Holders)
 	}
 }
@@ -203,12 +203,12 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 	// tries again and waits on), and the other two keep their slots.
 	writer := waitingWriter(t, c, prefix, "rw")
 	b := shared[1]
-	r, err := in.ForceRelease(ctx, "rw", inspect.TokenHash(b.Token), &inspect.ReleaseOptions{Who: "oncall@laptop", Reason: "reader hung"})
+	r, err := in.ForceRelease(ctx, "rw", inspect.TokenHash(b.Token()), &inspect.ReleaseOptions{Who: "oncall@laptop", Reason: "reader hung"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Holder.Kind() != "shared" || !r.Holder.Shared || r.Holder.Owner != b.Owner || r.Holder.Token != b.Token ||
-		r.Holder.Fence != b.Fence || r.HoldersLeft != 2 || r.AuditID == "" || r.Holder.TTL <= 0 {
+	if r.Holder.Kind() != "shared" || !r.Holder.Shared || r.Holder.Owner != b.Owner() || r.Holder.Token != b.Token() ||
+		r.Holder.Fence != b.Fence() || r.HoldersLeft != 2 || r.AuditID == "" || r.Holder.TTL <= 0 {
 		t.Errorf("released %+v", r)
 	}
 	// Woken as a release wakes it: on its own wake-up stream.
@@ -221,9 +221,9 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 		return false
 	}
 	waitFor(t, woken)
-	want := []string{shared[0].Token, shared[2].Token}
+	want := []string{shared[0].Token(), shared[2].Token()}
 	sort.Strings(want)
-	if got := slots(); got != strings.Join(want, ",") || c.HExists(ctx, valKey, b.Token).Val() || c.HLen(ctx, valKey).Val() != 2 {
+	if got := slots(); got != strings.Join(want, ",") || c.HExists(ctx, valKey, b.Token()).Val() || c.HLen(ctx, valKey).Val() != 2 {
 		t.Errorf("slots after freeing b: %s", got)
 	}
 	l := lock.New(c, &lock.Options{Prefix: prefix})
@@ -241,14 +241,14 @@ func TestForceReleaseSharedHolder(t *testing.T) {
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("audit: %+v %v", entries, err)
 	}
-	if e := entries[0]; e.Kind != "shared" || e.Name != "rw" || e.Owner != b.Owner || e.Reason != "reader hung" ||
-		e.TokenHash != inspect.TokenHash(b.Token) || e.Fence != b.Fence {
+	if e := entries[0]; e.Kind != "shared" || e.Name != "rw" || e.Owner != b.Owner() || e.Reason != "reader hung" ||
+		e.TokenHash != inspect.TokenHash(b.Token()) || e.Fence != b.Fence() {
 		t.Errorf("audit entry %+v", e)
 	}
 
 	// Once the last shared holder is freed, the writer gets the lock.
 	for _, le := range []*lock.Lease{shared[0], shared[2]} {
-		if _, err := in.ForceRelease(ctx, "rw", le.Token, &inspect.ReleaseOptions{Who: "oncall@laptop"}); err != nil {
+		if _, err := in.ForceRelease(ctx, "rw", le.Token(), &inspect.ReleaseOptions{Who: "oncall@laptop"}); err != nil {
 			t.Fatal(err)
 		}
 	}

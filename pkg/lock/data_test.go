@@ -41,7 +41,7 @@ func TestDataErrorNamesTheKey(t *testing.T) {
 			return err
 		}, "string", ""},
 		{"semaphore release", lock.KindSem, []any{"RPUSH", nil, "x"}, func(n string) error {
-			return l.ReleaseToken(ctx, n, "t")
+			return releaseToken(ctx, l, n, "t")
 		}, "list", ""},
 		{"fifo queue", lock.KindQueue, []any{"SADD", nil, "x"}, func(n string) error {
 			_, err := l.Acquire(ctx, n, time.Second, &lock.AcquireOptions{FIFO: true})

@@ -49,7 +49,7 @@
 //     A renewal never re-creates an expired lock.
 //   - Reenter lets a holder that proves itself by its token take counted
 //     holds of its own lease (a nested caller); each release gives one
-//     back, and the last deletes the lock (see reenter.go).
+//     back, and the last deletes the lock.
 //   - Release distinguishes released, not held (ErrNotHeld) and held by
 //     someone else (*HeldError matching ErrNotOwner, with that holder's
 //     owner and remaining TTL). A nil *Lease, which a failed Acquire
@@ -76,7 +76,7 @@
 //     that can take the lock (the FIFO queue's head, else the exclusive
 //     acquirer listed longest ago, else the shared waiters, or for a freed
 //     semaphore slot one semaphore waiter), so N waiting processes cost one
-//     attempt per hand-off, not N (see wake.lua). A waiter also wakes when
+//     attempt per hand-off, not N. A waiter also wakes when
 //     the holder's TTL runs out (an expiry is noticed when it happens), at
 //     its deadline, and to renew its listing; the waiter next in line looks
 //     again after a short grace, so a woken waiter that died stalls nobody.
@@ -89,17 +89,18 @@
 //     a consensus protocol, so fencing is still what makes a lock safe.
 //     The client's read timeout must exceed Options.WaitReplicasTimeout.
 //   - NewRedlock keeps each lock on a majority of independent masters,
-//     with fences that stay monotonic across different majorities (see
-//     redlock.go for the rules and why they hold).
+//     with fences that stay monotonic across different majorities (NewRedlock
+//     gives the rules and why they hold).
 //   - Options.Events, when set (an events.Sink such as an
 //     *events.Recorder), receives how each
 //     Acquire, release and watchdog renewal ended, for monitoring; it is
-//     never on the operation's path (see record.go).
+//     never on the operation's path.
 //
 // # Keys
 //
 // A lock called NAME lives at Options.Prefix+NAME ("lock:NAME" by
 // default); how its stored value, its auxiliary keys (fence counter,
-// semaphore slots, FIFO queue, channels) and the scripts' replies are laid
-// out in Redis is documented in internal/lib/lockwire, their one home.
+// semaphore slots, FIFO queue, channels) share NAME's Redis Cluster hash
+// slot and lie outside the pattern Prefix+"*", so that a listing of locks
+// never shows them. Fence counters never expire.
 package lock

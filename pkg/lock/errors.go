@@ -8,6 +8,11 @@ import (
 	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
+// The sentinel errors of this package, matched with errors.Is. Each message
+// starts with "lock: ". Some are shared with the packages that read lock
+// keys (ErrNotHeld, ErrNotOwner, ErrWrongType, ErrInvalid, ErrNotReplicated,
+// ErrLate): the same values, not copies, so errors.Is matches them whichever
+// package returned them.
 var (
 	// ErrNotObtained is the error of an Acquire that did not get the lock:
 	// it is held by someone else (non-blocking acquire), or the wait
@@ -16,19 +21,23 @@ var (
 	ErrNotObtained = errors.New("lock: not obtained")
 	// ErrNotHeld is the error of a renew or release that found no lock at
 	// all (expired or never taken).
+	// Message: "lock: not held".
 	ErrNotHeld = lockwire.ErrNotHeld
 	// ErrNotOwner is the error of a renew or release of a lock that
 	// another token holds (*HeldError).
+	// Message: "lock: held by another owner".
 	ErrNotOwner = lockwire.ErrNotOwner
 	// ErrWrongType is the error of a call whose key at the lock's name is
 	// not a lock, or one of whose auxiliary keys holds what someone else
 	// wrote (*DataError).
+	// Message: "lock: key is not a lock".
 	ErrWrongType = lockwire.ErrWrongType
 	// ErrStaleFence is the error of a fence check that refused a fence not
 	// newer than the highest seen (*StaleFenceError).
 	ErrStaleFence = errors.New("lock: stale fence")
 	// ErrInvalid is the error of a call given an unusable argument (empty
 	// name, ttl < 1ms, ...).
+	// Message: "lock: invalid argument".
 	ErrInvalid = lockwire.ErrInvalid
 	// ErrLimitMismatch is the error of a semaphore acquire that asked for
 	// another limit than the live holders use (*DataError). It also
@@ -38,6 +47,7 @@ var (
 	ErrLimitMismatch = errors.New("lock: semaphore limit differs from its holders'")
 	// ErrNotReplicated is the error of a lock write that fewer replicas than
 	// Options.WaitReplicas asked for acknowledged in time (*ReplicationError).
+	// Message: "lock: not replicated".
 	ErrNotReplicated = lockwire.ErrNotReplicated
 	// ErrNotWoken is the warning of a release that freed the lock while the
 	// server refused the message that wakes its waiters (an ACL without PUBLISH, or without the channel:
@@ -49,6 +59,7 @@ var (
 	// ErrLate is the error of a reply that arrived after the local deadline of
 	// the lease it granted or renewed, so that lease does not count as held
 	// (*LateError).
+	// Message: "lock: reply after the lease's local deadline".
 	ErrLate = lockwire.ErrLate
 	// ErrLost is the error of a lease's watchdog (Lease.Watch) that gave it up, either because
 	// a renewal was refused or because its local deadline passed without a

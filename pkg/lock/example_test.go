@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
@@ -26,9 +25,9 @@ func exampleName(base string) string {
 // release it.
 func Example() {
 	ctx := context.Background()
-	// srv is the redis-server the examples run against: yours has an
-	// address of its own, such as "localhost:6379".
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	// redisAddr is "localhost:6379" (the tests point it at a server of
+	// their own).
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 
@@ -60,61 +59,12 @@ func Example() {
 }
 
 // A watchdog keeps a short lease alive around a job that runs longer than
-// the lease's TTL, and tells the job if the lease is lost.
-func ExampleLease_Watch_longJob() {
-	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer client.Close()
-	locker := lock.New(client, nil)
-	name := exampleName("report")
-
-	ttl := 1500 * time.Millisecond
-	lease, err := locker.Acquire(ctx, name, ttl, nil)
-	if err != nil {
-		fmt.Println("acquire:", err)
-		return
-	}
-	fmt.Println("acquired")
-
-	var renewals atomic.Int64
-	watch, stop := context.WithCancel(ctx)
-	defer stop()
-	// Renews every ttl/6 until stop (or Release).
-	err = lease.Watch(watch, &lock.WatchdogOptions{OnRenew: func(time.Time) { renewals.Add(1) }})
-	if err != nil {
-		fmt.Println("watch:", err)
-		return
-	}
-
-	// The job: longer than the TTL. It stops early if the lease is lost.
-	select {
-	case <-lease.Done():
-		fmt.Println("lost:", lease.Err())
-		return
-	case <-time.After(2 * time.Second):
-	}
-	stop()
-	fmt.Println("renewed during the job:", renewals.Load() > 0)
-	fmt.Println("still held:", lease.Err() == nil)
-
-	if err := lease.Release(ctx); err != nil {
-		fmt.Println("release:", err)
-		return
-	}
-	fmt.Println("released")
-	// Output:
-	// acquired
-	// renewed during the job: true
-	// still held: true
-	// released
-}
-
-// The lease-centric form of the watchdog: Watch keeps the lease renewed,
-// Done tells the job when it is lost, and Release stops the watchdog
-// before it gives the lease back.
+// the lease's TTL: Watch keeps the lease renewed, Done tells the job when
+// it is lost, and Release stops the watchdog before it gives the lease
+// back.
 func ExampleLease_Watch() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 
@@ -123,8 +73,7 @@ func ExampleLease_Watch() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	var renewals atomic.Int64
-	err = lease.Watch(ctx, &lock.WatchdogOptions{OnRenew: func(time.Time) { renewals.Add(1) }}) // renews every ttl/6
+	err = lease.Watch(ctx, nil) // renews every ttl/6
 	if err != nil {
 		fmt.Println("watch:", err)
 		return
@@ -137,7 +86,7 @@ func ExampleLease_Watch() {
 		return
 	case <-time.After(2 * time.Second):
 	}
-	fmt.Println("renewed during the job:", renewals.Load() > 0)
+	fmt.Println("renewed during the job:", lease.Renewals() > 0)
 
 	if err := lease.Release(ctx); err != nil {
 		fmt.Println("release:", err)
@@ -150,13 +99,53 @@ func ExampleLease_Watch() {
 	// released
 }
 
+// Waiting for a held lock: AcquireOptions.Wait bounds the wait (-1 waits
+// until ctx ends). A release wakes the waiter at once; a wait that runs
+// out returns an error matching ErrNotObtained, which says who holds it.
+func ExampleLocker_Acquire_wait() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer client.Close()
+	locker := lock.New(client, nil)
+	name := exampleName("deploy")
+
+	first, err := locker.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Owner: "first"})
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+
+	// Held for longer than this wait.
+	_, err = locker.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Wait: 100 * time.Millisecond})
+	var held *lock.HeldError
+	if errors.As(err, &held) {
+		fmt.Println("not obtained:", errors.Is(err, lock.ErrNotObtained), "held by", held.Holder.Owner)
+	}
+
+	// Released while the second caller waits: it gets the lock.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = first.Release(ctx)
+	}()
+	second, err := locker.Acquire(ctx, name, 30*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second})
+	if err != nil {
+		fmt.Println("acquire:", err)
+		return
+	}
+	defer func() { _ = second.Release(ctx) }()
+	fmt.Println("acquired after waiting:", second.Waited() > 0)
+	// Output:
+	// not obtained: true held by first
+	// acquired after waiting: true
+}
+
 // Fencing a write: each holder hands its lease's fence to the storage,
 // which checks it with Fences.Check before writing. A holder whose lease
 // expired while it was paused comes back with an older fence than the
 // current holder's, and its write is refused.
 func ExampleFences_Check() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 	fences := locker.Fences()
@@ -177,19 +166,19 @@ func ExampleFences_Check() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	fmt.Println("fence increased:", cur.Fence > old.Fence)
-	if err := fences.Check(ctx, resource, cur.Fence, cur.Token); err != nil {
+	fmt.Println("fence increased:", cur.Fence() > old.Fence())
+	if err := fences.Check(ctx, resource, cur.Fence(), cur.Token()); err != nil {
 		fmt.Println("check:", err)
 		return
 	}
 	fmt.Println("current holder writes")
 
 	// The first holder wakes up and tries to write: refused.
-	err = fences.Check(ctx, resource, old.Fence, old.Token)
+	err = fences.Check(ctx, resource, old.Fence(), old.Token())
 	fmt.Println("old holder refused:", errors.Is(err, lock.ErrStaleFence))
 
 	// The current holder writes again with the same fence.
-	fmt.Println("current holder writes again:", fences.Check(ctx, resource, cur.Fence, cur.Token) == nil)
+	fmt.Println("current holder writes again:", fences.Check(ctx, resource, cur.Fence(), cur.Token()) == nil)
 
 	if err := cur.Release(ctx); err != nil {
 		fmt.Println("release:", err)
@@ -207,7 +196,7 @@ func ExampleFences_Check() {
 // A semaphore: AcquireOptions.Limit lets up to Limit holders in at once.
 func Example_semaphore() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 	name := exampleName("workers")
@@ -258,7 +247,7 @@ func Example_semaphore() {
 // a shared one does.
 func Example_shared() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	locker := lock.New(client, nil)
 	name := exampleName("catalog")
@@ -357,7 +346,7 @@ func ExampleNewRedlock() {
 // resumed by name and token, renewed, and given back one hold at a time.
 func ExampleLocker_Resume() {
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	name := exampleName("handover")
 
@@ -369,11 +358,11 @@ func ExampleLocker_Resume() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	if _, err := first.Reenter(ctx, name, lease.Token); err != nil {
+	if _, err := first.Reenter(ctx, name, lease.Token()); err != nil {
 		fmt.Println("re-enter:", err)
 		return
 	}
-	token := lease.Token
+	token := lease.Token()
 
 	// Another process knows only the name and the token.
 	locker := lock.New(client, nil)
@@ -382,17 +371,17 @@ func ExampleLocker_Resume() {
 		fmt.Println("resume:", err)
 		return
 	}
-	fmt.Println("holds:", resumed.Holds, "same fence:", resumed.Fence == lease.Fence)
+	fmt.Println("holds:", resumed.Holds(), "same fence:", resumed.Fence() == lease.Fence())
 	if err := resumed.Refresh(ctx, 0); err != nil {
 		fmt.Println("refresh:", err)
 		return
 	}
-	for resumed.Holds > 0 {
+	for resumed.Holds() > 0 {
 		if err := resumed.Release(ctx); err != nil {
 			fmt.Println("release:", err)
 			return
 		}
-		fmt.Println("released one hold, left:", resumed.Holds)
+		fmt.Println("released one hold, left:", resumed.Holds())
 	}
 
 	_, err = locker.Resume(ctx, name, token)

@@ -1,9 +1,11 @@
 package lock
 
 import (
+	"context"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lib/lockwire"
+	"github.com/lockctl/lockctl/internal/lib/watchdog"
 )
 
 // Names the tests reach that are internal: the value's and Redisson's
@@ -52,4 +54,51 @@ func ParseRedissonRW(key string, fields map[string]string, ttl time.Duration) ([
 		hs[i] = redissonHolder(key, r, ttl)
 	}
 	return hs, true
+}
+
+// The watchdog's schedule is tested on an injected clock and renewer,
+// which no caller of the public API can give it: these reach the engine
+// behind Lease.Watch.
+
+// Renewer is what the tests' watchdogs renew with.
+type Renewer = renewer
+
+// Watchdog is the engine behind Lease.Watch, and PanicError the loss it
+// reports when it (or its renewal) panics.
+type (
+	Watchdog   = watchdog.Watchdog
+	PanicError = watchdog.PanicError
+)
+
+// StartWatchdog starts a watchdog on renew as Lease.Watch configures one
+// (its losses are *LostError values), from since.
+func StartWatchdog(ctx context.Context, renew func(ctx context.Context, name, token string, ttl time.Duration) (time.Duration, error),
+	name, token string, ttl time.Duration, since time.Time, opt *WatchdogOptions) (*Watchdog, error) {
+	var r Renewer
+	if renew != nil {
+		r = watchdog.RenewFunc(renew)
+	}
+	return watchdog.Start(ctx, r, name, token, ttl, since, opt.engine(name, nil, nil))
+}
+
+// StartWatchdogNow starts a watchdog on r whose schedule counts from now.
+func StartWatchdogNow(ctx context.Context, r Renewer, name, token string, ttl time.Duration, opt *WatchdogOptions) (*Watchdog, error) {
+	if r == nil {
+		return StartWatchdog(ctx, nil, name, token, ttl, time.Time{}, opt)
+	}
+	return StartWatchdog(ctx, r.Renew, name, token, ttl, time.Time{}, opt)
+}
+
+// Renewer is the renewer Lease.Watch gives lease's watchdog.
+func (l *Locker) Renewer(lease *Lease) Renewer { return l.renewerFor(lease) }
+
+// StartWatch is Watch returning the watchdog it started, for the tests of
+// the watchdog's schedule.
+func (l *Lease) StartWatch(ctx context.Context, opt *WatchdogOptions) (*Watchdog, error) {
+	if err := l.Watch(ctx, opt); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dogs[len(l.dogs)-1].w, nil
 }

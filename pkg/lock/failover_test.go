@@ -78,7 +78,7 @@ func TestWriteAfterConnectionErrorSendsScriptSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	renew := func() error {
-		_, err := waiting.RenewToken(context.Background(), name, lease.Token, 10*time.Second)
+		_, err := renewToken(context.Background(), waiting, name, lease.Token(), 10*time.Second)
 		return err
 	}
 	if err := renew(); !errors.Is(err, lock.ErrNotReplicated) {
@@ -151,7 +151,7 @@ func TestWaiterRetriesAReplicationShortfall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a waiter through a replica stall of 0.7s: %v", err)
 	}
-	_ = l.ReleaseLease(ctx, lease)
+	_ = lease.Release(ctx)
 	// A stall longer than RetryFor still ends the wait with the shortfall.
 	if err := r.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestWaiterRetriesTransientReplies(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a waiter through three %s replies: %v", word, err)
 			}
-			_ = l.ReleaseLease(ctx, lease)
+			_ = lease.Release(ctx)
 			h.n.Store(1 << 20)
 			_, err = l.Acquire(ctx, name, 5*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second, RetryFor: 500 * time.Millisecond})
 			if err == nil || !strings.Contains(err.Error(), word) {

@@ -28,10 +28,10 @@ func TestFencesGrow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lease.Fence <= last || lease.Fence < floor {
-			t.Errorf("acquire %d: fence %d, want more than %d and at least the server's time %d", i, lease.Fence, last, floor)
+		if lease.Fence() <= last || lease.Fence() < floor {
+			t.Errorf("acquire %d: fence %d, want more than %d and at least the server's time %d", i, lease.Fence(), last, floor)
 		}
-		last = lease.Fence
+		last = lease.Fence()
 		// Refused attempts, waiting ones included, issue no fence.
 		for j := 0; j < 3; j++ {
 			if _, err := l.Acquire(ctx, name, time.Second, nil); !errors.Is(err, lock.ErrNotObtained) {
@@ -53,7 +53,7 @@ func TestFencesGrow(t *testing.T) {
 			t.Errorf("Next %d, want more than %d", n, last)
 		}
 		last = n
-		if err := l.ReleaseToken(ctx, name, lease.Token); err != nil {
+		if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,8 +74,8 @@ func TestFenceCounterAheadOfTheClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lease.Fence != 9007199254740994 {
-		t.Errorf("fence %d, want 9007199254740994", lease.Fence)
+	if lease.Fence() != 9007199254740994 {
+		t.Errorf("fence %d, want 9007199254740994", lease.Fence())
 	}
 	if n, err := l.Fences().Next(ctx, name); err != nil || n != 9007199254740995 {
 		t.Errorf("next %d, %v", n, err)
@@ -287,11 +287,11 @@ func TestEveryFenceHasTheClockFloor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lease.Fence < floor || lease.Fence <= last {
-			t.Errorf("%+v: fence %d, want at least %d and more than %d", o, lease.Fence, floor, last)
+		if lease.Fence() < floor || lease.Fence() <= last {
+			t.Errorf("%+v: fence %d, want at least %d and more than %d", o, lease.Fence(), floor, last)
 		}
-		last = lease.Fence
-		if err := l.ReleaseLease(ctx, lease); err != nil {
+		last = lease.Fence()
+		if err := lease.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

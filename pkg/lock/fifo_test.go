@@ -32,7 +32,7 @@ func TestFIFOServesArrivalOrder(t *testing.T) {
 			order = append(order, i)
 			mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
-			if err := l.ReleaseLease(ctx, lease); err != nil {
+			if err := lease.Release(ctx); err != nil {
 				t.Error(err)
 			}
 		}(i)
@@ -48,7 +48,7 @@ func TestFIFOServesArrivalOrder(t *testing.T) {
 			t.Errorf("PTTL %s = %d: a queue key must expire", k, p)
 		}
 	}
-	if err := l.ReleaseLease(ctx, holder); err != nil {
+	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -97,7 +97,7 @@ func TestFIFODeadWaiterIsSkipped(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
-	if err := l.ReleaseLease(ctx, holder); err != nil {
+	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -107,7 +107,7 @@ func TestFIFODeadWaiterIsSkipped(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("second waiter served after %v", d)
 	}
-	_ = l.ReleaseLease(ctx, lease)
+	_ = lease.Release(ctx)
 	_, err = l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{FIFO: true, Limit: 2})
 	if !errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("FIFO with a limit: %v", err)
@@ -133,7 +133,7 @@ func fifoRounds(t *testing.T, lockers []*lock.Locker, name string, goroutines, r
 						return
 					}
 					time.Sleep(time.Millisecond)
-					if err := l.ReleaseLease(ctx, lease); err != nil {
+					if err := lease.Release(ctx); err != nil {
 						errs <- err
 						return
 					}

@@ -116,7 +116,7 @@ func TestReleaseWakesOneWaiter(t *testing.T) {
 			defer stop()
 			waitersListed(t, c, key, n, fifo)
 			before := total(counts)
-			if err := holder.ReleaseLease(ctx, first); err != nil {
+			if err := first.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			// Hand the lock on n times: each holder releases as soon as it
@@ -124,7 +124,7 @@ func TestReleaseWakesOneWaiter(t *testing.T) {
 			for i := 0; i < n; i++ {
 				select {
 				case g := <-got:
-					if err := g.l.ReleaseLease(ctx, g.lease); err != nil {
+					if err := g.lease.Release(ctx); err != nil {
 						t.Fatalf("hand-off %d: %v", i, err)
 					}
 				case <-time.After(10 * time.Second):
@@ -174,7 +174,7 @@ func TestReleaseNamingADeadWaiter(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := holder.ReleaseLease(ctx, first); err != nil {
+	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)

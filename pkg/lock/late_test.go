@@ -72,17 +72,17 @@ func slowLocker(t *testing.T, h *slowReplies) (*lock.Locker, *redis.Client) {
 // TTL minus the default margin lies ahead) and its token holds key.
 func heldNow(t *testing.T, c *redis.Client, lease *lock.Lease, key string, limit bool) {
 	t.Helper()
-	if left := time.Until(lease.Sent.Add(lease.TTL - leasetime.DefaultMargin(lease.TTL))); left <= 0 {
+	if left := time.Until(lease.Deadline()); left <= 0 {
 		t.Errorf("Acquire returned a lease whose local deadline passed %v ago", -left)
 	}
 	if limit {
-		if redisDo(t, c, "ZSCORE", lock.AuxKey(lock.KindSem, key), lease.Token) == nil {
+		if redisDo(t, c, "ZSCORE", lock.AuxKey(lock.KindSem, key), lease.Token()) == nil {
 			t.Errorf("the token holds no slot of %s", key)
 		}
 		return
 	}
-	if v, _ := redisDo(t, c, "GET", key).(string); !strings.Contains(v, lease.Token) {
-		t.Errorf("%s holds %q, not the returned token %s", key, v, lease.Token)
+	if v, _ := redisDo(t, c, "GET", key).(string); !strings.Contains(v, lease.Token()) {
+		t.Errorf("%s holds %q, not the returned token %s", key, v, lease.Token())
 	}
 }
 
@@ -101,17 +101,14 @@ func TestLateGrantIsReconfirmed(t *testing.T) {
 		t.Fatal(err)
 	}
 	heldNow(t, c, lease, l.Key(name), false)
-	if lease.Sent.Sub(start) < 800*time.Millisecond {
-		t.Errorf("lease counted from %v after the start, not from the re-confirmation", lease.Sent.Sub(start))
+	if sentOf(lease).Sub(start) < 800*time.Millisecond {
+		t.Errorf("lease counted from %v after the start, not from the re-confirmation", sentOf(lease).Sub(start))
 	}
 	// The grant's fence was issued at the start (the reply, not the
 	// script, was slow); a fence issued by the re-confirmation would carry
 	// the server's time 850ms later.
-	if lease.Fence < floor || lease.Fence >= floor+800*time.Millisecond.Microseconds() {
-		t.Errorf("fence %d (start %d): the re-confirmation must keep the grant's fence", lease.Fence, floor)
-	}
-	if !lease.Deadline().Equal(lease.Sent.Add(lease.TTL - leasetime.DefaultMargin(lease.TTL))) {
-		t.Errorf("Deadline %v does not follow the rule", lease.Deadline())
+	if lease.Fence() < floor || lease.Fence() >= floor+800*time.Millisecond.Microseconds() {
+		t.Errorf("fence %d (start %d): the re-confirmation must keep the grant's fence", lease.Fence(), floor)
 	}
 }
 
@@ -140,7 +137,7 @@ func TestLateGrantWhileAnotherTookOver(t *testing.T) {
 			lease, err := l.Acquire(ctx, name, time.Second, o)
 			if nonblock {
 				var held *lock.HeldError
-				if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotObtained) || held.Holder.Token != theirs.Token {
+				if !errors.As(err, &held) || !errors.Is(err, lock.ErrNotObtained) || held.Holder.Token != theirs.Token() {
 					t.Fatalf("got %v, %v; want not obtained, held by the one who took over", lease, err)
 				}
 				return
@@ -149,8 +146,8 @@ func TestLateGrantWhileAnotherTookOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			heldNow(t, oc, lease, l.Key(name), false)
-			if lease.Fence <= theirs.Fence {
-				t.Errorf("fence %d not after the other holder's %d", lease.Fence, theirs.Fence)
+			if lease.Fence() <= theirs.Fence() {
+				t.Errorf("fence %d not after the other holder's %d", lease.Fence(), theirs.Fence())
 			}
 		})
 	}
@@ -216,7 +213,7 @@ func TestLateRenewalIsNotHeld(t *testing.T) {
 		h.mu.Lock()
 		h.delays = []time.Duration{900 * time.Millisecond}
 		h.mu.Unlock()
-		_, err = l.Renewer(lease).Renew(ctx, name, lease.Token, time.Second)
+		_, err = l.Renewer(lease).Renew(ctx, name, lease.Token(), time.Second)
 		if !errors.Is(err, lock.ErrLate) || !errors.Is(err, lock.ErrNotHeld) {
 			t.Errorf("limit %d: a renewal answered past its deadline returned %v", limit, err)
 		}
@@ -247,10 +244,10 @@ func TestRedlockLateGrantIsReconfirmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left := time.Until(lease.Sent.Add(lease.TTL - leasetime.DefaultMargin(lease.TTL))); left <= 0 {
+	if left := time.Until(lease.Deadline()); left <= 0 {
 		t.Errorf("Redlock returned a lease whose local deadline passed %v ago", -left)
 	}
-	if lease.Sent.Sub(start) < 800*time.Millisecond {
-		t.Errorf("lease counted from %v after the start, not from the re-confirmation", lease.Sent.Sub(start))
+	if sentOf(lease).Sub(start) < 800*time.Millisecond {
+		t.Errorf("lease counted from %v after the start, not from the re-confirmation", sentOf(lease).Sub(start))
 	}
 }

@@ -11,14 +11,38 @@ import (
 )
 
 // Deadline is the moment the lease stops counting as held unless renewed
-// before: Refresh moves it; a watchdog (Watch) renews the lease and keeps
-// its own, later, deadline (WatchdogOptions.OnRenew). A nil *Lease (what a failed Acquire returns)
-// has the zero time: it never counts as held.
+// before, on the Locker's clock: the send time of the call that granted or
+// last renewed it, plus its TTL, less a margin (a quarter of the TTL, at
+// least 100ms, at most half) that the server's copy of the lease still
+// outlives it by. Refresh moves it, and while a watchdog runs (Watch) it is
+// the watchdog's, which every renewal moves and whose margin
+// (WatchdogOptions.Margin) applies. A nil *Lease has the zero time: it
+// never counts as held.
 func (l *Lease) Deadline() time.Time {
 	if l == nil {
 		return time.Time{}
 	}
-	return leasetime.Deadline(l.Sent, l.TTL, 0)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadlineLocked()
+}
+
+func (l *Lease) deadlineLocked() time.Time {
+	if !l.deadline.IsZero() {
+		return l.deadline
+	}
+	return leasetime.Deadline(l.sent, l.ttl, 0)
+}
+
+// renewed moves the deadline to d after a renewal that counted (a
+// watchdog's), unless it is later already.
+func (l *Lease) renewed(d time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.renewals++
+	if d.After(l.deadline) {
+		l.deadline = d
+	}
 }
 
 // errNilLease is the error of Release, Refresh and Watch called on a nil
@@ -44,8 +68,6 @@ var errNilLease = fmt.Errorf("%w: nil lease (no lock was acquired)", ErrNotHeld)
 // back, but the server refused to wake its waiters.
 // On a nil *Lease it does nothing and returns an error that matches
 // ErrNotHeld.
-//
-// Release writes Holds: read it from the goroutine that calls it.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return errNilLease
@@ -67,7 +89,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	left, err := by.releaseHoldRecorded(ctx, l)
 	if err == nil || errors.Is(err, ErrNotWoken) {
-		l.Holds = left
+		l.mu.Lock()
+		l.holds = left
+		l.mu.Unlock()
 	}
 	if gone(err) {
 		l.lost(err)
@@ -79,9 +103,9 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // Refresh renews the lease for ttl from now (0: the TTL it was taken with)
-// if its token still holds it, and moves the lease's
-// TTL and Sent, and so its Deadline, to the renewal's. A reply that comes
-// after the renewal's own deadline does not count (leasetime.Deadline): that is
+// if its token still holds it, and moves the lease's TTL and Deadline to
+// the renewal's. A reply that comes
+// after the renewal's own deadline (Deadline) does not count: that is
 // a *LateError, and the lease is lost. It never re-creates an expired lock.
 //
 // Errors: ErrNotHeld when the lock is gone; *HeldError (errors.Is
@@ -93,9 +117,8 @@ func (l *Lease) Release(ctx context.Context) error {
 // known: the deadline stays). Done is closed on the errors that mean the lease is
 // lost (ErrNotHeld, ErrNotOwner, ErrWrongType).
 //
-// Refresh writes the lease's TTL and Sent: read them from the goroutine
-// that calls it. The other methods are safe for concurrent use. On a nil
-// *Lease it does nothing and returns an error that matches ErrNotHeld.
+// On a nil *Lease it does nothing and returns an error that matches
+// ErrNotHeld.
 func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	if l == nil {
 		return errNilLease
@@ -110,14 +133,23 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 	var err error
 	switch {
 	case l.set != nil:
-		got, err = l.l.renewSet(ctx, l.set, l.Token, ttl)
-	case l.Limit > 0 || l.Shared:
-		got, err = l.l.renewSem(ctx, l.Key, l.Token, ttl)
+		got, err = l.l.renewSet(ctx, l.set, l.token, ttl)
+	case l.limit > 0 || l.shared:
+		got, err = l.l.renewSem(ctx, l.key, l.token, ttl)
 	default:
-		got, err = l.l.renewKey(ctx, l.Key, l.Token, ttl)
+		got, err = l.l.renewKey(ctx, l.key, l.token, ttl)
 	}
 	if err == nil {
-		l.Sent, l.TTL = sent, got
+		l.mu.Lock()
+		l.sent, l.ttl = sent, got
+		l.renewals++
+		if !l.deadline.IsZero() {
+			// Watched: the later of the two deadlines counts.
+			if d := leasetime.Deadline(sent, got, 0); d.After(l.deadline) {
+				l.deadline = d
+			}
+		}
+		l.mu.Unlock()
 		return nil
 	}
 	if gone(err) {
@@ -149,7 +181,8 @@ func (l *Lease) Done() <-chan struct{} {
 // needs (a lock, a semaphore or shared slot, or a set of locks), until ctx
 // ends or Release (which stops it before releasing), or until the lease is
 // lost, which closes Done; Err then says why (a *LostError). opt may be
-// nil; its Clock and Events default to the Locker's.
+// nil; its Clock defaults to the Locker's, and renewals that failed and
+// losses go to the Locker's Options.Events.
 //
 // The lease counts as held until deadline = S + ttl - margin, where S is the
 // send time of the last successful renewal (or of the acquire: Deadline()
@@ -182,14 +215,45 @@ func (l *Lease) Watch(ctx context.Context, opt *WatchdogOptions) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	o := opt.engine(l.Name, by.clock, by.events)
+	o := opt.engine(l.name, by.clock, by.events)
 	o.OnLost = l.end
-	w, err := watchdog.Start(ctx, by.renewerFor(l), l.Name, l.Token, l.TTL, l.Sent, o)
+	onRenew := o.OnRenew
+	o.OnRenew = func(d time.Time) {
+		l.renewed(d)
+		if onRenew != nil {
+			onRenew(d)
+		}
+	}
+	w, err := watchdog.Start(ctx, by.renewerFor(l), l.name, l.token, l.ttl, l.sent, o)
 	if err != nil {
 		return err
 	}
+	// From now on the watchdog's deadline (its margin) is the lease's.
+	if d := w.Deadline(); l.deadline.IsZero() || d.After(l.deadline) {
+		l.deadline = d
+	}
 	l.dogs = append(l.dogs, watch{w, ctx})
 	return nil
+}
+
+// RenewNow asks the lease's watchdogs (Watch) for a renewal at once, or,
+// while one is in flight, for another as soon as it is answered (the one in
+// flight may have gone to a server that is no longer the master). A caller
+// that learns the master changed (a Sentinel failover) calls it: renewals
+// the old master took after the promotion never reach the new one, whose
+// copy of the lease runs out at its TTL from the last renewal it did get,
+// so waiting for the next period can lose a lease that a renewal now would
+// keep. It never blocks, and does nothing without a watchdog.
+func (l *Lease) RenewNow() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	dogs := l.dogs
+	l.mu.Unlock()
+	for _, d := range dogs {
+		d.w.RenewNow()
+	}
 }
 
 // Err says why the lease was lost: nil while it is held or after a clean
@@ -260,7 +324,7 @@ func (l *Lease) end() {
 }
 
 // LateError reports a grant or renewal whose reply came too late to count
-// (leasetime.Deadline). From Acquire (a bounded wait that ended on a late
+// (Lease.Deadline). From Acquire (a bounded wait that ended on a late
 // grant, given back without time left to re-confirm it) it matches
 // ErrNotObtained too, and from Reenter (the hold was given back); from a
 // renewal it matches ErrNotHeld (the lease can no longer be counted on,

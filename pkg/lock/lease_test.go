@@ -41,7 +41,7 @@ func TestLeaseReleaseFreesTheLock(t *testing.T) {
 	if err := lease.Release(ctx); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if n := c.Exists(ctx, lease.Key).Val(); n != 0 {
+	if n := c.Exists(ctx, lease.Key()).Val(); n != 0 {
 		t.Errorf("the lock key is still there after Release")
 	}
 	if !closed(lease.Done(), 0) {
@@ -69,7 +69,7 @@ func TestLeaseReleaseRefusedForAnotherToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Del(ctx, lease.Key)
+	c.Del(ctx, lease.Key())
 	other, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Owner: "other"})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestLeaseReleaseRefusedForAnotherToken(t *testing.T) {
 	if !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "other" {
 		t.Fatalf("release of a lease another token holds: %v, want ErrNotOwner naming other", err)
 	}
-	if h, err := l.Get(ctx, name); err != nil || h.Token != other.Token {
+	if h, err := l.Get(ctx, name); err != nil || h.Token != other.Token() {
 		t.Errorf("the other holder's lock after the refused release: %+v, %v", h, err)
 	}
 	if !closed(lease.Done(), 0) {
@@ -102,20 +102,20 @@ func TestLeaseReleaseHoldsAndSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, err := l.Reenter(ctx, name, outer.Token)
+	inner, err := l.Reenter(ctx, name, outer.Token())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := inner.Release(ctx); err != nil {
 		t.Fatalf("inner release: %v", err)
 	}
-	if h, err := l.Get(ctx, name); err != nil || h.Token != outer.Token {
+	if h, err := l.Get(ctx, name); err != nil || h.Token != outer.Token() {
 		t.Fatalf("after the inner hold's release the lock is %+v, %v; want still held by the outer holder", h, err)
 	}
 	if err := outer.Release(ctx); err != nil {
 		t.Fatalf("outer release: %v", err)
 	}
-	if c.Exists(ctx, outer.Key).Val() != 0 {
+	if c.Exists(ctx, outer.Key()).Val() != 0 {
 		t.Error("the lock stays after the last hold's release")
 	}
 
@@ -152,11 +152,11 @@ func TestLeaseRefreshMovesTheDeadline(t *testing.T) {
 		if err := lease.Refresh(ctx, time.Minute); err != nil {
 			t.Fatalf("refresh (%+v): %v", o, err)
 		}
-		if lease.TTL != time.Minute || !lease.Deadline().After(before.Add(40*time.Second)) {
-			t.Errorf("after a refresh for a minute (%+v): TTL %s, deadline moved by %s", o, lease.TTL, lease.Deadline().Sub(before))
+		if lease.TTL() != time.Minute || !lease.Deadline().After(before.Add(40*time.Second)) {
+			t.Errorf("after a refresh for a minute (%+v): TTL %s, deadline moved by %s", o, lease.TTL(), lease.Deadline().Sub(before))
 		}
 		if o == nil {
-			if pttl := c.PTTL(ctx, lease.Key).Val(); pttl < 50*time.Second {
+			if pttl := c.PTTL(ctx, lease.Key()).Val(); pttl < 50*time.Second {
 				t.Errorf("PTTL %s after a refresh for a minute", pttl)
 			}
 		}
@@ -164,8 +164,8 @@ func TestLeaseRefreshMovesTheDeadline(t *testing.T) {
 		if err := lease.Refresh(ctx, 0); err != nil {
 			t.Fatalf("refresh with the lease's own TTL (%+v): %v", o, err)
 		}
-		if lease.TTL != 2*time.Second {
-			t.Errorf("refresh with ttl 0 (%+v): TTL %s, want the 2s it was taken with", o, lease.TTL)
+		if lease.TTL() != 2*time.Second {
+			t.Errorf("refresh with ttl 0 (%+v): TTL %s, want the 2s it was taken with", o, lease.TTL())
 		}
 		if closed(lease.Done(), 0) {
 			t.Errorf("Done closed by a refresh (%+v)", o)
@@ -193,20 +193,20 @@ func TestLeaseRefreshOfALostLease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := steal.do(c, lease.Key); err != nil {
+			if err := steal.do(c, lease.Key()); err != nil {
 				t.Fatal(err)
 			}
-			sent := lease.Sent
+			deadline := lease.Deadline()
 			if err := lease.Refresh(ctx, time.Minute); !errors.Is(err, steal.want) {
 				t.Fatalf("refresh: %v, want %v", err, steal.want)
 			}
-			if !lease.Sent.Equal(sent) {
+			if !lease.Deadline().Equal(deadline) {
 				t.Error("a refused refresh moved the lease's deadline")
 			}
 			if !closed(lease.Done(), 0) {
 				t.Error("Done not closed by a refused refresh")
 			}
-			if steal.want == lock.ErrNotHeld && c.Exists(ctx, lease.Key).Val() != 0 {
+			if steal.want == lock.ErrNotHeld && c.Exists(ctx, lease.Key()).Val() != 0 {
 				t.Error("refresh re-created the lock")
 			}
 		})
@@ -243,14 +243,14 @@ func TestLeaseRefreshLate(t *testing.T) {
 	sl := lock.New(slow, nil)
 	// The same lease, renewed through the slow link: a 150ms renewal
 	// counts for 50ms after it is sent (ttl - the 100ms minimum margin).
-	slowLease, err := sl.Reenter(ctx, lease.Name, lease.Token)
+	slowLease, err := sl.Reenter(ctx, lease.Name(), lease.Token())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := slowLease.Refresh(ctx, 150*time.Millisecond); !errors.Is(err, lock.ErrLate) || !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("late refresh: %v, want a *LateError", err)
 	}
-	if slowLease.TTL == 150*time.Millisecond {
+	if slowLease.TTL() == 150*time.Millisecond {
 		t.Error("a late refresh set the lease's TTL")
 	}
 	if !closed(slowLease.Done(), 0) {
@@ -280,7 +280,7 @@ func TestLeaseWatchRenewsAndReleaseStopsIt(t *testing.T) {
 	if err := lease.Release(ctx); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if c.Exists(ctx, lease.Key).Val() != 0 {
+	if c.Exists(ctx, lease.Key()).Val() != 0 {
 		t.Error("the lock stays after Release")
 	}
 	n := w.Renewals()
@@ -306,12 +306,12 @@ func TestLeaseDoneClosesOnLoss(t *testing.T) {
 		do   func(l *lock.Locker, c *redis.Client, lease *lock.Lease) error
 		want error
 	}{
-		{"deleted", func(_ *lock.Locker, c *redis.Client, lease *lock.Lease) error { return c.Del(ctx, lease.Key).Err() }, lock.ErrNotHeld},
+		{"deleted", func(_ *lock.Locker, c *redis.Client, lease *lock.Lease) error { return c.Del(ctx, lease.Key()).Err() }, lock.ErrNotHeld},
 		{"taken", func(l *lock.Locker, c *redis.Client, lease *lock.Lease) error {
-			if err := c.Del(ctx, lease.Key).Err(); err != nil {
+			if err := c.Del(ctx, lease.Key()).Err(); err != nil {
 				return err
 			}
-			_, err := l.Acquire(ctx, lease.Name, time.Minute, &lock.AcquireOptions{Owner: "thief"})
+			_, err := l.Acquire(ctx, lease.Name(), time.Minute, &lock.AcquireOptions{Owner: "thief"})
 			return err
 		}, lock.ErrNotOwner},
 	} {
@@ -323,7 +323,7 @@ func TestLeaseDoneClosesOnLoss(t *testing.T) {
 					t.Fatal(err)
 				}
 				if via == "Resume" {
-					if lease, err = l.Resume(ctx, lease.Name, lease.Token); err != nil {
+					if lease, err = l.Resume(ctx, lease.Name(), lease.Token()); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -361,7 +361,7 @@ func TestLeaseDoneClosesOnLoss(t *testing.T) {
 
 // A lease not granted by a Locker cannot be released, refreshed or watched.
 func TestLeaseBuiltByHand(t *testing.T) {
-	lease := &lock.Lease{Name: "x", Key: "lock:x", Token: "t", TTL: time.Minute}
+	lease := &lock.Lease{}
 	if err := lease.Release(ctx); !errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("release: %v", err)
 	}

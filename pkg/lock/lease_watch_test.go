@@ -24,12 +24,14 @@ func TestLeaseWatchErrOnRenewRenewNow(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var deadlines []time.Time
-	kick := make(chan struct{})
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
-	err = lease.Watch(watch, &lock.WatchdogOptions{RenewEvery: 500 * time.Millisecond, RenewNow: kick, OnRenew: func(d time.Time) {
+	err = lease.Watch(watch, &lock.WatchdogOptions{RenewEvery: 500 * time.Millisecond, Observer: func(e lock.WatchEvent) {
+		if !e.Renewed {
+			return
+		}
 		mu.Lock()
-		deadlines = append(deadlines, d)
+		deadlines = append(deadlines, e.Deadline)
 		mu.Unlock()
 	}})
 	if err != nil {
@@ -41,7 +43,7 @@ func TestLeaseWatchErrOnRenewRenewNow(t *testing.T) {
 		return append([]time.Time(nil), deadlines...)
 	}
 	before := time.Now()
-	kick <- struct{}{}
+	lease.RenewNow()
 	for len(renewals()) == 0 && time.Since(before) < 400*time.Millisecond {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -50,7 +52,7 @@ func TestLeaseWatchErrOnRenewRenewNow(t *testing.T) {
 		t.Fatal("RenewNow did not renew before the period")
 	}
 	if d := got[0]; d.Before(leasetime.Deadline(before, ttl, 0)) || d.After(leasetime.Deadline(time.Now(), ttl, 0)) {
-		t.Errorf("OnRenew's deadline %v is not the renewal's send time plus ttl minus the margin", d)
+		t.Errorf("the Observer's deadline %v is not the renewal's send time plus ttl minus the margin", d)
 	}
 	if err := lease.Err(); err != nil {
 		t.Fatalf("Err while held: %v", err)
@@ -74,12 +76,12 @@ func TestLeaseWatchErrOnRenewRenewNow(t *testing.T) {
 	if err := lease.Watch(ctx, &lock.WatchdogOptions{RenewEvery: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	c.Del(ctx, lease.Key)
+	c.Del(ctx, lease.Key())
 	if !closed(lease.Done(), 5*time.Second) {
 		t.Fatal("Done not closed after the lease was lost")
 	}
 	var lost *lock.LostError
-	if err := lease.Err(); !errors.As(err, &lost) || !errors.Is(err, lock.ErrLost) || !errors.Is(err, lock.ErrNotHeld) || lost.Name != lease.Name {
+	if err := lease.Err(); !errors.As(err, &lost) || !errors.Is(err, lock.ErrLost) || !errors.Is(err, lock.ErrNotHeld) || lost.Name != lease.Name() {
 		t.Errorf("Err after the loss: %v, want a *LostError matching ErrLost and ErrNotHeld", err)
 	}
 }

@@ -28,7 +28,7 @@ type Options struct {
 	RawKeys bool
 	// Clock drives waiting (deadlines and polling timers); nil is the real
 	// monotonic clock.
-	Clock leasetime.Clock
+	Clock Clock
 	// WaitReplicas > 0 makes every lock write (acquire, renew) wait until
 	// that many replicas acknowledged it, or fail with *ReplicationError:
 	// an acquire is then given back, and a renewal does not move the
@@ -57,7 +57,7 @@ type Options struct {
 	// listen on pub/sub, retry at least every PollInterval. 0 means 1s.
 	PollInterval time.Duration
 	// Events, if set, receives how each Acquire, Release and watchdog
-	// renewal ended (see record.go), e.g. an *events.Recorder. Nil records
+	// renewal ended, e.g. an *events.Recorder. Nil records
 	// nothing and costs nothing.
 	Events events.Sink
 }
@@ -148,21 +148,20 @@ type AcquireOptions struct {
 	// (Holder.RenewEvery): 0 for a lease renewed by hand, which has no
 	// period. It changes nothing in how the lease is kept.
 	RenewEvery time.Duration
-	// OwnerStart is the start time (identity.StartTime: /proc/PID/stat's
-	// starttime) of the process Owner's pid names, recorded so that a pid
+	// OwnerStart is the start time (/proc/PID/stat's starttime field) of the process Owner's pid names, recorded so that a pid
 	// reused by another process is told apart (Holder.PIDStart); 0 when
 	// unknown. Without an Owner, this process's is recorded.
 	OwnerStart int64
 	// Limit > 0 makes the lock a counting semaphore with up to Limit
-	// holders (see sem.go). Every user of the semaphore must pass the same
+	// holders. Every user of the semaphore must pass the same
 	// Limit: another Limit than the live holders' fails with *DataError (ErrLimitMismatch).
 	// Slots and a plain lock of the same name exclude each other. Renew,
 	// Release and Lease.Release find semaphore slots by token.
 	Limit int
-	// FIFO serves waiters in arrival order (see fifo.go). Not supported
+	// FIFO serves waiters in arrival order. Not supported
 	// together with Limit.
 	FIFO bool
-	// Shared takes the lock in shared mode (see shared.go): any number of
+	// Shared takes the lock in shared mode: any number of
 	// shared holders at once, while an exclusive holder (any acquire
 	// without Shared) excludes everyone, and an exclusive acquirer that
 	// waits keeps new shared holders out. A shared holder's fence is the
@@ -200,42 +199,31 @@ type AcquireOptions struct {
 // background, and Done closes once it is lost (or given back), Err saying
 // why.
 type Lease struct {
-	Name, Key, Token, Owner, Note string
-	// Fence grows with every acquisition of Key (and every Fences.Next):
-	// hand it to the protected resource, which refuses any fence older than
-	// one it has seen (Fences.Check). A fence is the counter plus one or
-	// the server's time in µs, whichever is greater, so every fence issued
-	// after a restart that lost the counter, or a failover to a replica that
-	// had not received its latest value, is still greater than every fence
-	// issued before. That assumes the servers' clocks agree to well within
-	// the time a restart or failover takes, and never step back by more;
-	// fences are not consecutive.
-	Fence      int64
-	TTL        time.Duration
-	AcquiredAt time.Time // server time
-	ExpiresAt  time.Time // server time when this acquire took effect plus TTL
-	Waited     time.Duration
-	// Limit is the semaphore's bound for a semaphore slot, else 0.
-	Limit int
-	// Shared: a shared hold (AcquireOptions.Shared).
-	Shared bool
-	// Sent is when the call that granted (or re-confirmed) the lease was
-	// sent, on the Locker's clock: the lease lasts at least until Sent+TTL
-	// on the server, and counts as held until Deadline(). It is the
-	// send time a watchdog started by Watch counts from.
-	Sent time.Time
-	// Holds is how many holds the token has on the lease after this call:
-	// 1 for an acquisition, more for a Reenter; after Release, the holds
-	// of the token left (0: the lock is free).
-	Holds int
+	// Set when the lease is granted, never changed after.
+	name, key, token, owner, note string
+	fence                         int64
+	acquiredAt, expiresAt         time.Time
+	waited                        time.Duration
+	limit                         int
+	shared                        bool
 
 	l       *Locker   // the Locker that granted it
 	resumed bool      // Resume built it from the stored value, not a grant
 	set     *leaseSet // the names, keys and fences of a set of locks (AcquireMulti); nil for one lock
-	mu      sync.Mutex
-	done    chan struct{} // closed once the lease is lost or given back
-	dogs    []watch       // the watchdogs started on it (Watch)
-	err     error         // the loss, once one is known (Err)
+
+	mu sync.Mutex
+	// ttl and sent are those of the last call that granted or renewed the
+	// lease (Refresh); deadline is the moment it stops counting as held,
+	// moved by Refresh and by every renewal of a watchdog (Watch), which
+	// renewals counts.
+	ttl      time.Duration
+	sent     time.Time
+	deadline time.Time
+	renewals int64
+	holds    int
+	done     chan struct{} // closed once the lease is lost or given back
+	dogs     []watch       // the watchdogs started on it (Watch)
+	err      error         // the loss, once one is known (Err)
 }
 
 // Acquire takes the lock called name for ttl, waiting as o.Wait says.
@@ -441,7 +429,7 @@ func confirm(ctx context.Context, l *Locker, g granting, key string, deadline ti
 	if lease == nil || err != nil {
 		return lease, held, err
 	}
-	if err := l.late("acquire", key, lease.Sent, lease.TTL); err == nil {
+	if err := l.late("acquire", key, lease.sent, lease.ttl); err == nil {
 		return lease, held, nil
 	} else if !deadline.IsZero() && !l.clock.Now().Before(deadline) {
 		// The wait is over: another call would only make it longer.
@@ -461,7 +449,7 @@ func confirm(ctx context.Context, l *Locker, g granting, key string, deadline ti
 	if lease == nil {
 		return nil, held, nil
 	}
-	if err := l.late("acquire", key, lease.Sent, lease.TTL); err != nil {
+	if err := l.late("acquire", key, lease.sent, lease.ttl); err != nil {
 		g.giveBack(ctx, lease)
 		// Two replies in a row slower than the lease allows: the link (or
 		// the server) is, not a pause of this process between them.
@@ -505,16 +493,16 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 	if err != nil {
 		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", a.key, err)
 	}
-	lease := &Lease{Name: a.name, Key: a.key, Token: a.args.token, TTL: a.args.ttl, Limit: a.limit, Shared: a.shared, Sent: sent, Holds: 1, l: a.l}
+	lease := &Lease{name: a.name, key: a.key, token: a.args.token, ttl: a.args.ttl, limit: a.limit, shared: a.shared, sent: sent, holds: 1, l: a.l}
 	now := time.UnixMilli(r.NowMS).UTC()
 	switch r.Code {
 	case lockwire.AcquireAcquired:
-		lease.Owner, lease.Note, lease.Fence, lease.AcquiredAt = a.owner, a.note, r.Fence, now
+		lease.owner, lease.note, lease.fence, lease.acquiredAt = a.owner, a.note, r.Fence, now
 	case lockwire.AcquireAgain:
 		v := parseValue(a.key, r.Value, a.args.ttl)
-		lease.Owner, lease.Note, lease.Fence, lease.AcquiredAt = v.Owner, v.Note, v.Fence, v.AcquiredAt
-		if lease.AcquiredAt.IsZero() {
-			lease.AcquiredAt = now
+		lease.owner, lease.note, lease.fence, lease.acquiredAt = v.Owner, v.Note, v.Fence, v.AcquiredAt
+		if lease.acquiredAt.IsZero() {
+			lease.acquiredAt = now
 		}
 	default:
 		if a.args.intent > 0 || a.args.waiting > 0 {
@@ -523,8 +511,8 @@ func (a *attempt) once(ctx context.Context) (*Lease, Holder, error) {
 		h, err := holderOf(r, a.key)
 		return nil, h, err
 	}
-	lease.ExpiresAt = now.Add(a.args.ttl)
-	lease.Waited = a.l.clock.Now().Sub(a.start)
+	lease.expiresAt = now.Add(a.args.ttl)
+	lease.waited = a.l.clock.Now().Sub(a.start)
 	if err := a.l.replicated(a.key, r); err != nil {
 		// A lease the replicas may not have is not worth holding: free it
 		// for others now rather than at its TTL.

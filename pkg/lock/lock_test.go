@@ -23,34 +23,34 @@ func TestAcquireGetRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lease.Key != "lock:"+name || lease.Name != name || l.Key(name) != lease.Key {
-		t.Errorf("key %q name %q", lease.Key, lease.Name)
+	if lease.Key() != "lock:"+name || lease.Name() != name || l.Key(name) != lease.Key() {
+		t.Errorf("key %q name %q", lease.Key(), lease.Name())
 	}
-	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(lease.Token) {
-		t.Errorf("token %q is not 32 hex digits", lease.Token)
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(lease.Token()) {
+		t.Errorf("token %q is not 32 hex digits", lease.Token())
 	}
-	if lease.Fence < floor || lease.TTL != 10*time.Second || lease.Owner != "ci@build-3:4242" || lease.Note != `deploy "#81"` {
+	if lease.Fence() < floor || lease.TTL() != 10*time.Second || lease.Owner() != "ci@build-3:4242" || lease.Note() != `deploy "#81"` {
 		t.Errorf("lease %+v", lease)
 	}
-	if d := lease.AcquiredAt.Sub(before); d < -time.Second || d > 5*time.Second {
-		t.Errorf("acquired at %v, started at %v", lease.AcquiredAt, before)
+	if d := lease.AcquiredAt().Sub(before); d < -time.Second || d > 5*time.Second {
+		t.Errorf("acquired at %v, started at %v", lease.AcquiredAt(), before)
 	}
-	if lease.ExpiresAt.Sub(lease.AcquiredAt) != 10*time.Second {
-		t.Errorf("expires %v acquired %v", lease.ExpiresAt, lease.AcquiredAt)
+	if lease.ExpiresAt().Sub(lease.AcquiredAt()) != 10*time.Second {
+		t.Errorf("expires %v acquired %v", lease.ExpiresAt(), lease.AcquiredAt())
 	}
-	raw := redisDo(t, c, "GET", lease.Key).(string)
-	if want := `{"token":"` + lease.Token + `","fence":` + strconv.FormatInt(lease.Fence, 10) + `,"owner":"ci@build-3:4242","note":"deploy \"#81\"","ttl_ms":10000,"acquired_ms":`; raw[:len(want)] != want {
+	raw := redisDo(t, c, "GET", lease.Key()).(string)
+	if want := `{"token":"` + lease.Token() + `","fence":` + strconv.FormatInt(lease.Fence(), 10) + `,"owner":"ci@build-3:4242","note":"deploy \"#81\"","ttl_ms":10000,"acquired_ms":`; raw[:len(want)] != want {
 		t.Errorf("stored value %s", raw)
 	}
 	h, err := l.Get(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Kind() != "lockctl" || h.Token != lease.Token || h.Fence != lease.Fence || h.Owner != lease.Owner || h.Note != lease.Note ||
-		!h.AcquiredAt.Equal(lease.AcquiredAt) || h.TTL <= 9*time.Second || h.TTL > 10*time.Second {
+	if h.Kind() != "lockctl" || h.Token != lease.Token() || h.Fence != lease.Fence() || h.Owner != lease.Owner() || h.Note != lease.Note() ||
+		!h.AcquiredAt.Equal(lease.AcquiredAt()) || h.TTL <= 9*time.Second || h.TTL > 10*time.Second {
 		t.Errorf("holder %+v", h)
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token); err != nil {
+	if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
@@ -64,8 +64,8 @@ func TestDefaultOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`^.+@.+:[0-9]+$`).MatchString(lease.Owner) || lease.Owner != identity.Owner() {
-		t.Errorf("owner %q, identity.Owner %q", lease.Owner, identity.Owner())
+	if !regexp.MustCompile(`^.+@.+:[0-9]+$`).MatchString(lease.Owner()) || lease.Owner() != identity.Owner() {
+		t.Errorf("owner %q, identity.Owner %q", lease.Owner(), identity.Owner())
 	}
 }
 
@@ -89,10 +89,10 @@ func TestPrefixes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lease.Key != tc.key || redisDo(t, c, "EXISTS", tc.key).(int64) != 1 {
-			t.Errorf("lease key %q, want %q stored", lease.Key, tc.key)
+		if lease.Key() != tc.key || redisDo(t, c, "EXISTS", tc.key).(int64) != 1 {
+			t.Errorf("lease key %q, want %q stored", lease.Key(), tc.key)
 		}
-		if err := l.ReleaseToken(ctx, name, lease.Token); err != nil {
+		if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,9 +109,16 @@ func TestInvalidArguments(t *testing.T) {
 			_, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Token: `a"b`})
 			return err
 		}(),
-		"renew ttl": func() error { _, err := l.RenewToken(ctx, name, "t", -time.Second); return err }(),
-		"renew tok": func() error { _, err := l.RenewToken(ctx, name, "", time.Second); return err }(),
-		"release":   l.ReleaseToken(ctx, name, ""),
+		"renew ttl": func() error {
+			lease, err := l.Acquire(ctx, name+".renew", time.Second, nil)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = lease.Release(ctx) }()
+			return lease.Refresh(ctx, -time.Second)
+		}(),
+		"renew tok": func() error { _, err := renewToken(ctx, l, name, "", time.Second); return err }(),
+		"release":   releaseToken(ctx, l, name, ""),
 		"check 0":   l.Fences().Check(ctx, name, 0, ""),
 		"check res": l.Fences().Check(ctx, "", 1, ""),
 	} {
@@ -134,7 +141,7 @@ func TestHeldNonBlocking(t *testing.T) {
 	if !errors.Is(err, lock.ErrNotObtained) || !errors.As(err, &held) || errors.Is(err, lock.ErrNotOwner) {
 		t.Fatalf("second acquire: %v", err)
 	}
-	if h := held.Holder; h.Owner != "alice" || h.Token != a.Token || h.Fence != a.Fence || h.TTL <= 0 || h.TTL > 10*time.Second {
+	if h := held.Holder; h.Owner != "alice" || h.Token != a.Token() || h.Fence != a.Fence() || h.TTL <= 0 || h.TTL > 10*time.Second {
 		t.Errorf("holder %+v", h)
 	}
 	if busy != 1 {
@@ -159,25 +166,25 @@ func TestStaleReleaseAndRenewAreRefused(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if b.Fence <= a.Fence {
-		t.Errorf("B's fence %d not above A's %d", b.Fence, a.Fence)
+	if b.Fence() <= a.Fence() {
+		t.Errorf("B's fence %d not above A's %d", b.Fence(), a.Fence())
 	}
 	var held *lock.HeldError
-	err = l.ReleaseToken(ctx, name, a.Token)
-	if !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "B" || held.Holder.Token != b.Token {
+	err = releaseToken(ctx, l, name, a.Token())
+	if !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "B" || held.Holder.Token != b.Token() {
 		t.Errorf("A's release: %v", err)
 	}
-	if _, err := l.RenewToken(ctx, name, a.Token, time.Minute); !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "B" {
+	if _, err := renewToken(ctx, l, name, a.Token(), time.Minute); !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "B" {
 		t.Errorf("A's renew: %v", err)
 	}
 	h, err := l.Get(ctx, name)
-	if err != nil || h.Token != b.Token || h.TTL > 10*time.Second {
+	if err != nil || h.Token != b.Token() || h.TTL > 10*time.Second {
 		t.Fatalf("after A's attempts: %+v, %v", h, err)
 	}
-	if _, err := l.RenewToken(ctx, name, b.Token, 20*time.Second); err != nil {
+	if _, err := renewToken(ctx, l, name, b.Token(), 20*time.Second); err != nil {
 		t.Errorf("B's renew: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, b.Token); err != nil {
+	if err := releaseToken(ctx, l, name, b.Token()); err != nil {
 		t.Errorf("B's release: %v", err)
 	}
 }
@@ -189,22 +196,22 @@ func TestRenew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ttl, err := l.RenewToken(ctx, name, lease.Token, 30*time.Second)
+	ttl, err := renewToken(ctx, l, name, lease.Token(), 30*time.Second)
 	if err != nil || ttl != 30*time.Second {
 		t.Fatalf("renew: %v %v", ttl, err)
 	}
-	if p := redisDo(t, c, "PTTL", lease.Key).(int64); p <= 29000 || p > 30000 {
+	if p := redisDo(t, c, "PTTL", lease.Key()).(int64); p <= 29000 || p > 30000 {
 		t.Errorf("PTTL after renew %d", p)
 	}
 	// A renewal after expiry must not bring the lock back.
-	if _, err := l.RenewToken(ctx, name, lease.Token, 30*time.Millisecond); err != nil {
+	if _, err := renewToken(ctx, l, name, lease.Token(), 30*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if _, err := l.RenewToken(ctx, name, lease.Token, time.Minute); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := renewToken(ctx, l, name, lease.Token(), time.Minute); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("renew after expiry: %v", err)
 	}
-	if n := redisDo(t, c, "EXISTS", lease.Key).(int64); n != 0 {
+	if n := redisDo(t, c, "EXISTS", lease.Key()).(int64); n != 0 {
 		t.Errorf("renew re-created the expired lock")
 	}
 }
@@ -217,7 +224,7 @@ func TestReleaseOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Someone else's token: refused with the holder's owner and TTL.
-	err = l.ReleaseToken(ctx, name, "0123456789abcdef0123456789abcdef")
+	err = releaseToken(ctx, l, name, "0123456789abcdef0123456789abcdef")
 	var held *lock.HeldError
 	if !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) {
 		t.Fatalf("wrong token: %v", err)
@@ -225,27 +232,28 @@ func TestReleaseOutcomes(t *testing.T) {
 	if held.Holder.Owner != "alice@h:1" || held.Holder.TTL <= 5*time.Second || held.Holder.TTL > 10*time.Second {
 		t.Errorf("holder %+v", held.Holder)
 	}
-	if redisDo(t, c, "EXISTS", a.Key).(int64) != 1 {
+	if redisDo(t, c, "EXISTS", a.Key()).(int64) != 1 {
 		t.Fatal("refused release deleted the lock")
 	}
 	// Ours: released.
-	if err := l.ReleaseToken(ctx, name, a.Token); err != nil {
+	if err := releaseToken(ctx, l, name, a.Token()); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	// Gone: not held.
-	if err := l.ReleaseToken(ctx, name, a.Token); !errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner) {
+	if err := releaseToken(ctx, l, name, a.Token()); !errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("second release: %v", err)
 	}
-	// ReleaseKey is the same compare-and-delete on a raw key.
+	// A Locker with RawKeys does the same compare-and-delete on a raw key.
 	b, err := l.Acquire(ctx, name, 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseKey(ctx, b.Key, a.Token); !errors.Is(err, lock.ErrNotOwner) {
-		t.Errorf("ReleaseKey with a stale token: %v", err)
+	raw := lock.New(c, &lock.Options{RawKeys: true})
+	if err := releaseToken(ctx, raw, b.Key(), a.Token()); !errors.Is(err, lock.ErrNotOwner) {
+		t.Errorf("raw key release with a stale token: %v", err)
 	}
-	if err := l.ReleaseKey(ctx, b.Key, b.Token); err != nil {
-		t.Errorf("ReleaseKey: %v", err)
+	if err := releaseToken(ctx, raw, b.Key(), b.Token()); err != nil {
+		t.Errorf("raw key release: %v", err)
 	}
 }
 
@@ -265,14 +273,14 @@ func TestSameTokenRetryIsSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("retry with the same token: %v", err)
 	}
-	if again.Fence != first.Fence || again.Token != first.Token || !again.AcquiredAt.Equal(first.AcquiredAt) || again.Owner != "o" || again.Note != "n" {
+	if again.Fence() != first.Fence() || again.Token() != first.Token() || !again.AcquiredAt().Equal(first.AcquiredAt()) || again.Owner() != "o" || again.Note() != "n" {
 		t.Errorf("retry lease %+v, first %+v", again, first)
 	}
-	if p := redisDo(t, c, "PTTL", first.Key).(int64); p <= 19000 {
+	if p := redisDo(t, c, "PTTL", first.Key()).(int64); p <= 19000 {
 		t.Errorf("retry did not refresh the TTL: PTTL %d", p)
 	}
-	if n, _ := l.Fences().Peek(ctx, name); n != first.Fence {
-		t.Errorf("fence counter %d after retry, want %d", n, first.Fence)
+	if n, _ := l.Fences().Peek(ctx, name); n != first.Fence() {
+		t.Errorf("fence counter %d after retry, want %d", n, first.Fence())
 	}
 }
 
@@ -290,13 +298,13 @@ func TestForeignStringLock(t *testing.T) {
 		t.Errorf("holder %+v", h)
 	}
 	// The foreign value is that client's token: renew and release accept it.
-	if _, err := l.RenewToken(ctx, name, "5f0c6a3e-other-client", time.Minute); err != nil {
+	if _, err := renewToken(ctx, l, name, "5f0c6a3e-other-client", time.Minute); err != nil {
 		t.Errorf("renew with the foreign token: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, "5f0c6a3e-other"); !errors.Is(err, lock.ErrNotOwner) {
+	if err := releaseToken(ctx, l, name, "5f0c6a3e-other"); !errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("release with a prefix of the foreign token: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, "5f0c6a3e-other-client"); err != nil {
+	if err := releaseToken(ctx, l, name, "5f0c6a3e-other-client"); err != nil {
 		t.Errorf("release with the foreign token: %v", err)
 	}
 }
@@ -327,9 +335,9 @@ func TestWrongTypeKeys(t *testing.T) {
 		if time.Since(start) > 10*time.Second {
 			t.Errorf("waiting acquire on a %s took %v", typ, time.Since(start))
 		}
-		_, err = l.RenewToken(ctx, name, "t", time.Second)
+		_, err = renewToken(ctx, l, name, "t", time.Second)
 		check("renew", err)
-		check("release", l.ReleaseToken(ctx, name, "t"))
+		check("release", releaseToken(ctx, l, name, "t"))
 		_, err = l.Get(ctx, name)
 		check("get", err)
 		if n, _ := l.Fences().Peek(ctx, name); n != 0 {
@@ -357,9 +365,9 @@ func TestRedissonHashLock(t *testing.T) {
 	}
 	_, err := l.Acquire(ctx, name, time.Second, nil)
 	check("acquire", err, lock.ErrNotObtained)
-	_, err = l.RenewToken(ctx, name, "t", time.Second)
+	_, err = renewToken(ctx, l, name, "t", time.Second)
 	check("renew", err, lock.ErrNotOwner)
-	check("release", l.ReleaseToken(ctx, name, "t"), lock.ErrNotOwner)
+	check("release", releaseToken(ctx, l, name, "t"), lock.ErrNotOwner)
 	h, err := l.Get(ctx, name)
 	if err != nil || h.Kind() != "redisson" || h.Owner != holder {
 		t.Errorf("get: %+v %v", h, err)
@@ -376,15 +384,15 @@ func TestScriptFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token); err != nil {
+	if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 		t.Fatal(err)
 	}
 	for i, step := range []func() error{
 		func() (err error) { lease, err = l.Acquire(ctx, name, time.Second, nil); return err },
-		func() error { _, err := l.RenewToken(ctx, name, lease.Token, time.Second); return err },
+		func() error { _, err := renewToken(ctx, l, name, lease.Token(), time.Second); return err },
 		func() error { _, err := l.Get(ctx, name); return err },
-		func() error { return l.Fences().Check(ctx, name, lease.Fence, lease.Token) },
-		func() error { return l.ReleaseToken(ctx, name, lease.Token) },
+		func() error { return l.Fences().Check(ctx, name, lease.Fence(), lease.Token()) },
+		func() error { return releaseToken(ctx, l, name, lease.Token()) },
 	} {
 		redisDo(t, c, "SCRIPT", "FLUSH")
 		if err := step(); err != nil {
@@ -403,10 +411,10 @@ func TestOneCommandEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.RenewToken(ctx, name, warm.Token, time.Second); err != nil {
+	if err := warm.Refresh(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseToken(ctx, name, warm.Token); err != nil {
+	if err := warm.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	count := func(what string, f func() error) {
@@ -421,8 +429,8 @@ func TestOneCommandEach(t *testing.T) {
 	}
 	var lease *lock.Lease
 	count("acquire", func() (err error) { lease, err = l.Acquire(ctx, name, time.Second, nil); return err })
-	count("renew", func() error { _, err := l.RenewToken(ctx, name, lease.Token, time.Second); return err })
-	count("release", func() error { return l.ReleaseToken(ctx, name, lease.Token) })
+	count("renew", func() error { return lease.Refresh(ctx, time.Second) })
+	count("release", func() error { return lease.Release(ctx) })
 	// A refused call also builds its error from that one reply.
 	other, err := l.Acquire(ctx, name, time.Second, nil)
 	if err != nil {
@@ -435,23 +443,23 @@ func TestOneCommandEach(t *testing.T) {
 		return nil
 	})
 	count("refused release", func() error {
-		if err := l.ReleaseToken(ctx, name, lease.Token); !errors.Is(err, lock.ErrNotOwner) {
+		if err := lease.Release(ctx); !errors.Is(err, lock.ErrNotOwner) {
 			return err
 		}
 		return nil
 	})
-	if err := l.ReleaseToken(ctx, name, other.Token); err != nil {
+	if err := other.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// "Not held" is answered by the same one command, semaphore check included.
 	count("release of a free lock", func() error {
-		if err := l.ReleaseToken(ctx, name, lease.Token); !errors.Is(err, lock.ErrNotHeld) {
+		if err := lease.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 			return err
 		}
 		return nil
 	})
 	count("renew of a free lock", func() error {
-		if _, err := l.RenewToken(ctx, name, lease.Token, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+		if err := lease.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
 			return err
 		}
 		return nil
@@ -475,12 +483,12 @@ func TestWaitReplicasWithoutReplicasFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.RenewToken(ctx, name, lease.Token, 10*time.Second); !errors.Is(err, lock.ErrNotReplicated) {
+	if _, err := renewToken(ctx, l, name, lease.Token(), 10*time.Second); !errors.Is(err, lock.ErrNotReplicated) {
 		t.Errorf("renew with 0 replicas: %v", err)
 	}
 	// Zero replicas asked for is always satisfied.
 	zero := lock.New(c, &lock.Options{WaitReplicas: 0})
-	if _, err := zero.RenewToken(ctx, name, lease.Token, 10*time.Second); err != nil {
+	if _, err := renewToken(ctx, zero, name, lease.Token(), 10*time.Second); err != nil {
 		t.Error(err)
 	}
 }

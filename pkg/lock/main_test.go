@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lib/leasetime"
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
@@ -16,7 +19,25 @@ import (
 
 var srv *redistest.Server
 
-func TestMain(m *testing.M) { redistest.Main(m, &srv) }
+// redisAddr is where the examples find Redis: localhost:6379, as a program
+// that copies them would; TestMain points it at the package's server.
+var redisAddr = "localhost:6379"
+
+func TestMain(m *testing.M) {
+	s, err := redistest.Start(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	srv, redisAddr = s, s.Addr
+	if err := os.Setenv("LOCKCTL_TEST_REDIS_URL", s.URL); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	s.Stop()
+	os.Exit(code)
+}
 
 // newClient returns a client on the package's server, closed when the test
 // ends.
@@ -32,6 +53,43 @@ func uniqueName(t testing.TB) string {
 func newLocker(t testing.TB, opts *lock.Options) (*lock.Locker, *redis.Client) {
 	c := newClient(t)
 	return lock.New(c, opts), c
+}
+
+// sentOf is when the call that granted or last renewed lease was sent:
+// its Deadline less the TTL, plus the default margin.
+func sentOf(lease *lock.Lease) time.Time {
+	return lease.Deadline().Add(leasetime.DefaultMargin(lease.TTL()) - lease.TTL())
+}
+
+// releaseHold gives lease back and returns the holds its token has left,
+// as a caller reads them: Release, then Holds.
+func releaseHold(ctx context.Context, lease *lock.Lease) (int, error) {
+	err := lease.Release(ctx)
+	return lease.Holds(), err
+}
+
+// releaseToken releases the lease token holds on the lock called name, as
+// another process that knows only the two does: Resume, then Release.
+func releaseToken(ctx context.Context, l *lock.Locker, name, token string) error {
+	lease, err := l.Resume(ctx, name, token)
+	if err != nil {
+		return err
+	}
+	return lease.Release(ctx)
+}
+
+// renewToken renews the lease token holds on the lock called name for ttl
+// (0: the TTL it was taken with), as another process that knows only the
+// two does: Resume, then Refresh; it returns the TTL granted.
+func renewToken(ctx context.Context, l *lock.Locker, name, token string, ttl time.Duration) (time.Duration, error) {
+	lease, err := l.Resume(ctx, name, token)
+	if err != nil {
+		return 0, err
+	}
+	if err := lease.Refresh(ctx, ttl); err != nil {
+		return 0, err
+	}
+	return lease.TTL(), nil
 }
 
 // redisDo runs a raw command for setup and assertions.

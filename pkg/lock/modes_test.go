@@ -31,16 +31,16 @@ func TestPlainLockAndSemaphoreExcludeEachOther(t *testing.T) {
 			// the other direction: a semaphore acquire sees the plain lock
 			_, err = l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Limit: 5})
 			var held *lock.HeldError
-			if !errors.As(err, &held) || held.Holder.Kind() != "lockctl" || held.Holder.Token != lease.Token {
+			if !errors.As(err, &held) || held.Holder.Kind() != "lockctl" || held.Holder.Token != lease.Token() {
 				err = errors.New("semaphore acquire beside a plain lock: " + errString(err))
 			} else {
-				err = l.ReleaseLease(ctx, lease)
+				err = lease.Release(ctx)
 			}
 		}
 		done <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
-	if err := l.ReleaseLease(ctx, slot); err != nil {
+	if err := slot.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -85,19 +85,19 @@ func TestRenewWithoutTTLUsesTheLeasesOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redisDo(t, c, "PEXPIRE", lease.Key, 5000)
-	got, err := l.RenewToken(ctx, name, lease.Token, 0)
+	redisDo(t, c, "PEXPIRE", lease.Key(), 5000)
+	got, err := renewToken(ctx, l, name, lease.Token(), 0)
 	if err != nil || got != 10*time.Minute {
 		t.Fatalf("renew with ttl 0: %v %v, want 10m", got, err)
 	}
-	if pttl := redisDo(t, c, "PTTL", lease.Key).(int64); pttl < 9*60*1000 {
+	if pttl := redisDo(t, c, "PTTL", lease.Key()).(int64); pttl < 9*60*1000 {
 		t.Fatalf("pttl %d after renew with ttl 0, want about 10m", pttl)
 	}
 	// an explicit ttl still wins, and the recorded one stays
-	if got, err := l.RenewToken(ctx, name, lease.Token, 2*time.Minute); err != nil || got != 2*time.Minute {
+	if got, err := renewToken(ctx, l, name, lease.Token(), 2*time.Minute); err != nil || got != 2*time.Minute {
 		t.Fatalf("renew 2m: %v %v", got, err)
 	}
-	if got, _ := l.RenewToken(ctx, name, lease.Token, 0); got != 10*time.Minute {
+	if got, _ := renewToken(ctx, l, name, lease.Token(), 0); got != 10*time.Minute {
 		t.Fatalf("renew with ttl 0 after an explicit one: %v, want 10m", got)
 	}
 	// semaphore slots too
@@ -105,12 +105,12 @@ func TestRenewWithoutTTLUsesTheLeasesOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := l.RenewToken(ctx, name+"s", slot.Token, 0); err != nil || got != 7*time.Minute {
+	if got, err := renewToken(ctx, l, name+"s", slot.Token(), 0); err != nil || got != 7*time.Minute {
 		t.Fatalf("semaphore renew with ttl 0: %v %v, want 7m", got, err)
 	}
 	// a foreign lock records no TTL: refused, nothing changed
-	redisDo(t, c, "SET", lease.Key+"f", "foreign-token", "PX", 5000)
-	if _, err := l.RenewToken(ctx, name+"f", "foreign-token", 0); !errors.Is(err, lock.ErrInvalid) {
+	redisDo(t, c, "SET", lease.Key()+"f", "foreign-token", "PX", 5000)
+	if _, err := renewToken(ctx, l, name+"f", "foreign-token", 0); !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("renew a foreign lock with ttl 0: %v, want ErrInvalid", err)
 	}
 }
@@ -123,22 +123,22 @@ func TestReenterCountsHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a retry of Acquire with the same token is idempotent: no hold added
-	if _, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: outer.Token}); err != nil {
+	if _, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: outer.Token()}); err != nil {
 		t.Fatal(err)
 	}
-	inner, err := l.Reenter(ctx, name, outer.Token)
+	inner, err := l.Reenter(ctx, name, outer.Token())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inner.Token != outer.Token || inner.Fence != outer.Fence || inner.Owner != "outer" || inner.TTL != 10*time.Second ||
-		inner.Holds != 2 || !inner.AcquiredAt.Equal(outer.AcquiredAt) {
+	if inner.Token() != outer.Token() || inner.Fence() != outer.Fence() || inner.Owner() != "outer" || inner.TTL() != 10*time.Second ||
+		inner.Holds() != 2 || !inner.AcquiredAt().Equal(outer.AcquiredAt()) {
 		t.Fatalf("re-entered lease %+v, outer %+v", inner, outer)
 	}
-	if d := time.Until(inner.Sent.Add(inner.TTL)); d > 10*time.Second || d < 5*time.Second {
+	if d := time.Until(sentOf(inner).Add(inner.TTL())); d > 10*time.Second || d < 5*time.Second {
 		t.Fatalf("re-entered lease's Sent+TTL is %v from now", d)
 	}
-	deeper, err := l.Reenter(ctx, name, outer.Token)
-	if err != nil || deeper.Holds != 3 {
+	deeper, err := l.Reenter(ctx, name, outer.Token())
+	if err != nil || deeper.Holds() != 3 {
 		t.Fatalf("second re-entry: %+v %v", deeper, err)
 	}
 	if h, _ := l.Get(ctx, name); h.Reentry != 3 {
@@ -146,35 +146,35 @@ func TestReenterCountsHolds(t *testing.T) {
 	}
 	// inner releases give back one hold each; the key stays with its TTL
 	for want := 2; want >= 1; want-- {
-		n, err := l.ReleaseHold(ctx, inner)
+		n, err := releaseHold(ctx, inner)
 		if err != nil || n != want {
 			t.Fatalf("release: %d holds left, %v; want %d", n, err, want)
 		}
-		if redisDo(t, c, "EXISTS", outer.Key).(int64) != 1 || redisDo(t, c, "PTTL", outer.Key).(int64) < 1 {
+		if redisDo(t, c, "EXISTS", outer.Key()).(int64) != 1 || redisDo(t, c, "PTTL", outer.Key()).(int64) < 1 {
 			t.Fatal("an inner release deleted the lock or its TTL")
 		}
 	}
 	if _, err := l.Acquire(ctx, name, time.Second, nil); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("another acquire while re-entered: %v", err)
 	}
-	if n, err := l.ReleaseHold(ctx, outer); err != nil || n != 0 {
+	if n, err := releaseHold(ctx, outer); err != nil || n != 0 {
 		t.Fatalf("outermost release: %d %v", n, err)
 	}
-	if redisDo(t, c, "EXISTS", outer.Key).(int64) != 0 {
+	if redisDo(t, c, "EXISTS", outer.Key()).(int64) != 0 {
 		t.Fatal("the outermost release left the lock")
 	}
 	// nothing held, another's token: refused
-	if _, err := l.Reenter(ctx, name, outer.Token); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := l.Reenter(ctx, name, outer.Token()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("re-enter a free lock: %v", err)
 	}
 	other, err := l.Acquire(ctx, name, 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Reenter(ctx, name, outer.Token); !errors.Is(err, lock.ErrNotOwner) {
+	if _, err := l.Reenter(ctx, name, outer.Token()); !errors.Is(err, lock.ErrNotOwner) {
 		t.Fatalf("re-enter with a stale token: %v", err)
 	}
-	if err := l.ReleaseLease(ctx, other); err != nil {
+	if err := other.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -186,8 +186,8 @@ func TestReenterSemaphoreSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, err := l.Reenter(ctx, name, slot.Token)
-	if err != nil || inner.Limit != 2 || inner.Holds != 2 || inner.Fence != slot.Fence {
+	inner, err := l.Reenter(ctx, name, slot.Token())
+	if err != nil || inner.Limit() != 2 || inner.Holds() != 2 || inner.Fence() != slot.Fence() {
 		t.Fatalf("re-enter a slot: %+v %v", inner, err)
 	}
 	// still one slot taken: another holder fits
@@ -195,18 +195,18 @@ func TestReenterSemaphoreSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := l.ReleaseHold(ctx, inner); err != nil || n != 1 {
+	if n, err := releaseHold(ctx, inner); err != nil || n != 1 {
 		t.Fatalf("inner release of a slot: %d %v", n, err)
 	}
-	if redisDo(t, c, "ZSCORE", lock.AuxKey(lock.KindSem, slot.Key), slot.Token) == nil {
+	if redisDo(t, c, "ZSCORE", lock.AuxKey(lock.KindSem, slot.Key()), slot.Token()) == nil {
 		t.Fatal("the inner release freed the slot")
 	}
 	for _, s := range []*lock.Lease{slot, other} {
-		if err := l.ReleaseLease(ctx, s); err != nil {
+		if err := s.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindSem, slot.Key)).(int64) != 0 {
+	if redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindSem, slot.Key())).(int64) != 0 {
 		t.Fatal("slots left after the last release")
 	}
 }
@@ -228,7 +228,7 @@ func TestRedlockStaleReleaseOnAMinorityIsRefused(t *testing.T) {
 		}
 	}
 	var he *lock.HeldError
-	if err := l.ReleaseToken(ctx, name, oldTok); !errors.As(err, &he) || !errors.Is(err, lock.ErrNotOwner) || he.Holder.Owner != "new" {
+	if err := releaseToken(ctx, l, name, oldTok); !errors.As(err, &he) || !errors.Is(err, lock.ErrNotOwner) || he.Holder.Owner != "new" {
 		t.Fatalf("release by the old token beside a majority of the new one: %v, want held by new", err)
 	}
 	for _, s := range srvs[1:] {

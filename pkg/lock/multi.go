@@ -116,8 +116,8 @@ func (l *Lease) FenceOf(name string) int64 {
 	case l == nil:
 		return 0
 	case l.set == nil:
-		if name == l.Name {
-			return l.Fence
+		if name == l.name {
+			return l.fence
 		}
 		return 0
 	}
@@ -273,9 +273,9 @@ func (a *setAttempt) once(ctx context.Context) (*Lease, Holder, error) {
 		return nil, Holder{}, fmt.Errorf("lock: acquire %s: %w", set, redisreply.Unexpected("script reply", fences))
 	}
 	now := time.UnixMilli(r.NowMS).UTC()
-	lease := &Lease{Name: a.names[0], Key: a.keys[0], Token: a.args.token, Owner: a.owner, Note: a.note, Fence: fences[0],
-		TTL: a.args.ttl, AcquiredAt: now, ExpiresAt: now.Add(a.args.ttl), Sent: sent, Holds: 1, l: a.l, set: set}
-	lease.Waited = a.l.clock.Now().Sub(a.start)
+	lease := &Lease{name: a.names[0], key: a.keys[0], token: a.args.token, owner: a.owner, note: a.note, fence: fences[0],
+		ttl: a.args.ttl, acquiredAt: now, expiresAt: now.Add(a.args.ttl), sent: sent, holds: 1, l: a.l, set: set}
+	lease.waited = a.l.clock.Now().Sub(a.start)
 	if err := a.l.replicated(a.keys[0], r); err != nil {
 		a.giveBack(ctx, lease)
 		return nil, Holder{}, err
@@ -295,7 +295,7 @@ func (a *setAttempt) try(ctx context.Context) (*Lease, Holder, error) {
 func (a *setAttempt) giveBack(ctx context.Context, lease *Lease) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_, _, _ = a.l.releaseSet(rctx, lease.set, lease.Token)
+	_, _, _ = a.l.releaseSet(rctx, lease.set, lease.token)
 }
 
 // renewSet renews every key of set, or none (the set is lost), as
@@ -378,7 +378,7 @@ func (l *Locker) releaseSet(ctx context.Context, set *leaseSet, token string) (l
 // releaseSetRecorded is releaseSet for lease, recorded (Options.Events)
 // per name: the name found lost as such, the others as released.
 func (l *Locker) releaseSetRecorded(ctx context.Context, lease *Lease) (int, error) {
-	left, at, err := l.releaseSet(ctx, lease.set, lease.Token)
+	left, at, err := l.releaseSet(ctx, lease.set, lease.token)
 	if l.events != nil {
 		held := l.heldFor(lease)
 		for i, name := range lease.set.names {

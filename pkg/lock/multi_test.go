@@ -93,8 +93,8 @@ func TestAcquireMultiAllOrNothing(t *testing.T) {
 	if n := exists(t, c, l, names...); n != 3 {
 		t.Fatalf("%d of 3 names held after AcquireMulti", n)
 	}
-	if lease.Name != names[0] || lease.Key != l.Key(names[0]) || lease.Fence != lease.FenceOf(names[0]) {
-		t.Errorf("set lease %s %s fence %d: want the first name's", lease.Name, lease.Key, lease.Fence)
+	if lease.Name() != names[0] || lease.Key() != l.Key(names[0]) || lease.Fence() != lease.FenceOf(names[0]) {
+		t.Errorf("set lease %s %s fence %d: want the first name's", lease.Name(), lease.Key(), lease.Fence())
 	}
 	// Taken: a single Acquire of any of them is refused.
 	for _, name := range names {
@@ -126,8 +126,8 @@ func TestAcquireMultiFencesPerName(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f <= 0 || h.Fence != f || h.Token != first.Token {
-			t.Errorf("%s: FenceOf %d, stored fence %d token %q; want one fence, the set's token %q", name, f, h.Fence, h.Token, first.Token)
+		if f <= 0 || h.Fence != f || h.Token != first.Token() {
+			t.Errorf("%s: FenceOf %d, stored fence %d token %q; want one fence, the set's token %q", name, f, h.Fence, h.Token, first.Token())
 		}
 		if peek, _ := l.Fences().Peek(ctx, name); peek != f {
 			t.Errorf("%s: counter %d, fence %d", name, peek, f)
@@ -144,8 +144,8 @@ func TestAcquireMultiFencesPerName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if alone.Fence <= first.FenceOf(names[1]) {
-		t.Errorf("Acquire after the set: fence %d, not above the set's %d", alone.Fence, first.FenceOf(names[1]))
+	if alone.Fence() <= first.FenceOf(names[1]) {
+		t.Errorf("Acquire after the set: fence %d, not above the set's %d", alone.Fence(), first.FenceOf(names[1]))
 	}
 	if err := alone.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -160,15 +160,15 @@ func TestAcquireMultiFencesPerName(t *testing.T) {
 			t.Errorf("%s: second set's fence %d not above the first's %d", name, second.FenceOf(name), first.FenceOf(name))
 		}
 	}
-	if second.FenceOf(names[1]) <= alone.Fence {
-		t.Errorf("%s: set's fence %d not above the lone acquisition's %d", names[1], second.FenceOf(names[1]), alone.Fence)
+	if second.FenceOf(names[1]) <= alone.Fence() {
+		t.Errorf("%s: set's fence %d not above the lone acquisition's %d", names[1], second.FenceOf(names[1]), alone.Fence())
 	}
 	// A storage guard takes each name's fence, and refuses the old one.
 	res := uniqueName(t)
-	if err := l.Fences().Check(ctx, res, second.FenceOf(names[2]), second.Token); err != nil {
+	if err := l.Fences().Check(ctx, res, second.FenceOf(names[2]), second.Token()); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Fences().Check(ctx, res, first.FenceOf(names[2]), first.Token); !errors.Is(err, lock.ErrStaleFence) {
+	if err := l.Fences().Check(ctx, res, first.FenceOf(names[2]), first.Token()); !errors.Is(err, lock.ErrStaleFence) {
 		t.Errorf("the first set's fence after the second's: %v, want ErrStaleFence", err)
 	}
 	_ = c
@@ -193,8 +193,8 @@ func TestAcquireMultiRenewKeepsAll(t *testing.T) {
 			t.Errorf("%s: pttl %v after Refresh(1m)", name, ttl)
 		}
 	}
-	if lease.TTL != time.Minute {
-		t.Errorf("lease TTL %v after Refresh(1m)", lease.TTL)
+	if lease.TTL() != time.Minute {
+		t.Errorf("lease TTL %v after Refresh(1m)", lease.TTL())
 	}
 
 	shortNames := setNames(t, 2)
@@ -259,7 +259,7 @@ func TestAcquireMultiLosingOneKeyLosesTheSet(t *testing.T) {
 	if n := exists(t, c, l, names[0], names[2]); n != 0 {
 		t.Errorf("%d keys of the lost set left held", n)
 	}
-	if h, err := l.Get(ctx, names[1]); err != nil || h.Token != thief.Token {
+	if h, err := l.Get(ctx, names[1]); err != nil || h.Token != thief.Token() {
 		t.Errorf("the other holder's lock: %+v %v", h, err)
 	}
 	_ = thief.Release(ctx)
@@ -345,8 +345,8 @@ func TestAcquireMultiWaiterGetsInAfterRelease(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("waiter (holder a set: %v): %v", setHolder, r.err)
 		}
-		if r.lease.Waited < 700*time.Millisecond {
-			t.Errorf("waited only %v", r.lease.Waited)
+		if r.lease.Waited() < 700*time.Millisecond {
+			t.Errorf("waited only %v", r.lease.Waited())
 		}
 		if err := r.lease.Release(ctx); err != nil {
 			t.Fatal(err)

@@ -82,18 +82,21 @@ func (a *setAttempt) wait(ctx context.Context, o *AcquireOptions, down error) (*
 				delay = min(delay, held.TTL+time.Millisecond)
 			}
 		}
+		giveUp := func() error {
+			switch {
+			case down != nil:
+				return down
+			case late != nil && a.slow != nil:
+				return a.slow
+			case late != nil:
+				return late
+			}
+			return newHeldError(ErrNotObtained, held)
+		}
 		if !a.deadline.IsZero() {
 			left := a.deadline.Sub(a.l.clock.Now())
 			if left <= 0 {
-				switch {
-				case down != nil:
-					return nil, down
-				case late != nil && a.slow != nil:
-					return nil, a.slow
-				case late != nil:
-					return nil, late
-				}
-				return nil, newHeldError(ErrNotObtained, held)
+				return nil, giveUp()
 			}
 			delay = min(delay, left)
 		}
@@ -106,6 +109,10 @@ func (a *setAttempt) wait(ctx context.Context, o *AcquireOptions, down error) (*
 		case <-t.C():
 		}
 		t.Stop()
+		if !a.deadline.IsZero() && !a.l.clock.Now().Before(a.deadline) {
+			// An attempt now would take the set after the wait's bound.
+			return nil, giveUp()
+		}
 	}
 }
 

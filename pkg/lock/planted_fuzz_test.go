@@ -70,14 +70,14 @@ func FuzzPlantedLock(f *testing.F) {
 			lease, err := l.Acquire(ctx, name, 5*time.Second, o)
 			check(fmt.Sprintf("Acquire(%+v)", *o), err)
 			if lease != nil {
-				_, err = l.Renewer(lease).Renew(ctx, name, lease.Token, 5*time.Second)
+				_, err = l.Renewer(lease).Renew(ctx, name, lease.Token(), 5*time.Second)
 				check("Renew (own lease)", err)
-				check("ReleaseLease", l.ReleaseLease(ctx, lease))
+				check("ReleaseLease", lease.Release(ctx))
 			}
 		}
-		_, err := l.RenewToken(ctx, name, "0123456789abcdef0123456789abcdef", time.Second)
+		_, err := renewToken(ctx, l, name, "0123456789abcdef0123456789abcdef", time.Second)
 		check("Renew", err)
-		check("Release", l.ReleaseToken(ctx, name, "0123456789abcdef0123456789abcdef"))
+		check("Release", releaseToken(ctx, l, name, "0123456789abcdef0123456789abcdef"))
 		if h, err := l.Get(ctx, name); err == nil && (h.Key != key || h.TTL < -1) {
 			t.Fatalf("Get with %q planted at %s: %+v", plant.Abbrev(payload), at, h)
 		} else {

@@ -16,7 +16,7 @@ func (l *Locker) recordAcquire(ctx context.Context, name string, wait time.Durat
 	switch {
 	case err == nil && lease != nil:
 		// At least 1µs: a zero duration reads as "unknown".
-		l.events.Record(ctx, events.Event{Kind: events.Acquired, Name: name, Duration: max(lease.Waited, time.Microsecond)})
+		l.events.Record(ctx, events.Event{Kind: events.Acquired, Name: name, Duration: max(lease.waited, time.Microsecond)})
 	case !errors.Is(err, ErrNotObtained):
 	case wait == 0:
 		l.events.Record(ctx, events.Event{Kind: events.Busy, Name: name})
@@ -51,11 +51,14 @@ func (l *Locker) nameOf(key string) string {
 // else from its server-side acquisition time (a re-entered lease, or one
 // rebuilt from a token), which is only as good as the two clocks agree.
 func (l *Locker) heldFor(lease *Lease) time.Duration {
+	lease.mu.Lock()
+	sent, holds := lease.sent, lease.holds
+	lease.mu.Unlock()
 	switch {
-	case !lease.Sent.IsZero() && lease.Holds <= 1 && !lease.resumed:
-		return max(l.clock.Now().Sub(lease.Sent), time.Microsecond)
-	case !lease.AcquiredAt.IsZero():
-		if d := time.Since(lease.AcquiredAt); d > 0 {
+	case !sent.IsZero() && holds <= 1 && !lease.resumed:
+		return max(l.clock.Now().Sub(sent), time.Microsecond)
+	case !lease.acquiredAt.IsZero():
+		if d := time.Since(lease.acquiredAt); d > 0 {
 			return d
 		}
 	}

@@ -87,10 +87,10 @@ func TestEventsOfAcquireAndRelease(t *testing.T) {
 	if _, err := l.Acquire(ctx, name+".a", time.Second, &lock.AcquireOptions{Wait: 150 * time.Millisecond}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("waiting acquire: %v", err)
 	}
-	if err := l.ReleaseLease(ctx, a); err != nil {
+	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseLease(ctx, a); !errors.Is(err, lock.ErrNotHeld) {
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("second release: %v", err)
 	}
 
@@ -104,11 +104,12 @@ func TestEventsOfAcquireAndRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ReleaseHold(ctx, b); !errors.Is(err, lock.ErrNotOwner) {
+	if _, err := releaseHold(ctx, b); !errors.Is(err, lock.ErrNotOwner) {
 		t.Fatalf("stale release: %v", err)
 	}
-	// By name and token: the hold time is not known.
-	if err := l.ReleaseToken(ctx, name+".b", c.Token); err != nil {
+	// By name and token (Resume): the hold counts from the stored
+	// acquisition time.
+	if err := releaseToken(ctx, l, name+".b", c.Token()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -120,8 +121,8 @@ func TestEventsOfAcquireAndRelease(t *testing.T) {
 	if got[0].Duration <= 0 || got[3].Duration <= 0 {
 		t.Errorf("acquired %v, released %v: want the wait and the hold time", got[0].Duration, got[3].Duration)
 	}
-	if got[8].Duration != 0 {
-		t.Errorf("a release by token recorded a hold of %v, want 0 (unknown)", got[8].Duration)
+	if got[8].Duration <= 0 {
+		t.Errorf("a release of a resumed lease recorded a hold of %v, want the time since its acquisition", got[8].Duration)
 	}
 }
 
@@ -135,14 +136,14 @@ func TestEventsOfReentryAndSemaphore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, err := l.Reenter(ctx, name+".r", outer.Token)
+	inner, err := l.Reenter(ctx, name+".r", outer.Token())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left, err := l.ReleaseHold(ctx, inner); err != nil || left != 1 {
+	if left, err := releaseHold(ctx, inner); err != nil || left != 1 {
 		t.Fatalf("inner release: %d left, %v", left, err)
 	}
-	if err := l.ReleaseLease(ctx, outer); err != nil {
+	if err := outer.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -153,7 +154,7 @@ func TestEventsOfReentryAndSemaphore(t *testing.T) {
 	if _, err := l.Acquire(ctx, name+".s", 30*time.Second, &lock.AcquireOptions{Limit: 1}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("full semaphore: %v", err)
 	}
-	if err := l.ReleaseLease(ctx, s1); err != nil {
+	if err := s1.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	sameKinds(t, rec.kinds(name), []string{"acquired .r", "released .r", "acquired .s", "busy .s", "released .s"})
@@ -172,7 +173,7 @@ func TestEventsNotRecordedWithoutAnOutcome(t *testing.T) {
 	if _, err := l.Acquire(ctx, name, time.Second, nil); !errors.Is(err, errPartition) {
 		t.Fatalf("acquire cut off: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, "tok"); !errors.Is(err, errPartition) {
+	if err := releaseToken(ctx, l, name, "tok"); !errors.Is(err, errPartition) {
 		t.Fatalf("release cut off: %v", err)
 	}
 	hook.cut.Store(false)
@@ -186,7 +187,7 @@ func TestEventsNotRecordedWithoutAnOutcome(t *testing.T) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 	sameKinds(t, rec.kinds(name), []string{"acquired "})
-	_ = l.ReleaseLease(ctx, lease)
+	_ = lease.Release(ctx)
 }
 
 // The sink is an *events.Recorder: the events reach the stream.
@@ -200,7 +201,7 @@ func TestEventsReachTheRecordersStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseLease(ctx, lease); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
@@ -267,7 +268,7 @@ func TestEventsOfWatchdogRecoveringFromFailedRenewals(t *testing.T) {
 	if !w.Held() {
 		t.Fatalf("renewed, but not held")
 	}
-	if pttl := s.Int(t, "PTTL", lease.Key); pttl <= 0 {
+	if pttl := s.Int(t, "PTTL", lease.Key()); pttl <= 0 {
 		t.Fatalf("PTTL %d after the recovery", pttl)
 	}
 	w.Stop()
@@ -275,8 +276,8 @@ func TestEventsOfWatchdogRecoveringFromFailedRenewals(t *testing.T) {
 		t.Errorf("%d lease_lost recorded for a lease that was kept", n)
 	}
 	for _, e := range rec.events() {
-		if e.Name != lease.Name {
-			t.Errorf("event %+v names another lock than %s", e, lease.Name)
+		if e.Name != lease.Name() {
+			t.Errorf("event %+v names another lock than %s", e, lease.Name())
 		}
 	}
 }
@@ -297,11 +298,11 @@ func TestEventsOfWatchdogLosingTheLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		redisDo(t, c, "DEL", lease.Key)
+		redisDo(t, c, "DEL", lease.Key())
 		if lost := awaitLoss(t, w); !errors.Is(lost, lock.ErrLost) || !errors.Is(lost, lock.ErrNotHeld) {
 			t.Fatalf("loss %v, want ErrLost from ErrNotHeld", lost)
 		}
-		sameKinds(t, rec.kinds(lease.Name), []string{"acquired ", "renew_failed ", "lease_lost "})
+		sameKinds(t, rec.kinds(lease.Name()), []string{"acquired ", "renew_failed ", "lease_lost "})
 	})
 	t.Run("expired", func(t *testing.T) {
 		s, c := pausedServer(t)
@@ -322,7 +323,7 @@ func TestEventsOfWatchdogLosingTheLease(t *testing.T) {
 		if !errors.As(lost, &le) || !le.Expired {
 			t.Fatalf("loss %v, want expired", lost)
 		}
-		got := rec.kinds(lease.Name)
+		got := rec.kinds(lease.Name())
 		if len(got) < 3 || got[0] != "acquired " || got[len(got)-1] != "lease_lost " {
 			t.Fatalf("events %v, want acquired, renew_failed..., lease_lost", got)
 		}
@@ -350,7 +351,7 @@ func TestEventsAddNoCommands(t *testing.T) {
 		if _, err := l.Acquire(ctx, name, 30*time.Second, nil); !errors.Is(err, lock.ErrNotObtained) {
 			t.Fatal(err)
 		}
-		if err := l.ReleaseLease(ctx, lease); err != nil {
+		if err := lease.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return h.n.Load()

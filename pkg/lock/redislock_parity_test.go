@@ -50,8 +50,8 @@ func TestNilLeaseIsSafe(t *testing.T) {
 		t.Errorf("nil lease's Deadline: %v, want the zero time", d)
 	}
 	// The holder's lock is untouched by all that.
-	if h, err := l.Get(ctx, name); err != nil || h.Token != holder.Token {
-		t.Errorf("after the nil lease's calls the lock is %+v, %v; want it still held by %s", h, err, holder.Token)
+	if h, err := l.Get(ctx, name); err != nil || h.Token != holder.Token() {
+		t.Errorf("after the nil lease's calls the lock is %+v, %v; want it still held by %s", h, err, holder.Token())
 	}
 }
 
@@ -127,19 +127,19 @@ func TestReacquireWithTokenStoresNewNote(t *testing.T) {
 			if err != nil {
 				t.Fatalf("re-acquire with the holding token: %v", err)
 			}
-			if again.Note != "second note" || again.Owner != second {
-				t.Errorf("re-acquired lease: owner %q, note %q; want the new ones", again.Owner, again.Note)
+			if again.Note() != "second note" || again.Owner() != second {
+				t.Errorf("re-acquired lease: owner %q, note %q; want the new ones", again.Owner(), again.Note())
 			}
-			if again.Fence != first.Fence || again.Holds != 1 {
-				t.Errorf("re-acquired lease: fence %d holds %d, want fence %d holds 1", again.Fence, again.Holds, first.Fence)
+			if again.Fence() != first.Fence() || again.Holds() != 1 {
+				t.Errorf("re-acquired lease: fence %d holds %d, want fence %d holds 1", again.Fence(), again.Holds(), first.Fence())
 			}
 			h, err := l.Get(ctx, name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.Note != "second note" || h.Owner != second || h.Fence != first.Fence {
+			if h.Note != "second note" || h.Owner != second || h.Fence != first.Fence() {
 				t.Errorf("stored holder after the re-acquire: owner %q note %q fence %d; want %q, second note, fence %d",
-					h.Owner, h.Note, h.Fence, second, first.Fence)
+					h.Owner, h.Note, h.Fence, second, first.Fence())
 			}
 			if h.LeaseTTL != 2*time.Minute {
 				t.Errorf("stored lease TTL %v, want the re-acquire's 2m", h.LeaseTTL)
@@ -150,7 +150,7 @@ func TestReacquireWithTokenStoresNewNote(t *testing.T) {
 			if _, err := l.Acquire(ctx, name, time.Minute, &o); err != nil {
 				t.Fatal(err)
 			}
-			if h, err := l.Get(ctx, name); err != nil || h.Owner != second || h.Note != "" || h.Fence != first.Fence {
+			if h, err := l.Get(ctx, name); err != nil || h.Owner != second || h.Note != "" || h.Fence != first.Fence() {
 				t.Errorf("stored holder after a re-acquire naming no owner: %+v, %v; want owner %q kept, no note", h, err, second)
 			}
 		})
@@ -166,10 +166,10 @@ func TestReacquireKeepsHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Reenter(ctx, name, first.Token); err != nil {
+	if _, err := l.Reenter(ctx, name, first.Token()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Token: first.Token, Note: "two"}); err != nil {
+	if _, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Token: first.Token(), Note: "two"}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := l.Get(ctx, name)
@@ -182,7 +182,7 @@ func TestReacquireKeepsHolds(t *testing.T) {
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := l.Get(ctx, name); err != nil || h.Token != first.Token {
+	if h, err := l.Get(ctx, name); err != nil || h.Token != first.Token() {
 		t.Errorf("one hold given back of two: %+v, %v; want the lock still held", h, err)
 	}
 	if err := first.Release(ctx); err != nil {

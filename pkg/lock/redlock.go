@@ -26,7 +26,7 @@ import (
 //
 //   - Acquire succeeds when a quorum acquired (or already held the lock with
 //     the same token) and the lease still counts as held by the rule every
-//     lease follows (leasetime.Deadline: the acquire's send time + ttl - margin
+//     lease follows (Lease.Deadline: the acquire's send time + ttl - margin
 //     has not passed when the quorum's answers, fence write-back included,
 //     are in). The margin, at least ttl/4 for leases of 200ms and more, is
 //     also the allowance for the nodes' clocks running faster than ours.

@@ -90,52 +90,52 @@ func TestRedlockAcquireRenewRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lease.Fence < floor || lease.Owner != "ci@build:1" {
+	if lease.Fence() < floor || lease.Owner() != "ci@build:1" {
 		t.Errorf("lease %+v", lease)
 	}
 	// Every node stores the one fence, and no counter is below it.
 	for _, s := range srvs {
-		v := get(t, s, lease.Key)
-		if !strings.HasPrefix(v, `{"token":"`+lease.Token+`","fence":`+strconv.FormatInt(lease.Fence, 10)+`,`) {
+		v := get(t, s, lease.Key())
+		if !strings.HasPrefix(v, `{"token":"`+lease.Token()+`","fence":`+strconv.FormatInt(lease.Fence(), 10)+`,`) {
 			t.Errorf("%s holds %q", s.Addr, v)
 		}
-		if n := s.Int(t, "GET", lock.AuxKey(lock.KindFence, lease.Key)); n < lease.Fence {
-			t.Errorf("%s fence counter %d, below the fence %d", s.Addr, n, lease.Fence)
+		if n := s.Int(t, "GET", lock.AuxKey(lock.KindFence, lease.Key())); n < lease.Fence() {
+			t.Errorf("%s fence counter %d, below the fence %d", s.Addr, n, lease.Fence())
 		}
 	}
 	h, err := l.Get(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Token != lease.Token || h.Fence != lease.Fence || h.TTL <= 0 || h.TTL > 10*time.Second {
+	if h.Token != lease.Token() || h.Fence != lease.Fence() || h.TTL <= 0 || h.TTL > 10*time.Second {
 		t.Errorf("holder %+v", h)
 	}
-	if _, err := l.RenewToken(ctx, name, lease.Token, time.Minute); err != nil {
+	if _, err := renewToken(ctx, l, name, lease.Token(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range srvs {
-		if ms := s.Int(t, "PTTL", lease.Key); ms <= 10000 {
+		if ms := s.Int(t, "PTTL", lease.Key()); ms <= 10000 {
 			t.Errorf("%s: pttl %dms after renewing to a minute", s.Addr, ms)
 		}
 	}
 	if _, err := l.Acquire(ctx, name, time.Second, nil); !errors.Is(err, lock.ErrNotObtained) {
 		t.Errorf("second acquire: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token); err != nil {
+	if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range srvs {
-		if n := s.Int(t, "EXISTS", lease.Key); n != 0 {
+		if n := s.Int(t, "EXISTS", lease.Key()); n != 0 {
 			t.Errorf("%s still has the key", s.Addr)
 		}
 	}
 	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Get after release: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token); !errors.Is(err, lock.ErrNotHeld) {
+	if err := releaseToken(ctx, l, name, lease.Token()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second release: %v", err)
 	}
-	if _, err := l.RenewToken(ctx, name, lease.Token, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := renewToken(ctx, l, name, lease.Token(), time.Second); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("renew after release: %v", err)
 	}
 }
@@ -157,17 +157,17 @@ func TestRedlockOneNodePaused(t *testing.T) {
 		t.Errorf("acquire took %s with one node paused; the node timeout is 200ms", took)
 	}
 	for _, s := range srvs[:2] {
-		if !strings.HasPrefix(get(t, s, lease.Key), `{"token":"`+lease.Token+`"`) {
+		if !strings.HasPrefix(get(t, s, lease.Key()), `{"token":"`+lease.Token()+`"`) {
 			t.Errorf("%s does not hold the lock", s.Addr)
 		}
 	}
-	if _, err := l.RenewToken(ctx, name, lease.Token, 2*time.Second); err != nil {
+	if err := lease.Refresh(ctx, 2*time.Second); err != nil {
 		t.Errorf("renew: %v", err)
 	}
-	if n, err := l.Fences().Next(ctx, name); err != nil || n <= lease.Fence {
-		t.Errorf("fence next: %d, %v; the lock's fence was %d", n, err, lease.Fence)
+	if n, err := l.Fences().Next(ctx, name); err != nil || n <= lease.Fence() {
+		t.Errorf("fence next: %d, %v; the lock's fence was %d", n, err, lease.Fence())
 	}
-	if err := l.ReleaseToken(ctx, name, lease.Token); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		t.Errorf("release: %v", err)
 	}
 }
@@ -279,19 +279,19 @@ func TestRedlockFenceMonotonicAcrossMajorities(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
-		if lease.Fence <= last {
-			t.Errorf("%s: fence %d after %d", label, lease.Fence, last)
+		if lease.Fence() <= last {
+			t.Errorf("%s: fence %d after %d", label, lease.Fence(), last)
 		}
-		last = lease.Fence
+		last = lease.Fence()
 		for _, s := range live {
-			if f := storedFence(t, s, key); f != lease.Fence {
-				t.Errorf("%s: %s stores fence %d, lease has %d", label, s.Addr, f, lease.Fence)
+			if f := storedFence(t, s, key); f != lease.Fence() {
+				t.Errorf("%s: %s stores fence %d, lease has %d", label, s.Addr, f, lease.Fence())
 			}
-			if n := s.Int(t, "GET", fk); n < lease.Fence {
-				t.Errorf("%s: %s counter %d below the fence %d", label, s.Addr, n, lease.Fence)
+			if n := s.Int(t, "GET", fk); n < lease.Fence() {
+				t.Errorf("%s: %s counter %d below the fence %d", label, s.Addr, n, lease.Fence())
 			}
 		}
-		if err := l.ReleaseToken(ctx, name, lease.Token); err != nil {
+		if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
 			t.Fatalf("%s: release: %v", label, err)
 		}
 		resumeClean(t, paused, resume, key)
@@ -313,7 +313,7 @@ func TestRedlockFenceMonotonicAcrossMajorities(t *testing.T) {
 		t.Errorf("peek with C paused: %d, want %d, %v", p, last, err)
 	}
 	lease, err := l.Acquire(ctx, name, 5*time.Second, nil)
-	if err != nil || lease.Fence <= last {
+	if err != nil || lease.Fence() <= last {
 		t.Fatalf("acquire with C paused: %+v after %d, %v", lease, last, err)
 	}
 	resume()
@@ -332,13 +332,13 @@ func TestRedlockStaleHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lease.Fence <= old.Fence {
-		t.Errorf("fence %d after %d", lease.Fence, old.Fence)
+	if lease.Fence() <= old.Fence() {
+		t.Errorf("fence %d after %d", lease.Fence(), old.Fence())
 	}
 	// The new holder has a majority; a master where the old lease had not
 	// yet run out when the new one was granted may not hold it.
 	holds := func(s *redistest.Server) bool {
-		return strings.HasPrefix(get(t, s, lease.Key), `{"token":"`+lease.Token+`"`)
+		return strings.HasPrefix(get(t, s, lease.Key()), `{"token":"`+lease.Token()+`"`)
 	}
 	var before []*redistest.Server
 	for _, s := range srvs {
@@ -350,10 +350,10 @@ func TestRedlockStaleHolder(t *testing.T) {
 		t.Fatalf("new holder on %d of 3 masters", len(before))
 	}
 	var he *lock.HeldError
-	if err := l.ReleaseToken(ctx, name, old.Token); !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &he) || he.Holder.Owner != "new@h:2" {
+	if err := releaseToken(ctx, l, name, old.Token()); !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &he) || he.Holder.Owner != "new@h:2" {
 		t.Errorf("stale release: %v", err)
 	}
-	if _, err := l.RenewToken(ctx, name, old.Token, 10*time.Second); !errors.Is(err, lock.ErrNotOwner) {
+	if _, err := renewToken(ctx, l, name, old.Token(), 10*time.Second); !errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("stale renew: %v", err)
 	}
 	for _, s := range before {
@@ -376,28 +376,28 @@ func TestRedlockSameTokenRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Fence != first.Fence || again.Owner != "me@h:1" || !again.AcquiredAt.Equal(first.AcquiredAt) {
+	if again.Fence() != first.Fence() || again.Owner() != "me@h:1" || !again.AcquiredAt().Equal(first.AcquiredAt()) {
 		t.Errorf("retry %+v, first %+v", again, first)
 	}
 	// A retry after the first attempt reached one node only: the other
 	// two acquire afresh with a higher fence, which is written back to
 	// the first node as well.
 	for _, s := range srvs[1:] {
-		do(t, s, "DEL", first.Key)
+		do(t, s, "DEL", first.Key())
 	}
 	third, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: token, Owner: "me@h:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if third.Fence <= first.Fence {
-		t.Errorf("fence %d, want more than %d", third.Fence, first.Fence)
+	if third.Fence() <= first.Fence() {
+		t.Errorf("fence %d, want more than %d", third.Fence(), first.Fence())
 	}
 	for _, s := range srvs {
-		if f := storedFence(t, s, first.Key); f != third.Fence {
+		if f := storedFence(t, s, first.Key()); f != third.Fence() {
 			t.Errorf("%s stores fence %d", s.Addr, f)
 		}
 	}
-	if h, err := l.Get(ctx, name); err != nil || h.Fence != third.Fence {
+	if h, err := l.Get(ctx, name); err != nil || h.Fence != third.Fence() {
 		t.Errorf("get: %+v, %v", h, err)
 	}
 }
@@ -418,7 +418,7 @@ func TestRedlockWaiterWokenByRelease(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(300 * time.Millisecond) // let it subscribe
-	if err := l.ReleaseToken(ctx, name, held.Token); err != nil {
+	if err := releaseToken(ctx, l, name, held.Token()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -523,7 +523,7 @@ func BenchmarkRedlockAcquireRelease(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := bc.l.ReleaseToken(ctx, name, lease.Token); err != nil {
+				if err := releaseToken(ctx, bc.l, name, lease.Token()); err != nil {
 					b.Fatal(err)
 				}
 			}

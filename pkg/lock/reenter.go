@@ -61,26 +61,26 @@ func (l *Locker) Reenter(ctx context.Context, name, token string) (*Lease, error
 		return nil, fmt.Errorf("lock: re-enter %s: stored value: %w", key, err)
 	}
 	now := time.UnixMilli(r.NowMS).UTC()
-	lease := &Lease{l: l, Name: name, Key: key, Token: token, Owner: v.Owner, Note: v.Note, Fence: v.Fence,
-		TTL: v.LeaseTTL, AcquiredAt: v.AcquiredAt, ExpiresAt: now.Add(r.PTTL),
-		Holds: int(v.Holds), Waited: l.clock.Now().Sub(start)}
+	lease := &Lease{l: l, name: name, key: key, token: token, owner: v.Owner, note: v.Note, fence: v.Fence,
+		ttl: v.LeaseTTL, acquiredAt: v.AcquiredAt, expiresAt: now.Add(r.PTTL),
+		holds: int(v.Holds), waited: l.clock.Now().Sub(start)}
 	if r.Code == lockwire.ReenterSlot {
-		lease.Limit, lease.Shared = int(v.Limit), v.Shared
+		lease.limit, lease.shared = int(v.Limit), v.Shared
 	}
-	if lease.TTL <= 0 {
+	if lease.ttl <= 0 {
 		// A value written before leases recorded their TTL.
-		lease.TTL = r.PTTL
+		lease.ttl = r.PTTL
 	}
 	// The lease lasts at least until start+pttl: Sent is set so that
 	// Sent+TTL is that moment, as a watchdog (Watch) expects.
-	lease.Sent = start.Add(r.PTTL - lease.TTL)
+	lease.sent = start.Add(r.PTTL - lease.ttl)
 	if now := l.clock.Now(); !now.Before(lease.Deadline()) {
 		// The lease rule (leasetime.Deadline), as for any grant: too late to
 		// count on. Give this hold back.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		_, _ = l.releaseHold(rctx, lease, nil)
-		return nil, &LateError{Key: key, Op: "re-enter", TTL: lease.TTL, Took: now.Sub(start)}
+		return nil, &LateError{Key: key, Op: "re-enter", TTL: lease.ttl, Took: now.Sub(start)}
 	}
 	return lease, nil
 }

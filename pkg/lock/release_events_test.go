@@ -112,7 +112,7 @@ func TestReleaseEventsOfARefusedRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redisDo(t, c, "DEL", lease.Key)
+	redisDo(t, c, "DEL", lease.Key())
 	if _, err := lock.New(c, nil).Acquire(ctx, name, time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestReleaseEventsUnderAnACLWithoutTheStream(t *testing.T) {
 		if err := lease.Release(ctx); err != nil {
 			t.Fatalf("release %d under an ACL without the stream: %v", i, err)
 		}
-		if n := redisDo(t, admin, "EXISTS", lease.Key).(int64); n != 0 {
+		if n := redisDo(t, admin, "EXISTS", lease.Key()).(int64); n != 0 {
 			t.Fatalf("release %d left the lock", i)
 		}
 	}

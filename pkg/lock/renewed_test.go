@@ -16,8 +16,8 @@ import (
 func storedValue(t *testing.T, c *redis.Client, lease *lock.Lease, key string) lockwire.Value {
 	t.Helper()
 	var raw string
-	if lease.Limit > 0 || lease.Shared {
-		raw = redisDo(t, c, "HGET", lockwire.AuxKey(lockwire.KindSemVal, key), lease.Token).(string)
+	if lease.Limit() > 0 || lease.Shared() {
+		raw = redisDo(t, c, "HGET", lockwire.AuxKey(lockwire.KindSemVal, key), lease.Token()).(string)
 	} else {
 		raw = redisDo(t, c, "GET", key).(string)
 	}
@@ -99,7 +99,7 @@ func TestRenewalNoPeriod(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lease.Release(ctx) }()
-	v := storedValue(t, c, lease, lease.Key)
+	v := storedValue(t, c, lease, lease.Key())
 	if v.RenewEvery != 0 || v.PIDStart != 4711 || v.RenewedAt.IsZero() {
 		t.Errorf("value %+v", v)
 	}
@@ -123,12 +123,12 @@ func TestRenewalReacquire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lease.Release(ctx) }()
-	first := storedValue(t, c, lease, lease.Key)
+	first := storedValue(t, c, lease, lease.Key())
 	time.Sleep(20 * time.Millisecond)
-	if _, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: lease.Token, RenewEvery: 2 * time.Second}); err != nil {
+	if _, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Token: lease.Token(), RenewEvery: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	v := storedValue(t, c, lease, lease.Key)
+	v := storedValue(t, c, lease, lease.Key())
 	if !v.RenewedAt.After(first.RenewedAt) || !v.AcquiredAt.Equal(first.AcquiredAt) {
 		t.Errorf("re-acquired: acquired %v renewed %v, first %v", v.AcquiredAt, v.RenewedAt, first.RenewedAt)
 	}
@@ -145,7 +145,7 @@ func TestRenewalOldAndForeignValues(t *testing.T) {
 	const tok = "0123456789abcdef0123456789abcdef"
 	name := uniqueName(t)
 	redisDo(t, c, "SET", l.Key(name), `{"token":"`+tok+`","fence":1,"owner":"o","ttl_ms":10000,"acquired_ms":1}`, "PX", "10000")
-	if _, err := l.RenewToken(ctx, name, tok, 0); err != nil {
+	if _, err := renewToken(ctx, l, name, tok, 0); err != nil {
 		t.Fatal(err)
 	}
 	raw := redisDo(t, c, "GET", l.Key(name)).(string)
@@ -155,7 +155,7 @@ func TestRenewalOldAndForeignValues(t *testing.T) {
 	}
 	foreign := uniqueName(t)
 	redisDo(t, c, "SET", l.Key(foreign), tok, "PX", "1000")
-	if _, err := l.RenewToken(ctx, foreign, tok, 10*time.Second); err != nil {
+	if _, err := renewToken(ctx, l, foreign, tok, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if raw := redisDo(t, c, "GET", l.Key(foreign)).(string); raw != tok {

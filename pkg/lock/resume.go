@@ -40,7 +40,7 @@ func (l *Locker) Resume(ctx context.Context, name, token string) (*Lease, error)
 		// A user allowed the lease's own scripts but not the read (an ACL
 		// without a command the read needs): the lease by name and token
 		// alone, which Refresh and Release still check.
-		return &Lease{l: l, resumed: true, Name: name, Key: key, Token: token, Holds: 1}, nil
+		return &Lease{l: l, resumed: true, name: name, key: key, token: token, holds: 1}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -66,27 +66,27 @@ func (l *Locker) Resume(ctx context.Context, name, token string) (*Lease, error)
 	case h.Token != token || h.Format == FormatRedisson:
 		return nil, newHeldError(ErrNotOwner, *h)
 	}
-	lease := &Lease{l: l, resumed: true, Name: name, Key: key, Token: token, Owner: h.Owner, Note: h.Note, Fence: h.Fence,
-		TTL: h.LeaseTTL, AcquiredAt: h.AcquiredAt, Holds: int(max(h.Reentry, 1))}
+	lease := &Lease{l: l, resumed: true, name: name, key: key, token: token, owner: h.Owner, note: h.Note, fence: h.Fence,
+		ttl: h.LeaseTTL, acquiredAt: h.AcquiredAt, holds: int(max(h.Reentry, 1))}
 	switch h.Reason {
 	case ReasonSemaphore:
-		lease.Limit = int(h.Limit)
+		lease.limit = int(h.Limit)
 	case ReasonShared:
-		lease.Shared = true
+		lease.shared = true
 	}
 	remaining := h.TTL
 	if remaining < 0 {
 		remaining = 0 // a key without a TTL: no deadline to count on
 	}
-	if lease.TTL <= 0 {
+	if lease.ttl <= 0 {
 		// A value that does not record the TTL it was taken with.
-		lease.TTL = remaining
+		lease.ttl = remaining
 	}
 	// The lease lasts at least until start+remaining: Sent is set so that
 	// Sent+TTL is that moment, as a watchdog (Watch) expects.
-	lease.Sent = start.Add(remaining - lease.TTL)
+	lease.sent = start.Add(remaining - lease.ttl)
 	if h.TTL >= 0 {
-		lease.ExpiresAt = time.Now().Add(remaining).UTC()
+		lease.expiresAt = time.Now().Add(remaining).UTC()
 	}
 	return lease, nil
 }

@@ -19,27 +19,27 @@ func TestResumeRenewsAndReleasesAnothersLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	second, _ := newLocker(t, nil)
-	r, err := second.Resume(ctx, name, lease.Token)
+	r, err := second.Resume(ctx, name, lease.Token())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Name != name || r.Key != lease.Key || r.Token != lease.Token || r.Fence != lease.Fence || r.Owner != "first" ||
-		r.Note != "handed over" || r.TTL != 5*time.Second || !r.AcquiredAt.Equal(lease.AcquiredAt) || r.Holds != 1 {
+	if r.Name() != name || r.Key() != lease.Key() || r.Token() != lease.Token() || r.Fence() != lease.Fence() || r.Owner() != "first" ||
+		r.Note() != "handed over" || r.TTL() != 5*time.Second || !r.AcquiredAt().Equal(lease.AcquiredAt()) || r.Holds() != 1 {
 		t.Errorf("resumed %+v; acquired %+v", r, lease)
 	}
 	if d := time.Until(r.Deadline()); d <= 0 || d > 5*time.Second {
 		t.Errorf("resumed lease's deadline in %v", d)
 	}
-	if err := r.Refresh(ctx, time.Minute); err != nil || r.TTL != time.Minute {
-		t.Fatalf("refresh: %v (ttl %v)", err, r.TTL)
+	if err := r.Refresh(ctx, time.Minute); err != nil || r.TTL() != time.Minute {
+		t.Fatalf("refresh: %v (ttl %v)", err, r.TTL())
 	}
-	if pttl := c.PTTL(ctx, lease.Key).Val(); pttl < 50*time.Second {
+	if pttl := c.PTTL(ctx, lease.Key()).Val(); pttl < 50*time.Second {
 		t.Errorf("the key's TTL after the resumed lease's refresh: %v", pttl)
 	}
-	if err := r.Release(ctx); err != nil || r.Holds != 0 {
-		t.Fatalf("release: %v (holds %d)", err, r.Holds)
+	if err := r.Release(ctx); err != nil || r.Holds() != 0 {
+		t.Fatalf("release: %v (holds %d)", err, r.Holds())
 	}
-	if c.Exists(ctx, lease.Key).Val() != 0 {
+	if c.Exists(ctx, lease.Key()).Val() != 0 {
 		t.Error("the lock stays after the resumed lease's release")
 	}
 	// The acquirer's own lease is gone with it.
@@ -60,7 +60,7 @@ func TestResumeRefusesAWrongToken(t *testing.T) {
 	}
 	r, err := l.Resume(ctx, name, "0123456789abcdef0123456789abcdef")
 	var held *lock.HeldError
-	if r != nil || !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "holder" || held.Holder.Token != lease.Token {
+	if r != nil || !errors.Is(err, lock.ErrNotOwner) || !errors.As(err, &held) || held.Holder.Owner != "holder" || held.Holder.Token != lease.Token() {
 		t.Errorf("resume with another token: %v, %v", r, err)
 	}
 	if _, err := l.Resume(ctx, name, ""); !errors.Is(err, lock.ErrInvalid) {
@@ -88,26 +88,26 @@ func TestResumeReleasesOneHoldAtATime(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 2 {
-				if _, err := l.Reenter(ctx, name, lease.Token); err != nil {
+				if _, err := l.Reenter(ctx, name, lease.Token()); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for want := 2; want >= 0; want-- {
-				r, err := l.Resume(ctx, name, lease.Token)
+				r, err := l.Resume(ctx, name, lease.Token())
 				if err != nil {
 					t.Fatal(err)
 				}
-				if r.Holds != want+1 || r.Limit != lease.Limit || r.Shared != lease.Shared {
-					t.Errorf("resumed with %d holds (limit %d, shared %v), want %d", r.Holds, r.Limit, r.Shared, want+1)
+				if r.Holds() != want+1 || r.Limit() != lease.Limit() || r.Shared() != lease.Shared() {
+					t.Errorf("resumed with %d holds (limit %d, shared %v), want %d", r.Holds(), r.Limit(), r.Shared(), want+1)
 				}
-				if err := r.Release(ctx); err != nil || r.Holds != want {
-					t.Errorf("release: %v, %d holds left; want %d", err, r.Holds, want)
+				if err := r.Release(ctx); err != nil || r.Holds() != want {
+					t.Errorf("release: %v, %d holds left; want %d", err, r.Holds(), want)
 				}
 			}
-			if n := c.Exists(ctx, lease.Key, lock.AuxKey(lock.KindSem, lease.Key)).Val(); n != 0 {
+			if n := c.Exists(ctx, lease.Key(), lock.AuxKey(lock.KindSem, lease.Key())).Val(); n != 0 {
 				t.Errorf("%d key(s) stay after the last hold's release", n)
 			}
-			if _, err := l.Resume(ctx, name, lease.Token); !errors.Is(err, lock.ErrNotHeld) {
+			if _, err := l.Resume(ctx, name, lease.Token()); !errors.Is(err, lock.ErrNotHeld) {
 				t.Errorf("resume after the last release: %v", err)
 			}
 		})

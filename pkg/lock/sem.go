@@ -142,7 +142,7 @@ func (l *Locker) renewerFor(lease *Lease) renewer {
 	if lease.set != nil {
 		return setRenewer{l, lease.set}
 	}
-	if lease.Limit > 0 || lease.Shared {
+	if lease.limit > 0 || lease.shared {
 		return semRenewer{l}
 	}
 	return lockRenewer{l}
@@ -160,13 +160,13 @@ func (l *Locker) releaseHoldRecorded(ctx context.Context, lease *Lease) (int, er
 	if l.events == nil {
 		return l.releaseHold(ctx, lease, nil)
 	}
-	name := lease.Name
+	name := lease.name
 	if name == "" {
-		name = l.nameOf(lease.Key)
+		name = l.nameOf(lease.key)
 	}
 	held := l.heldFor(lease)
 	var ev *releaseEvents
-	if lease.Limit == 0 && !lease.Shared {
+	if lease.limit == 0 && !lease.shared {
 		ev = l.releaseEventsFor(name, held)
 	}
 	left, err := l.releaseHold(ctx, lease, ev)
@@ -181,11 +181,11 @@ func (l *Locker) releaseHoldRecorded(ctx context.Context, lease *Lease) (int, er
 // its script may write to the event stream.
 func (l *Locker) releaseHold(ctx context.Context, lease *Lease, ev *releaseEvents) (int, error) {
 	if lease.set != nil {
-		left, _, err := l.releaseSet(ctx, lease.set, lease.Token)
+		left, _, err := l.releaseSet(ctx, lease.set, lease.token)
 		return left, err
 	}
-	if lease.Limit > 0 || lease.Shared {
-		return l.releaseSem(ctx, lease.Key, lease.Token)
+	if lease.limit > 0 || lease.shared {
+		return l.releaseSem(ctx, lease.key, lease.token)
 	}
-	return l.releaseKey(ctx, lease.Key, lease.Token, ev)
+	return l.releaseKey(ctx, lease.key, lease.token, ev)
 }

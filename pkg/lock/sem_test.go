@@ -31,8 +31,8 @@ func TestSemaphoreBoundsHoldersUnderConcurrency(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 			inside.Add(-1)
-			fences <- lease.Fence
-			if err := l.ReleaseLease(ctx, lease); err != nil {
+			fences <- lease.Fence()
+			if err := lease.Release(ctx); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -71,8 +71,8 @@ func TestSemaphoreSlotsExpireAndCarryTTLs(t *testing.T) {
 			t.Errorf("PTTL %s = %d", k, p)
 		}
 	}
-	raw := redisDo(t, c, "HGET", lock.AuxKey(lock.KindSemVal, key), a.Token).(string)
-	if h := lock.ParseValue(key, raw, -1); h.Owner != "dies" || h.Limit != 1 || h.Fence != a.Fence {
+	raw := redisDo(t, c, "HGET", lock.AuxKey(lock.KindSemVal, key), a.Token()).(string)
+	if h := lock.ParseValue(key, raw, -1); h.Owner != "dies" || h.Limit != 1 || h.Fence != a.Fence() {
 		t.Errorf("stored holder %+v from %s", h, raw)
 	}
 	_, err = l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Limit: 1})
@@ -85,16 +85,16 @@ func TestSemaphoreSlotsExpireAndCarryTTLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.RenewToken(ctx, name, a.Token, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := renewToken(ctx, l, name, a.Token(), time.Second); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("renewing an expired slot: %v", err)
 	}
-	if _, err := l.RenewToken(ctx, name, b.Token, 5*time.Second); err != nil {
+	if _, err := renewToken(ctx, l, name, b.Token(), 5*time.Second); err != nil {
 		t.Errorf("renew by token: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, b.Token); err != nil {
+	if err := releaseToken(ctx, l, name, b.Token()); err != nil {
 		t.Errorf("release by token: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, b.Token); !errors.Is(err, lock.ErrNotHeld) {
+	if err := releaseToken(ctx, l, name, b.Token()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second release: %v", err)
 	}
 }

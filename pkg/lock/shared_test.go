@@ -77,7 +77,7 @@ func TestSharedHoldersOverlapAndAWaitingWriterGoesFirst(t *testing.T) {
 		if err != nil {
 			t.Fatalf("shared holder %d: %v", i+1, err)
 		}
-		if !lease.Shared {
+		if !lease.Shared() {
 			t.Fatalf("lease %d is not marked shared", i+1)
 		}
 		readers = append(readers, lease)
@@ -109,7 +109,7 @@ func TestSharedHoldersOverlapAndAWaitingWriterGoesFirst(t *testing.T) {
 
 	for i, r := range readers {
 		notYet(t, writer, "the writer")
-		if err := l.ReleaseLease(ctx, r); err != nil {
+		if err := r.Release(ctx); err != nil {
 			t.Fatalf("release reader %d: %v", i+1, err)
 		}
 	}
@@ -118,21 +118,21 @@ func TestSharedHoldersOverlapAndAWaitingWriterGoesFirst(t *testing.T) {
 	if d := time.Since(released); d > 5*time.Second {
 		t.Errorf("the writer got in %s after the last reader left: woken by the poll, not the release", d)
 	}
-	if w.Fence <= readers[0].Fence {
-		t.Errorf("writer's fence %d is not above the readers' %d", w.Fence, readers[0].Fence)
+	if w.Fence() <= readers[0].Fence() {
+		t.Errorf("writer's fence %d is not above the readers' %d", w.Fence(), readers[0].Fence())
 	}
 	if n := redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindWriters, key)).(int64); n != 0 {
 		t.Error("the writer is still listed as waiting after it got the lock")
 	}
 	notYet(t, sixth, "the sixth reader (the writer holds the lock)")
-	if err := l.ReleaseLease(ctx, w); err != nil {
+	if err := w.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s := got(t, sixth, "the sixth reader")
-	if s.Fence != w.Fence {
-		t.Errorf("a reader after the writer holds fence %d, want the writer's %d (the current fence)", s.Fence, w.Fence)
+	if s.Fence() != w.Fence() {
+		t.Errorf("a reader after the writer holds fence %d, want the writer's %d (the current fence)", s.Fence(), w.Fence())
 	}
-	if err := l.ReleaseLease(ctx, s); err != nil {
+	if err := s.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := redisDo(t, c, "EXISTS", key, lock.AuxKey(lock.KindSem, key), lock.AuxKey(lock.KindSemVal, key),
@@ -151,21 +151,21 @@ func TestSharedFencesAreTheCurrentOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Fence < floor {
-		t.Errorf("first fence %d is below the clock floor %d", a.Fence, floor)
+	if a.Fence() < floor {
+		t.Errorf("first fence %d is below the clock floor %d", a.Fence(), floor)
 	}
 	b, err := l.Acquire(ctx, name, 10*time.Second, shared(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Fence != a.Fence {
-		t.Errorf("two readers hold fences %d and %d, want the same", a.Fence, b.Fence)
+	if b.Fence() != a.Fence() {
+		t.Errorf("two readers hold fences %d and %d, want the same", a.Fence(), b.Fence())
 	}
-	if n, _ := c.Get(ctx, lock.AuxKey(lock.KindFence, key)).Int64(); n != a.Fence {
-		t.Errorf("counter %d after shared acquisitions, want %d", n, a.Fence)
+	if n, _ := c.Get(ctx, lock.AuxKey(lock.KindFence, key)).Int64(); n != a.Fence() {
+		t.Errorf("counter %d after shared acquisitions, want %d", n, a.Fence())
 	}
 	for _, x := range []*lock.Lease{a, b} {
-		if err := l.ReleaseLease(ctx, x); err != nil {
+		if err := x.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -173,10 +173,10 @@ func TestSharedFencesAreTheCurrentOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Fence <= a.Fence {
-		t.Errorf("exclusive fence %d not above the readers' %d", w.Fence, a.Fence)
+	if w.Fence() <= a.Fence() {
+		t.Errorf("exclusive fence %d not above the readers' %d", w.Fence(), a.Fence())
 	}
-	_ = l.ReleaseLease(ctx, w)
+	_ = w.Release(ctx)
 }
 
 func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
@@ -191,7 +191,7 @@ func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
 	if !errors.As(err, &le) || le.Err != lock.ErrLimitMismatch || le.Limit != 0 || le.WantLimit != 3 || !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("semaphore among shared holders: %v", err)
 	}
-	_ = l.ReleaseLease(ctx, s)
+	_ = s.Release(ctx)
 	m, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Limit: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
 	if !errors.As(err, &le) || le.Err != lock.ErrLimitMismatch || le.Limit != 3 || le.WantLimit != 0 {
 		t.Fatalf("shared among semaphore holders: %v", err)
 	}
-	_ = l.ReleaseLease(ctx, m)
+	_ = m.Release(ctx)
 	if _, err := l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Shared: true, Limit: 2}); !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("Shared with Limit: %v, want ErrInvalid", err)
 	}
@@ -211,10 +211,10 @@ func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
 	}
 	_, err = l.Acquire(ctx, name, time.Second, shared(0))
 	var held *lock.HeldError
-	if !errors.As(err, &held) || held.Holder.Token != x.Token {
+	if !errors.As(err, &held) || held.Holder.Token != x.Token() {
 		t.Fatalf("shared while an exclusive holder holds: %v", err)
 	}
-	_ = l.ReleaseLease(ctx, x)
+	_ = x.Release(ctx)
 }
 
 func TestSharedRenewReleaseAndReentry(t *testing.T) {
@@ -226,25 +226,25 @@ func TestSharedRenewReleaseAndReentry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Renew by name and token, with the lease's own TTL.
-	ttl, err := l.RenewToken(ctx, name, s.Token, 0)
+	ttl, err := renewToken(ctx, l, name, s.Token(), 0)
 	if err != nil || ttl != 2*time.Second {
 		t.Fatalf("renew: %s, %v", ttl, err)
 	}
-	in, err := l.Reenter(ctx, name, s.Token)
+	in, err := l.Reenter(ctx, name, s.Token())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !in.Shared || in.Holds != 2 || in.Fence != s.Fence {
+	if !in.Shared() || in.Holds() != 2 || in.Fence() != s.Fence() {
 		t.Fatalf("re-entered lease %+v", in)
 	}
-	if left, err := l.ReleaseHold(ctx, in); err != nil || left != 1 {
+	if left, err := releaseHold(ctx, in); err != nil || left != 1 {
 		t.Fatalf("inner release: %d left, %v", left, err)
 	}
 	// Another token cannot release it.
-	if err := l.ReleaseToken(ctx, name, "not-the-token"); !errors.Is(err, lock.ErrNotHeld) {
+	if err := releaseToken(ctx, l, name, "not-the-token"); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("release by a stranger: %v", err)
 	}
-	if err := l.ReleaseToken(ctx, name, s.Token); err != nil {
+	if err := releaseToken(ctx, l, name, s.Token()); err != nil {
 		t.Fatal(err)
 	}
 	if n := redisDo(t, c, "EXISTS", lock.AuxKey(lock.KindSem, key)).(int64); n != 0 {
@@ -256,7 +256,7 @@ func TestSharedRenewReleaseAndReentry(t *testing.T) {
 	if err != nil || h.Kind() != "shared" || !h.Shared || h.Holders != 1 {
 		t.Fatalf("Get: %+v, %v", h, err)
 	}
-	_ = l.ReleaseLease(ctx, s2)
+	_ = s2.Release(ctx)
 }
 
 func TestAWriterThatGivesUpLetsReadersIn(t *testing.T) {
@@ -278,8 +278,8 @@ func TestAWriterThatGivesUpLetsReadersIn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reader after the writer gave up: %v", err)
 	}
-	_ = l.ReleaseLease(ctx, r)
-	_ = l.ReleaseLease(ctx, s)
+	_ = r.Release(ctx)
+	_ = s.Release(ctx)
 
 	// A writer that died (no leave, no more attempts) is dropped once its
 	// listing expires.
@@ -295,8 +295,8 @@ func TestAWriterThatGivesUpLetsReadersIn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reader after the dead writer's listing expired: %v", err)
 	}
-	_ = l.ReleaseLease(ctx, r)
-	_ = l.ReleaseLease(ctx, s)
+	_ = r.Release(ctx)
+	_ = s.Release(ctx)
 }
 
 func TestSharedFIFOOrdersReadersAndWriters(t *testing.T) {
@@ -326,22 +326,22 @@ func TestSharedFIFOOrdersReadersAndWriters(t *testing.T) {
 	queued(2)
 	cc := acquireAsync(l, name, fifo(true))
 	queued(3)
-	if err := l.ReleaseLease(ctx, x); err != nil {
+	if err := x.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ra := got(t, a, "reader A (first in the queue)")
 	notYet(t, b, "writer B (reader A holds)")
 	notYet(t, cc, "reader C (writer B arrived before it)")
-	if err := l.ReleaseLease(ctx, ra); err != nil {
+	if err := ra.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wb := got(t, b, "writer B")
 	notYet(t, cc, "reader C (writer B holds)")
-	if err := l.ReleaseLease(ctx, wb); err != nil {
+	if err := wb.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rc := got(t, cc, "reader C")
-	_ = l.ReleaseLease(ctx, rc)
+	_ = rc.Release(ctx)
 }
 
 func TestCheckSharedAcceptsTheCurrentFenceFromEveryReader(t *testing.T) {
@@ -391,7 +391,7 @@ func TestLocalSharedWaitersAllEnterWhenTheWriterLeaves(t *testing.T) {
 		waiting = append(waiting, acquireAsync(l, name, shared(20*time.Second)))
 	}
 	time.Sleep(200 * time.Millisecond) // all four subscribed and refused
-	if err := l.ReleaseLease(ctx, w); err != nil {
+	if err := w.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	released := time.Now()
@@ -405,7 +405,7 @@ func TestLocalSharedWaitersAllEnterWhenTheWriterLeaves(t *testing.T) {
 				t.Errorf("shared waiter %d got in %s after the release: woken by its poll, not by the one before it", i, d)
 			}
 			defer func() {
-				if err := l.ReleaseLease(ctx, r.lease); err != nil {
+				if err := r.lease.Release(ctx); err != nil {
 					t.Errorf("shared waiter %d's release: %v", i, err)
 				}
 			}()
@@ -428,19 +428,19 @@ func TestResumeFindsEachHoldersOwnAcquisition(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range []*lock.Lease{a, b} {
-		r, err := l.Resume(ctx, name, x.Token)
-		if err != nil || !r.AcquiredAt.Equal(x.AcquiredAt) || !r.Shared || r.Holds != 1 {
-			t.Errorf("Resume(%s): %+v %v; want acquired at %v", x.Token[:8], r, err, x.AcquiredAt)
+		r, err := l.Resume(ctx, name, x.Token())
+		if err != nil || !r.AcquiredAt().Equal(x.AcquiredAt()) || !r.Shared() || r.Holds() != 1 {
+			t.Errorf("Resume(%s): %+v %v; want acquired at %v", x.Token()[:8], r, err, x.AcquiredAt())
 		}
 	}
 	if r, err := l.Resume(ctx, name, "stranger"); r != nil || !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("a stranger's token: %v, %v", r, err)
 	}
-	_ = l.ReleaseLease(ctx, a)
-	_ = l.ReleaseLease(ctx, b)
+	_ = a.Release(ctx)
+	_ = b.Release(ctx)
 	x, _ := l.Acquire(ctx, name, 10*time.Second, nil)
-	if r, err := l.Resume(ctx, name, x.Token); err != nil || !r.AcquiredAt.Equal(x.AcquiredAt) || r.Shared {
-		t.Errorf("exclusive: %+v %v; want acquired at %v", r, err, x.AcquiredAt)
+	if r, err := l.Resume(ctx, name, x.Token()); err != nil || !r.AcquiredAt().Equal(x.AcquiredAt()) || r.Shared() {
+		t.Errorf("exclusive: %+v %v; want acquired at %v", r, err, x.AcquiredAt())
 	}
-	_ = l.ReleaseLease(ctx, x)
+	_ = x.Release(ctx)
 }

@@ -52,12 +52,16 @@ type streamSleep struct {
 	last    string        // the ID of the last entry read
 	beat    time.Duration // the listing's life: the waiter renews it in time
 	// broken: the server refused XREAD (an ACL): the waiter sleeps on a
-	// timer instead, bounded as a poll.
+	// timer instead, bounded as a poll. Written by the read, read only
+	// when no read is pending.
 	broken bool
 	poll   time.Duration
-	// pending is a read still blocked when the wait ended (its ctx), which
-	// the leave script's wake-up ('0') ends; the slot frees after it.
-	pending chan struct{}
+	// pending is a read still blocked when the last sleep ended (its timer
+	// or its ctx), closed when the read returns woke; the next sleep waits
+	// for it, and close frees the slot after it.
+	pending  chan struct{}
+	again    time.Duration
+	timedOut bool
 }
 
 // streamSleeper returns a sleeper on token's wake-up stream, or nil when
@@ -115,41 +119,57 @@ func (w *streamSleep) longest(unheld bool) time.Duration {
 
 func (w *streamSleep) sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
 	d = max(d, time.Millisecond)
-	if w.broken {
-		t := time.NewTimer(min(d, w.poll))
-		defer t.Stop()
+	if w.pending == nil && w.broken {
+		d = min(d, w.poll)
+	}
+	// The server ends a blocked read at its next cron tick after the block
+	// time (every 100 ms at the default hz), not at the block time itself:
+	// a timer of our own ends the sleep on time, and the read, still
+	// blocked, carries on into the next sleep, which waits for it rather
+	// than reading the stream twice at once.
+	t := time.NewTimer(d)
+	defer t.Stop()
+	end := time.Now().Add(d)
+	for {
+		if w.pending == nil && w.broken {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-t.C:
+				return 0, nil
+			}
+		}
+		if w.pending == nil {
+			w.pending = make(chan struct{})
+			go func(done chan struct{}, d time.Duration) {
+				defer close(done)
+				w.again, w.timedOut = w.read(ctx, d)
+			}(w.pending, max(time.Until(end), time.Millisecond))
+		}
 		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
+		case <-w.pending:
+			w.pending = nil
+			if w.timedOut && time.Until(end) > 0 {
+				// A read left over from the last sleep ended on its
+				// own time: sleep on for the rest of this one.
+				continue
+			}
+			return w.again, nil
 		case <-t.C:
 			return 0, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
-	}
-	if ctx.Done() == nil {
-		return w.read(ctx, d), nil
-	}
-	var again time.Duration
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		again = w.read(ctx, d)
-	}()
-	select {
-	case <-done:
-		return again, nil
-	case <-ctx.Done():
-		w.pending = done
-		return 0, ctx.Err()
 	}
 }
 
 // read blocks up to d on the stream and says what woke it: 0 to try at
 // once (a wake-up, the time out, an error), or, for a waiter next in line,
-// the grace after which to look again.
-func (w *streamSleep) read(ctx context.Context, d time.Duration) time.Duration {
+// the grace after which to look again; timedOut when nothing did.
+func (w *streamSleep) read(ctx context.Context, d time.Duration) (again time.Duration, timedOut bool) {
 	res, err := w.s.c.XRead(context.WithoutCancel(ctx), &redis.XReadArgs{Streams: []string{w.key, w.last}, Count: 4, Block: d}).Result()
 	if errors.Is(err, redis.Nil) {
-		return 0
+		return 0, true
 	}
 	if err != nil {
 		var rerr redis.Error
@@ -161,7 +181,7 @@ func (w *streamSleep) read(ctx context.Context, d time.Duration) time.Duration {
 			// Unreachable, say: the next attempt finds out, not at once.
 			time.Sleep(min(d, transientDelay))
 		}
-		return 0
+		return 0, false
 	}
 	next := false
 	for _, st := range res {
@@ -171,13 +191,13 @@ func (w *streamSleep) read(ctx context.Context, d time.Duration) time.Duration {
 				next = true
 				continue
 			}
-			return 0
+			return 0, false
 		}
 	}
 	if next {
-		return wakeGrace
+		return wakeGrace, false
 	}
-	return 0
+	return 0, false
 }
 
 func (w *streamSleep) fifo(string, int64) {}

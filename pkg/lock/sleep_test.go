@@ -108,12 +108,12 @@ func gotWithin(t *testing.T, ch chan acquired, d time.Duration, what string) *lo
 // A waiting process holds one connection, with no pub/sub on it, and the
 // release wakes it there, though its poll interval is an hour.
 func TestWaiterSleepsOnOneConnection(t *testing.T) {
-	admin, holder, name, first := heldLock(t)
+	admin, _, name, first := heldLock(t)
 	cname := "waiter-" + strings.ReplaceAll(name[len(name)-8:], ".", "")
 	c, _ := waiterClient(t, cname)
 	w := lock.New(c, &lock.Options{PollInterval: time.Hour})
 	got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1})
-	listedWithin(t, admin, lock.AuxKey(lock.KindWriters, first.Key), 1)
+	listedWithin(t, admin, lock.AuxKey(lock.KindWriters, first.Key()), 1)
 	time.Sleep(200 * time.Millisecond) // on its way to sleep
 	conns := clientsNamed(t, admin, cname)
 	if len(conns) != 1 {
@@ -122,7 +122,7 @@ func TestWaiterSleepsOnOneConnection(t *testing.T) {
 	if !strings.Contains(conns[0], " sub=0 ") || !strings.Contains(conns[0], " psub=0 ") || !strings.Contains(conns[0], " cmd=xread ") {
 		t.Fatalf("the waiter's connection is not blocked in XREAD without pub/sub: %s", conns[0])
 	}
-	if err := holder.ReleaseLease(ctx, first); err != nil {
+	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	lease := gotWithin(t, got, 10*time.Second, "the waiter (its poll is an hour)")
@@ -132,11 +132,11 @@ func TestWaiterSleepsOnOneConnection(t *testing.T) {
 // A waiter does not poll: sleeping 3s behind a holder, it sends a few
 // commands, not one per poll interval (50ms here, 60 polls).
 func TestWaiterDoesNotPoll(t *testing.T) {
-	admin, holder, name, first := heldLock(t)
+	admin, _, name, first := heldLock(t)
 	c, h := waiterClient(t, "nopoll")
 	w := lock.New(c, &lock.Options{PollInterval: 50 * time.Millisecond})
 	got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1})
-	listedWithin(t, admin, lock.AuxKey(lock.KindWriters, first.Key), 1)
+	listedWithin(t, admin, lock.AuxKey(lock.KindWriters, first.Key()), 1)
 	before := h.n.Load()
 	time.Sleep(3 * time.Second)
 	n := h.n.Load() - before
@@ -146,7 +146,7 @@ func TestWaiterDoesNotPoll(t *testing.T) {
 	if n > 6 {
 		t.Errorf("the waiter sent %d commands in 3s, want a few: it polls", n)
 	}
-	if err := holder.ReleaseLease(ctx, first); err != nil {
+	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	lease := gotWithin(t, got, 10*time.Second, "the waiter")
@@ -173,17 +173,14 @@ func TestWaiterWokenByHolderExpiry(t *testing.T) {
 // FIFO waiters are handed the lock in arrival order, each by the release
 // before it, though their poll is an hour.
 func TestFIFOHandOffOrderWithoutPolling(t *testing.T) {
-	admin, holder, name, first := heldLock(t)
+	admin, _, name, first := heldLock(t)
 	const n = 4
 	var chans []chan acquired
-	var ls []*lock.Locker
 	for i := range n {
-		l := sleeper(t)
-		ls = append(ls, l)
-		chans = append(chans, waitAsync(l, name, time.Minute, &lock.AcquireOptions{Wait: -1, FIFO: true, Note: fmt.Sprint(i)}))
-		listedWithin(t, admin, lock.AuxKey(lock.KindQueue, first.Key), int64(i+1))
+		chans = append(chans, waitAsync(sleeper(t), name, time.Minute, &lock.AcquireOptions{Wait: -1, FIFO: true, Note: fmt.Sprint(i)}))
+		listedWithin(t, admin, lock.AuxKey(lock.KindQueue, first.Key()), int64(i+1))
 	}
-	if err := holder.ReleaseLease(ctx, first); err != nil {
+	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
@@ -195,7 +192,7 @@ func TestFIFOHandOffOrderWithoutPolling(t *testing.T) {
 			default:
 			}
 		}
-		if err := ls[i].ReleaseLease(ctx, lease); err != nil {
+		if err := lease.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,15 +201,15 @@ func TestFIFOHandOffOrderWithoutPolling(t *testing.T) {
 // A release of an exclusive holder wakes every shared waiter, which all
 // enter together, though their poll is an hour.
 func TestSharedWaitersWokenTogether(t *testing.T) {
-	admin, holder, name, first := heldLock(t)
+	admin, _, name, first := heldLock(t)
 	const n = 3
 	var chans []chan acquired
 	for range n {
 		l := sleeper(t)
 		chans = append(chans, waitAsync(l, name, time.Minute, &lock.AcquireOptions{Wait: -1, Shared: true}))
 	}
-	listedWithin(t, admin, lock.AuxKey(lock.KindWaiting, first.Key), n)
-	if err := holder.ReleaseLease(ctx, first); err != nil {
+	listedWithin(t, admin, lock.AuxKey(lock.KindWaiting, first.Key()), n)
+	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var leases []*lock.Lease
@@ -249,9 +246,9 @@ func TestSemaphoreWaitersWokenOneBySlot(t *testing.T) {
 			results <- acquired{lease, err}
 		}()
 	}
-	listedWithin(t, admin, lock.AuxKey(lock.KindWaiting, held[0].Key), 2)
+	listedWithin(t, admin, lock.AuxKey(lock.KindWaiting, held[0].Key()), 2)
 	for i := range 2 {
-		if err := holder.ReleaseLease(ctx, held[i]); err != nil {
+		if err := held[i].Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		lease := gotWithin(t, results, 10*time.Second, fmt.Sprintf("a waiter for freed slot %d (the poll is an hour)", i))
@@ -268,8 +265,8 @@ func TestSemaphoreWaitersWokenOneBySlot(t *testing.T) {
 // live) stalls the next one no longer than its heartbeat's life, the
 // queue's TTL (3s), as before: the next one takes the lock then.
 func TestFIFODeadHeadStallsNoLongerThanItsHeartbeat(t *testing.T) {
-	admin, holder, name, first := heldLock(t)
-	q, hb := lock.AuxKey(lock.KindQueue, first.Key), lock.AuxKey(lock.KindQueueHB, first.Key)
+	admin, _, name, first := heldLock(t)
+	q, hb := lock.AuxKey(lock.KindQueue, first.Key()), lock.AuxKey(lock.KindQueueHB, first.Key())
 	now := time.Now()
 	if err := admin.ZAdd(ctx, q, redis.Z{Score: float64(now.UnixMicro()), Member: "dead"}).Err(); err != nil {
 		t.Fatal(err)
@@ -280,7 +277,7 @@ func TestFIFODeadHeadStallsNoLongerThanItsHeartbeat(t *testing.T) {
 	w := lock.New(newClient(t), &lock.Options{PollInterval: time.Second})
 	got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1, FIFO: true})
 	listedWithin(t, admin, q, 2)
-	if err := holder.ReleaseLease(ctx, first); err != nil {
+	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	lease := gotWithin(t, got, 10*time.Second, "the FIFO waiter behind a dead head")
@@ -293,8 +290,8 @@ func TestFIFODeadHeadStallsNoLongerThanItsHeartbeat(t *testing.T) {
 // tells the next in line to look again after the grace, though its poll
 // is an hour.
 func TestKilledWaiterStallsTheNextOneOnlyItsGrace(t *testing.T) {
-	admin, holder, name, first := heldLock(t)
-	writers := lock.AuxKey(lock.KindWriters, first.Key)
+	admin, _, name, first := heldLock(t)
+	writers := lock.AuxKey(lock.KindWriters, first.Key())
 	// The waiter that dies: a process of its own (this test binary).
 	p := exec.Command(os.Args[0], "-test.run=^TestWaitingProcess$", "-test.count=1")
 	p.Env = append(os.Environ(), "LOCKCTL_TEST_WAIT_URL="+srv.URL, "LOCKCTL_TEST_WAIT_NAME="+name)
@@ -317,7 +314,7 @@ func TestKilledWaiterStallsTheNextOneOnlyItsGrace(t *testing.T) {
 	listedWithin(t, admin, writers, 2)
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
-	if err := holder.ReleaseLease(ctx, first); err != nil {
+	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	lease := gotWithin(t, got, 10*time.Second, "the waiter behind a killed one (its poll is an hour)")
@@ -353,11 +350,11 @@ func TestWaiterOnClusterWokenByRelease(t *testing.T) {
 		w := lock.New(newCC(), &lock.Options{PollInterval: time.Hour})
 		got := waitAsync(w, name, time.Minute, &lock.AcquireOptions{Wait: -1, FIFO: fifo})
 		time.Sleep(300 * time.Millisecond) // listed, and asleep
-		if err := holder.ReleaseLease(ctx, first); err != nil {
+		if err := first.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		first = gotWithin(t, got, 10*time.Second, fmt.Sprintf("the waiter on a Cluster (fifo %v; its poll is an hour)", fifo))
 		holder = w
 	}
-	_ = holder.ReleaseLease(ctx, first)
+	_ = first.Release(ctx)
 }

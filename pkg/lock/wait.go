@@ -194,27 +194,34 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 			delay, again = min(delay, again), 0
 		}
 		retry = true
+		giveUp := func() error {
+			switch {
+			case down != nil:
+				return down
+			case late != nil && a.slow != nil:
+				// The attempt at the deadline had no time to
+				// re-confirm; one before it found why it was late.
+				return a.slow
+			case late != nil:
+				return late
+			}
+			return newHeldError(ErrNotObtained, held)
+		}
 		if !deadline.IsZero() {
 			left := deadline.Sub(a.l.clock.Now())
 			if left <= 0 {
-				if down != nil {
-					return nil, down
-				}
-				if late != nil && a.slow != nil {
-					// The attempt at the deadline had no time to
-					// re-confirm; one before it found why it was late.
-					return nil, a.slow
-				}
-				if late != nil {
-					return nil, late
-				}
-				return nil, newHeldError(ErrNotObtained, held)
+				return nil, giveUp()
 			}
 			delay = min(delay, left)
 		}
 		var err error
 		if again, err = sl.sleep(ctx, delay); err != nil {
 			return nil, ctxErr(ctx, a.key)
+		}
+		if !deadline.IsZero() && !a.l.clock.Now().Before(deadline) {
+			// The wait is over: an attempt now would take the lock
+			// after its bound.
+			return nil, giveUp()
 		}
 		if again > 0 {
 			// Next in line behind a waiter just woken: give it its grace

@@ -58,7 +58,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 	subscribed, done := startWaiter(ctx, l, name, 10*time.Second, lock.AcquireOptions{Wait: time.Minute, Owner: "waiter"})
 	await(t, subscribed, "the waiter to subscribe")
 	released := time.Now()
-	if err := l.ReleaseToken(ctx, name, holder.Token); err != nil {
+	if err := releaseToken(ctx, l, name, holder.Token()); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -66,7 +66,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if r.lease.Owner != "waiter" || r.lease.Fence <= holder.Fence || r.lease.Waited <= 0 {
+		if r.lease.Owner() != "waiter" || r.lease.Fence() <= holder.Fence() || r.lease.Waited() <= 0 {
 			t.Errorf("waiter's lease %+v", r.lease)
 		}
 		t.Logf("hand-off took %v", r.at.Sub(released))
@@ -109,11 +109,11 @@ func TestWaiterGivesUpAtDeadline(t *testing.T) {
 	if elapsed < 300*time.Millisecond || elapsed > 5*time.Second {
 		t.Errorf("gave up after %v, wait was 300ms", elapsed)
 	}
-	if h, err := l.Get(ctx, name); err != nil || h.Token != holder.Token {
+	if h, err := l.Get(ctx, name); err != nil || h.Token != holder.Token() {
 		t.Errorf("holder changed: %+v %v", h, err)
 	}
 	// The waiter's subscription ended with it.
-	ch := lock.Channel(holder.Key)
+	ch := lock.Channel(holder.Key())
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		n := redisDo(t, c, "PUBSUB", "NUMSUB", ch).([]any)[1].(int64)
 		if n == 0 {
@@ -195,9 +195,9 @@ func testMutualExclusion(t *testing.T, lockers int) {
 				c := counter
 				time.Sleep(100 * time.Microsecond)
 				counter = c + 1
-				fences = append(fences, lease.Fence)
+				fences = append(fences, lease.Fence())
 				inside.Add(-1)
-				if err := l.ReleaseToken(tctx, name, lease.Token); err != nil {
+				if err := releaseToken(tctx, l, name, lease.Token()); err != nil {
 					errs <- err
 					return
 				}

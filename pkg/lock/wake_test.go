@@ -35,15 +35,15 @@ func TestReleaseStandsWhenTheWakeUpIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.ReleaseToken(ctx, name, a.Token)
+	err = releaseToken(ctx, l, name, a.Token())
 	var we *lock.WakeError
-	if !errors.Is(err, lock.ErrNotWoken) || !errors.As(err, &we) || we.Channel != lock.Channel(a.Key) || we.Reason == "" {
-		t.Fatalf("release: %v, want a *WakeError on %s", err, lock.Channel(a.Key))
+	if !errors.Is(err, lock.ErrNotWoken) || !errors.As(err, &we) || we.Channel != lock.Channel(a.Key()) || we.Reason == "" {
+		t.Fatalf("release: %v, want a *WakeError on %s", err, lock.Channel(a.Key()))
 	}
 	if errors.Is(err, lock.ErrNotHeld) || errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("release: %v reads as a failed release", err)
 	}
-	if n := redisDo(t, newClient(t), "EXISTS", a.Key).(int64); n != 0 {
+	if n := redisDo(t, newClient(t), "EXISTS", a.Key()).(int64); n != 0 {
 		t.Fatal("the lock is still there")
 	}
 	if n := events.count(evs.Released); n != 1 {
@@ -55,10 +55,10 @@ func TestReleaseStandsWhenTheWakeUpIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseLease(ctx, s); !errors.Is(err, lock.ErrNotWoken) {
+	if err := s.Release(ctx); !errors.Is(err, lock.ErrNotWoken) {
 		t.Fatalf("semaphore release: %v", err)
 	}
-	if n := redisDo(t, newClient(t), "EXISTS", lock.AuxKey(lock.KindSem, s.Key)).(int64); n != 0 {
+	if n := redisDo(t, newClient(t), "EXISTS", lock.AuxKey(lock.KindSem, s.Key())).(int64); n != 0 {
 		t.Fatal("the slot is still there")
 	}
 }
@@ -91,7 +91,7 @@ func TestRedlockReleaseWakeUpRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseToken(ctx, name, a.Token); err != nil {
+	if err := releaseToken(ctx, l, name, a.Token()); err != nil {
 		t.Fatalf("release with two nodes publishing: %v", err)
 	}
 	// Every node without channels.
@@ -104,11 +104,11 @@ func TestRedlockReleaseWakeUpRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseToken(ctx, name, b.Token); !errors.Is(err, lock.ErrNotWoken) {
+	if err := releaseToken(ctx, l, name, b.Token()); !errors.Is(err, lock.ErrNotWoken) {
 		t.Fatalf("release with no node publishing: %v", err)
 	}
 	for _, s := range srvs {
-		if v := get(t, s, b.Key); v != "" {
+		if v := get(t, s, b.Key()); v != "" {
 			t.Errorf("%s still holds %s", s.Addr, v)
 		}
 	}
@@ -132,12 +132,12 @@ func TestReleaseStandsWhenPickingTheWaiterIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.ReleaseToken(ctx, name, a.Token)
+	err = releaseToken(ctx, l, name, a.Token())
 	var we *lock.WakeError
 	if !errors.As(err, &we) || we.Command != "EXISTS" || we.Channel != "" || we.Reason == "" {
 		t.Fatalf("release: %v (%+v), want a *WakeError naming EXISTS", err, we)
 	}
-	if n := redisDo(t, admin, "EXISTS", a.Key).(int64); n != 0 {
+	if n := redisDo(t, admin, "EXISTS", a.Key()).(int64); n != 0 {
 		t.Fatal("the lock is still there")
 	}
 
@@ -145,10 +145,10 @@ func TestReleaseStandsWhenPickingTheWaiterIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseToken(ctx, name+".sem", s.Token); !errors.As(err, &we) || we.Command != "EXISTS" {
+	if err := releaseToken(ctx, l, name+".sem", s.Token()); !errors.As(err, &we) || we.Command != "EXISTS" {
 		t.Fatalf("semaphore release: %v", err)
 	}
-	if n := redisDo(t, admin, "EXISTS", lock.AuxKey(lock.KindSem, s.Key)).(int64); n != 0 {
+	if n := redisDo(t, admin, "EXISTS", lock.AuxKey(lock.KindSem, s.Key())).(int64); n != 0 {
 		t.Fatal("the slot is still there")
 	}
 }

@@ -41,43 +41,37 @@ func (e *LostError) Unwrap() []error { return causes(ErrLost, e.Err) }
 
 // WatchdogOptions tune Lease.Watch. A nil *WatchdogOptions takes every default.
 type WatchdogOptions struct {
-	// RenewEvery is the renewal period; 0 means leasetime.DefaultRenewEvery(ttl). It
+	// RenewEvery is the renewal period; 0 means ttl/6. It
 	// must leave room for at least one renewal before the deadline:
 	// RenewEvery < ttl-Margin.
 	RenewEvery time.Duration
 	// Margin is how long before the lease would expire on the server the
-	// lock already counts as lost; 0 means leasetime.DefaultMargin(ttl).
+	// lock already counts as lost; 0 means ttl/4, at least
+	// 100ms and at most ttl/2.
 	Margin time.Duration
 	// Clock drives the watchdog's schedules; nil is the real, monotonic clock.
-	Clock leasetime.Clock
+	Clock Clock
 	// RetryMin and RetryMax bound the back-off between attempts after a
 	// failed renewal (Redis unreachable, timeout, a failover under way);
 	// 0 means 100ms and min(1s, RenewEvery, Margin/3), so that several
 	// attempts fit between the first failure and the deadline.
 	RetryMin, RetryMax time.Duration
-	// OnRenewError, if set, is called (from the watchdog's goroutine) with
-	// every renewal error that does not lose the lease: a transient one
-	// that will be retried, or a *ReplicationError (see Lease.Watch).
-	OnRenewError func(error)
-	// Events, if set, receives renew_failed for every renewal attempt
-	// that did not count (refused, failed and retried, answered with a
-	// *ReplicationError, answered too late, or still unanswered at the
-	// deadline) and lease_lost when the lease is lost; nil records nothing.
-	// Lease.Watch passes the Locker's Options.Events unless this is set.
-	Events events.Sink
-	// RenewNow, if set, asks at each receive for a renewal at once, or,
-	// while one is in flight, for another as soon as it is answered (the
-	// one in flight may have gone to a server that is no longer the
-	// master). A caller that learns the master changed sends on it:
-	// renewals the old master took after the promotion never reach the new
-	// one, whose copy of the lease runs out at its TTL from the last
-	// renewal it did get, so waiting for the next period can lose a lease
-	// that a renewal now would keep.
-	RenewNow <-chan struct{}
-	// OnRenew, if set, is called (from the watchdog's goroutine) after each
-	// renewal that counts, with the lease's new local deadline: the moment
-	// it counts as lost unless renewed before.
-	OnRenew func(deadline time.Time)
+	// Observer, if set, is told (from the watchdog's goroutine) of every
+	// renewal that counted and every renewal error that did not lose the
+	// lease. Done and Err tell of the loss.
+	Observer func(WatchEvent)
+}
+
+// WatchEvent is what a watchdog tells WatchdogOptions.Observer.
+type WatchEvent struct {
+	// Renewed: a renewal counted, and Deadline is the lease's new local
+	// deadline. Otherwise a renewal failed without losing the lease, and
+	// Err says how: a transient error (Redis unreachable, a timeout, a
+	// failover under way), retried until the deadline, or a
+	// *ReplicationError (see Lease.Watch).
+	Renewed  bool
+	Deadline time.Time
+	Err      error
 }
 
 // engine is o as the watchdog's options for the lease called name: clock
@@ -86,15 +80,16 @@ func (o *WatchdogOptions) engine(name string, clock leasetime.Clock, sink events
 	e := watchdog.Options{}
 	if o != nil {
 		e = watchdog.Options{RenewEvery: o.RenewEvery, Margin: o.Margin, Clock: o.Clock,
-			RetryMin: o.RetryMin, RetryMax: o.RetryMax, OnRenewError: o.OnRenewError,
-			Events: o.Events, RenewNow: o.RenewNow, OnRenew: o.OnRenew}
+			RetryMin: o.RetryMin, RetryMax: o.RetryMax}
+		if obs := o.Observer; obs != nil {
+			e.OnRenewError = func(err error) { obs(WatchEvent{Err: err}) }
+			e.OnRenew = func(d time.Time) { obs(WatchEvent{Renewed: true, Deadline: d}) }
+		}
 	}
 	if e.Clock == nil {
 		e.Clock = clock
 	}
-	if e.Events == nil {
-		e.Events = sink
-	}
+	e.Events = sink
 	e.Lost = func(expired bool, err error) error { return &LostError{Name: name, Expired: expired, Err: err} }
 	return &e
 }

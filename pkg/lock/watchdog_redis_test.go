@@ -42,7 +42,7 @@ func acquireWatched(t *testing.T, l *lock.Locker, ttl time.Duration) (*lock.Leas
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := lock.StartWatchdog(ctx, l.Renewer(lease).Renew, name, lease.Token, ttl, sent, nil)
+	w, err := lock.StartWatchdog(ctx, l.Renewer(lease).Renew, name, lease.Token(), ttl, sent, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +70,14 @@ func TestWatchdogKeepsRealLeaseAlive(t *testing.T) {
 		t.Fatalf("lost: %v", err)
 	default:
 	}
-	if pttl := redisDo(t, c, "PTTL", lease.Key).(int64); pttl <= 0 {
+	if pttl := redisDo(t, c, "PTTL", lease.Key()).(int64); pttl <= 0 {
 		t.Fatalf("PTTL %d after three TTLs of renewals", pttl)
 	}
 	if n := w.Renewals(); n < 3 {
 		t.Errorf("only %d renewals in three TTLs", n)
 	}
 	w.Stop()
-	if err := l.ReleaseToken(ctx, lease.Name, lease.Token); err != nil {
+	if err := releaseToken(ctx, l, lease.Name(), lease.Token()); err != nil {
 		t.Errorf("release after Stop: %v", err)
 	}
 }
@@ -94,7 +94,7 @@ func TestWatchdogReportsStolenLease(t *testing.T) {
 		t.Run(steal.name, func(t *testing.T) {
 			l, c := newLocker(t, nil)
 			lease, w := acquireWatched(t, l, 3*time.Second)
-			if err := steal.do(c, lease.Key); err != nil {
+			if err := steal.do(c, lease.Key()); err != nil {
 				t.Fatal(err)
 			}
 			err := awaitLoss(t, w)
@@ -121,7 +121,7 @@ func TestWatchdogLosesWhenRedisUnreachable(t *testing.T) {
 	if !errors.As(err, &le) || !le.Expired || !errors.Is(err, errPartition) {
 		t.Fatalf("loss %v, want expired with the partition error", err)
 	}
-	if pttl := redisDo(t, check, "PTTL", lease.Key).(int64); pttl <= 0 {
+	if pttl := redisDo(t, check, "PTTL", lease.Key()).(int64); pttl <= 0 {
 		t.Errorf("the server's lease had already expired (PTTL %d) when the loss was reported", pttl)
 	}
 }

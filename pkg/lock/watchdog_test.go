@@ -407,8 +407,8 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 			return d, short
 		})
 		w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{
-			OnRenewError: func(err error) {
-				if errors.Is(err, lock.ErrNotReplicated) {
+			Observer: func(e lock.WatchEvent) {
+				if errors.Is(e.Err, lock.ErrNotReplicated) {
 					reported.Add(1)
 				}
 			},
@@ -438,7 +438,7 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 			t.Errorf("%d renewals before the deadline: shortfalls not retried soon", n)
 		}
 		if reported.Load() == 0 {
-			t.Error("shortfalls not reported through OnRenewError")
+			t.Error("shortfalls not reported to the Observer")
 		}
 		if w.Renewals() != 0 {
 			t.Errorf("%d renewals counted; an unacknowledged one does not count", w.Renewals())
@@ -482,7 +482,7 @@ func TestWatchStartsAtLeaseDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(leasetime.Deadline(lease.Sent, ttl, 0)) {
+	if d := w.Deadline(); !d.Equal(lease.Deadline()) || !d.Equal(leasetime.Deadline(sentOf(lease), ttl, 0)) {
 		t.Errorf("watchdog deadline %v, lease deadline %v", d, lease.Deadline())
 	}
 }
@@ -593,13 +593,13 @@ func TestWatchdogRenewalPanicIsALoss(t *testing.T) {
 }
 
 // The same for a panic in the watchdog's own loop (here: the caller's
-// OnRenewError callback, which the loop calls).
+// Observer, which the loop calls).
 func TestWatchdogLoopPanicIsALoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := renewFunc(func(context.Context, string, string, time.Duration) (time.Duration, error) {
 			return 0, errors.New("connection reset")
 		})
-		pe := panicLoss(t, r, &lock.WatchdogOptions{OnRenewError: func(error) { panic("callback bug") }})
+		pe := panicLoss(t, r, &lock.WatchdogOptions{Observer: func(lock.WatchEvent) { panic("callback bug") }})
 		if pe.Where != "watchdog" || pe.Value != "callback bug" {
 			t.Fatalf("panic %+v, want the loop's", pe)
 		}

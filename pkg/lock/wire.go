@@ -14,9 +14,9 @@ type Format string
 
 // Formats of a lock's stored value.
 const (
-	FormatLockctl  Format = lockwire.FormatLockctl  // lockctl's own JSON value
-	FormatString   Format = lockwire.FormatString   // another client's plain string lock (SET NX)
-	FormatRedisson Format = lockwire.FormatRedisson // a Redisson hash lock
+	FormatLockctl  Format = "lockctl"  // lockctl's own JSON value
+	FormatString   Format = "string"   // another client's plain string lock (SET NX)
+	FormatRedisson Format = "redisson" // a Redisson hash lock
 )
 
 // Reason is what keeps a name taken when it is not (only) a holder of the
@@ -26,10 +26,10 @@ type Reason string
 
 // Reasons a Holder names.
 const (
-	ReasonSemaphore Reason = lockwire.TypeSemaphore // semaphore slots hold the name (AcquireOptions.Limit)
-	ReasonShared    Reason = lockwire.TypeShared    // shared holders hold it (AcquireOptions.Shared)
-	ReasonQueue     Reason = "queue"                // FIFO: the lock is free, but earlier waiters go first
-	ReasonWriters   Reason = lockwire.TypeWriters   // exclusive acquirers wait, and go first
+	ReasonSemaphore Reason = "semaphore" // semaphore slots hold the name (AcquireOptions.Limit)
+	ReasonShared    Reason = "shared"    // shared holders hold it (AcquireOptions.Shared)
+	ReasonQueue     Reason = "queue"     // FIFO: the lock is free, but earlier waiters go first
+	ReasonWriters   Reason = "writers"   // exclusive acquirers wait, and go first
 )
 
 // Kind is the one word that describes h in listings and reports: its

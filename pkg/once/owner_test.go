@@ -44,10 +44,10 @@ func TestDefaultOwnerAgreesWithLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := ":" + strconv.Itoa(os.Getpid())
-	if lease.Owner != claim.Owner || lease.Owner != once.DefaultOwner() {
-		t.Errorf("one process, three owners: lock %q, once claim %q, once.DefaultOwner %q", lease.Owner, claim.Owner, once.DefaultOwner())
+	if lease.Owner() != claim.Owner || lease.Owner() != once.DefaultOwner() {
+		t.Errorf("one process, three owners: lock %q, once claim %q, once.DefaultOwner %q", lease.Owner(), claim.Owner, once.DefaultOwner())
 	}
-	if want := identity.UserHost() + pid; lease.Owner != want || !strings.HasPrefix(lease.Owner, user+"@") {
-		t.Errorf("lock owner %q, want %q (the audit operator, identity.UserHost, and this pid, user %s)", lease.Owner, want, user)
+	if want := identity.UserHost() + pid; lease.Owner() != want || !strings.HasPrefix(lease.Owner(), user+"@") {
+		t.Errorf("lock owner %q, want %q (the audit operator, identity.UserHost, and this pid, user %s)", lease.Owner(), want, user)
 	}
 }

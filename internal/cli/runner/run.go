@@ -118,7 +118,7 @@ func Run(ctx context.Context, job *Job) *Outcome {
 			// Lost by the local deadline before the watchdog said so
 			// (stopped past it, or it passed as the child ended): the
 			// watchdog, stopped, recorded nothing.
-			job.record(events.LeaseLost, lease.Name)
+			job.record(events.LeaseLost, lease.Name())
 		}
 		// The loss is the event, not the refused (or late) release that
 		// follows it: its error, the lock gone, is already known.
@@ -139,7 +139,7 @@ func Run(ctx context.Context, job *Job) *Outcome {
 		// released it): the end of its work was not covered by the lease.
 		job.Events.drop()
 		out.Lost, out.Uncovered = true, gone
-		job.record(events.LeaseLost, lease.Name)
+		job.record(events.LeaseLost, lease.Name())
 		return out
 	}
 	job.Events.pass()
@@ -179,10 +179,10 @@ func renewOnSwitch(switched <-chan struct{}, renewNow func()) (stop func()) {
 func (job *Job) release(lease *lock.Lease, lost bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), job.ReleaseTimeout)
 	defer cancel()
-	held := lease.Holds
+	held := lease.Holds()
 	left, err := 0, lease.Release(ctx)
 	if err == nil || errors.Is(err, lock.ErrNotWoken) {
-		left = lease.Holds // what the release left of the token's holds
+		left = lease.Holds() // what the release left of the token's holds
 	}
 	if job.Releaser != nil {
 		job.Releaser.Released(lease, held, left, err, lost)

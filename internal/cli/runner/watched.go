@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lib/leasetime"
@@ -11,41 +10,29 @@ import (
 
 // Watched is a lease that Lease.Watch renews, seen as the supervisor
 // needs it (Lease): its loss, the renewals that counted, its margin and
-// whether its local deadline has passed.
+// whether its local deadline has passed; the lease's own accessors
+// (Deadline, Renewals) follow the watchdog's renewals.
 type Watched struct {
 	lease  *lock.Lease
 	stop   context.CancelFunc
 	clk    leasetime.Clock
 	margin time.Duration
 	lost   chan error
-	kick   chan struct{}
-
-	mu       sync.Mutex
-	deadline time.Time
-	renewals int64
 }
 
-// Watch starts lease's watchdog with opt (nil takes every default; its
-// RenewNow and OnRenew are Watched's own) until Stop.
+// Watch starts lease's watchdog with opt (nil takes every default) until
+// Stop.
 func Watch(ctx context.Context, lease *lock.Lease, opt *lock.WatchdogOptions) (*Watched, error) {
 	o := lock.WatchdogOptions{}
 	if opt != nil {
 		o = *opt
 	}
-	w := &Watched{lease: lease, clk: o.Clock, margin: o.Margin, lost: make(chan error, 1), kick: make(chan struct{}, 1)}
+	w := &Watched{lease: lease, clk: o.Clock, margin: o.Margin, lost: make(chan error, 1)}
 	if w.clk == nil {
 		w.clk = leasetime.Real()
 	}
 	if w.margin == 0 {
-		w.margin = leasetime.DefaultMargin(lease.TTL)
-	}
-	w.deadline = leasetime.Deadline(lease.Sent, lease.TTL, w.margin)
-	o.RenewNow = w.kick
-	o.OnRenew = func(d time.Time) {
-		w.mu.Lock()
-		w.deadline = d
-		w.renewals++
-		w.mu.Unlock()
+		w.margin = leasetime.DefaultMargin(lease.TTL())
 	}
 	ctx, w.stop = context.WithCancel(ctx)
 	if err := lease.Watch(ctx, &o); err != nil {
@@ -71,18 +58,10 @@ func (w *Watched) Lost() <-chan error { return w.lost }
 func (w *Watched) Err() error { return w.lease.Err() }
 
 // Renewals counts the renewals that counted.
-func (w *Watched) Renewals() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.renewals
-}
+func (w *Watched) Renewals() int64 { return w.lease.Renewals() }
 
 // Deadline is the moment the lease counts as lost unless renewed before.
-func (w *Watched) Deadline() time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.deadline
-}
+func (w *Watched) Deadline() time.Time { return w.lease.Deadline() }
 
 // Margin is the safety margin in use: at the deadline the server still
 // holds the lease for at least this long.
@@ -93,14 +72,9 @@ func (w *Watched) Held() bool {
 	return w.lease.Err() == nil && w.clk.Now().Before(w.Deadline())
 }
 
-// RenewNow asks for a renewal at once (lock.WatchdogOptions.RenewNow). It
-// never blocks.
-func (w *Watched) RenewNow() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
+// RenewNow asks for a renewal at once (lock.Lease.RenewNow). It never
+// blocks.
+func (w *Watched) RenewNow() { w.lease.RenewNow() }
 
 // Stop ends renewals and waits until none is in flight, so a release that
 // follows cannot race one. It is safe to call more than once.

@@ -90,14 +90,14 @@ func failoverFenced(ctx context.Context, e *env) Verdict {
 	var fenceA, fenceB int64
 	e.do(ctx, "A", "takes the lock on the master, ttl 10 s", func(ctx context.Context) {
 		if l := e.acquire(ctx, "A", failoverTTL); l != nil {
-			fenceA = l.Fence
+			fenceA = l.Fence()
 		}
 	})
 	failoverCrash(ctx, e, func(ctx context.Context) { e.fencedWrite(ctx, "A", fenceA) })
 	e.at(ctx, sec(3))
 	e.do(ctx, "B", "takes the lock on the new master", func(ctx context.Context) {
 		if l := e.acquire(ctx, "B", failoverTTL); l != nil {
-			fenceB = l.Fence
+			fenceB = l.Fence()
 		}
 	})
 	e.note(fmt.Sprintf("Fence %d, above A's %d although the counter was lost with the master: a fence is the counter plus one "+

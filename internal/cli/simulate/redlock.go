@@ -103,7 +103,7 @@ func (e *env) redlockAcquire(ctx context.Context, actor string, ttl time.Duratio
 			e.expect(err, lock.ErrNotObtained, lock.ErrNoQuorum)
 			return
 		}
-		fence = lease.Fence
+		fence = lease.Fence()
 	})
 	if fence != 0 {
 		e.grant(actor, ttl)

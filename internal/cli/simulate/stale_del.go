@@ -116,7 +116,7 @@ func (e *env) rawAcquireFence(ctx context.Context, actor string) int64 {
 
 func (e *env) lockctlAcquire(ctx context.Context, actor string) int64 {
 	if l := e.acquire(ctx, actor, e.ttlOr(10*time.Second)); l != nil {
-		return l.Fence
+		return l.Fence()
 	}
 	return 0
 }

@@ -124,7 +124,7 @@ func leaseFence(l *lock.Lease) int64 {
 	if l == nil {
 		return 0
 	}
-	return l.Fence
+	return l.Fence()
 }
 
 func tornCheck(ctx context.Context, e *env) Verdict {
@@ -220,7 +220,7 @@ func tornShared(ctx context.Context, e *env) Verdict {
 	e.do(ctx, "W", "is woken and tries again", func(ctx context.Context) { w.again() })
 	if w.lease != nil {
 		e.note(fmt.Sprintf("Granted, with fence %d: an exclusive acquisition increments the counter, so W's fence is above every reader's before it. "+
-			"W leaves the list of exclusive waiters.", w.lease.Fence))
+			"W leaves the list of exclusive waiters.", w.lease.Fence()))
 	}
 	e.do(ctx, "R3", "is woken and tries again", func(ctx context.Context) { r3.again() })
 	e.note("Refused: W holds the lock exclusive.")
@@ -235,7 +235,7 @@ func tornShared(ctx context.Context, e *env) Verdict {
 	e.do(ctx, "W", "releases", func(ctx context.Context) { t.release(ctx, "W", w.lease) })
 	e.do(ctx, "R3", "is woken and tries again", func(ctx context.Context) { r3.again() })
 	if r3.lease != nil && w.lease != nil {
-		e.note(fmt.Sprintf("Granted, with W's fence %d: the current one. A store can check a reader's fence with `lockctl fence check --shared`.", r3.lease.Fence))
+		e.note(fmt.Sprintf("Granted, with W's fence %d: the current one. A store can check a reader's fence with `lockctl fence check --shared`.", r3.lease.Fence()))
 	}
 	e.at(ctx, sec(4.5))
 	t.read(ctx, "R3")

@@ -81,8 +81,9 @@ type Clock interface {
 	NewTimer(d time.Duration) Timer
 }
 
-// Timer is the part of *time.Timer a waiter uses.
-type Timer interface {
+// Timer is the part of *time.Timer a waiter uses. An alias of the
+// interface literal, as lock.Timer is, so that any lock.Clock is a Clock.
+type Timer = interface {
 	C() <-chan time.Time
 	Stop() bool
 }

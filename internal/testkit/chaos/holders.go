@@ -278,7 +278,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 	ret := e.Rec.Now()
 	switch {
 	case err == nil:
-		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: OK, Call: call, Return: ret, Fence: lease.Fence})
+		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: OK, Call: call, Return: ret, Fence: lease.Fence()})
 	case errors.Is(err, lock.ErrNotObtained):
 		e.Rec.Add(Op{Lock: c.Name, Holder: id, Kind: Acquire, Result: Busy, Call: call, Return: ret})
 		return
@@ -293,7 +293,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 	}
 	defer wd.Stop()
 	n := e.Res.Enter(holder)
-	e.Res.Write(holder, lease.Token, lease.Fence, 0, false)
+	e.Res.Write(holder, lease.Token(), lease.Fence(), 0, false)
 	last := e.Rec.Now()
 	lost := false
 	for i := 0; i < c.Writes; i++ {
@@ -307,7 +307,7 @@ func (c *Client) Cycle(ctx context.Context, e *Env) {
 			break
 		}
 		last = e.Rec.Now()
-		e.Res.Write(holder, lease.Token, lease.Fence, n+1, i == 0)
+		e.Res.Write(holder, lease.Token(), lease.Fence(), n+1, i == 0)
 	}
 	c.Stats.Renewals += wd.Renewals()
 	if lost {
