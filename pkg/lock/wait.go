@@ -194,23 +194,10 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 			delay, again = min(delay, again), 0
 		}
 		retry = true
-		giveUp := func() error {
-			switch {
-			case down != nil:
-				return down
-			case late != nil && a.slow != nil:
-				// The attempt at the deadline had no time to
-				// re-confirm; one before it found why it was late.
-				return a.slow
-			case late != nil:
-				return late
-			}
-			return newHeldError(ErrNotObtained, held)
-		}
 		if !deadline.IsZero() {
 			left := deadline.Sub(a.l.clock.Now())
 			if left <= 0 {
-				return nil, giveUp()
+				return nil, a.giveUp(down, late, held)
 			}
 			delay = min(delay, left)
 		}
@@ -221,7 +208,7 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 		if !deadline.IsZero() && !a.l.clock.Now().Before(deadline) {
 			// The wait is over: an attempt now would take the lock
 			// after its bound.
-			return nil, giveUp()
+			return nil, a.giveUp(down, late, held)
 		}
 		if again > 0 {
 			// Next in line behind a waiter just woken: give it its grace
@@ -229,6 +216,22 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 			retry = false
 		}
 	}
+}
+
+// giveUp is the error of a wait that ended without the lock: the server
+// that was down, a grant that came too late, else the holder that kept it.
+func (a *attempt) giveUp(down, late error, held Holder) error {
+	switch {
+	case down != nil:
+		return down
+	case late != nil && a.slow != nil:
+		// The attempt at the deadline had no time to re-confirm; one
+		// before it found why it was late.
+		return a.slow
+	case late != nil:
+		return late
+	}
+	return newHeldError(ErrNotObtained, held)
 }
 
 // hubSleeper subscribes a waiter to the lock's channel (and, for a listed
