@@ -321,13 +321,13 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 	switch {
 	case errors.As(err, &slow) && slow.Slow:
 		return withHint(err, slowLinkHint(slow))
-	case errors.As(err, &le) && le.Err == lock.ErrLimitMismatch && le.Limit == 0:
+	case errors.As(err, &le) && le.Err == lock.ErrInvalid && le.Limit == 0:
 		return &UsageError{Err: reword(err, "%s is held in shared mode (--shared); this call asks for --limit %d", name, le.WantLimit),
 			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --shared while its holders live)", name)}}
-	case errors.As(err, &le) && le.Err == lock.ErrLimitMismatch && le.WantLimit == 0:
+	case errors.As(err, &le) && le.Err == lock.ErrInvalid && le.WantLimit == 0:
 		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; --shared does not mix with it", name, le.Limit),
 			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --limit %d while its holders live)", name, le.Limit)}}
-	case errors.As(err, &le) && le.Err == lock.ErrLimitMismatch:
+	case errors.As(err, &le) && le.Err == lock.ErrInvalid:
 		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; this call asks for --limit %d", name, le.Limit, le.WantLimit),
 			Hints: []string{fmt.Sprintf("every holder of %s must use the same --limit (%d while its holders live)", name, le.Limit)}}
 	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonShared:

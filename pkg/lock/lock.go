@@ -154,7 +154,7 @@ type AcquireOptions struct {
 	OwnerStart int64
 	// Limit > 0 makes the lock a counting semaphore with up to Limit
 	// holders. Every user of the semaphore must pass the same
-	// Limit: another Limit than the live holders' fails with *DataError (ErrLimitMismatch).
+	// Limit: another Limit than the live holders' fails with *DataError (ErrInvalid).
 	// Slots and a plain lock of the same name exclude each other. Renew,
 	// Release and Lease.Release find semaphore slots by token.
 	Limit int
@@ -569,7 +569,7 @@ func (l *Locker) renewKey(ctx context.Context, key, token string, ttl time.Durat
 		// No lock at key, but a semaphore of the same name: the token
 		// may hold one of its slots.
 		ttl, err := l.renewSem(ctx, key, token, ttl)
-		if errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLate) {
+		if errors.Is(err, ErrNotHeld) && !errors.Is(err, lockwire.ErrLate) {
 			return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 		}
 		return ttl, err

@@ -473,7 +473,7 @@ func TestWaitReplicasWithoutReplicasFails(t *testing.T) {
 	name := uniqueName(t)
 	_, err := l.Acquire(ctx, name, 10*time.Second, nil)
 	var re *lock.ReplicationError
-	if !errors.Is(err, lock.ErrNotReplicated) || !errors.As(err, &re) || re.Want != 1 || re.Acked != 0 {
+	if !errors.Is(err, lock.ErrUnavailable) || !errors.As(err, &re) || re.Want != 1 || re.Acked != 0 {
 		t.Fatalf("acquire with 0 replicas: %v", err)
 	}
 	if _, err := plain.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
@@ -483,7 +483,7 @@ func TestWaitReplicasWithoutReplicasFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := renewToken(ctx, l, name, lease.Token(), 10*time.Second); !errors.Is(err, lock.ErrNotReplicated) {
+	if _, err := renewToken(ctx, l, name, lease.Token(), 10*time.Second); !errors.Is(err, lock.ErrUnavailable) {
 		t.Errorf("renew with 0 replicas: %v", err)
 	}
 	// Zero replicas asked for is always satisfied.
