@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -112,7 +113,7 @@ func logError(io *ui.IOStreams, err error, code int, hints []string) {
 	if errors.As(err, &timeout) && timeout.waited > 0 {
 		fields = append(fields, ui.Field{Key: "waited_ms", Value: timeout.waited})
 	}
-	io.Log(ui.Entry{Level: level, Text: err.Error(), Hints: hints, Fields: fields})
+	io.Log(ui.Entry{Level: level, Text: errtext.Of(err), Hints: hints, Fields: fields})
 }
 
 // logSilentEnd is the last line of a command that ends non-zero without
@@ -126,7 +127,7 @@ func logSilentEnd(io *ui.IOStreams, err error, exit *ExitError, code int) {
 	switch {
 	case text != "":
 	case exit.Err != nil:
-		text = exit.Err.Error()
+		text = errtext.Of(exit.Err)
 	default:
 		text = fmt.Sprintf("exit status %d", code)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 	"github.com/lockctl/lockctl/internal/lib/identity"
 	"github.com/lockctl/lockctl/internal/lib/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -143,7 +144,7 @@ func (w *waitFlags) refusedAs(c *cobra.Command, name, busy string, err error, wa
 		held.Holder.Reason == "" && held.Holder.Format != ""
 	err = w.explainBusy(busy, err)
 	if wait := w.waitDuration(c); wait > 0 && errors.Is(err, lock.ErrNotObtained) {
-		what := err.Error()
+		what := errtext.Of(err)
 		sep := ", "
 		switch {
 		case plain && busy == name:
@@ -346,7 +347,7 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 	case errors.As(err, &held) && w.shared:
 		return reword(err, "%s is held exclusively by %s%s; shared holders wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
 	case errors.As(err, &held) && held.Holder.CI != "":
-		return reword(err, "%s%s", err.Error(), ciText(held.Holder.CI))
+		return reword(err, "%s%s", errtext.Of(err), ciText(held.Holder.CI))
 	}
 	return err
 }

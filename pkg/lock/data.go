@@ -52,11 +52,11 @@ func (e *DataError) Error() string {
 	case e.Err == ErrInvalid:
 		return fmt.Sprintf("lock: semaphore %s is held with limit %d, not %d", e.Key, e.Limit, e.WantLimit)
 	case e.Key != "" && e.Type != "":
-		return fmt.Sprintf("%s is a %s, not %s", e.Key, e.Type, e.Want)
+		return fmt.Sprintf("lock: %s is a %s, not %s", e.Key, e.Type, e.Want)
 	case e.Key != "":
-		return fmt.Sprintf("%s holds %q, not %s", e.Key, e.Value, e.Want)
+		return fmt.Sprintf("lock: %s holds %q, not %s", e.Key, e.Value, e.Want)
 	}
-	return fmt.Sprintf("one of %s holds data lockctl did not write: %v", strings.Join(e.Keys, ", "), e.Err)
+	return fmt.Sprintf("lock: one of %s holds data lockctl did not write: %v", strings.Join(e.Keys, ", "), e.Err)
 }
 
 // Unwrap returns the sentinels a *DataError matches (see DataError), and Err.

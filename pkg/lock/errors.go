@@ -123,7 +123,9 @@ type HeldError struct {
 // newHeldError builds a HeldError of the given kind (ErrNotObtained or ErrNotOwner).
 func newHeldError(kind error, h Holder) *HeldError { return &HeldError{Err: kind, Holder: h} }
 
-func (e *HeldError) Error() string {
+func (e *HeldError) Error() string { return "lock: " + e.detail() }
+
+func (e *HeldError) detail() string {
 	if e.Holder.Reason == ReasonQueue {
 		// FIFO: nobody holds the lock, but earlier waiters go first.
 		return fmt.Sprintf("%s is free, but %d earlier waiter(s) go first", e.Holder.Key, e.Holder.Queue)
@@ -162,9 +164,9 @@ type StaleFenceError struct {
 
 func (e *StaleFenceError) Error() string {
 	if e.Fence == e.Highest {
-		return fmt.Sprintf("fence %d for %s is stale: another holder already wrote with fence %d", e.Fence, e.Resource, e.Highest)
+		return fmt.Sprintf("lock: fence %d for %s is stale: another holder already wrote with fence %d", e.Fence, e.Resource, e.Highest)
 	}
-	return fmt.Sprintf("fence %d for %s is stale: %d is newer", e.Fence, e.Resource, e.Highest)
+	return fmt.Sprintf("lock: fence %d for %s is stale: %d is newer", e.Fence, e.Resource, e.Highest)
 }
 
 // Is makes a *StaleFenceError match ErrStaleFence.
@@ -183,7 +185,7 @@ type ReplicationError struct {
 }
 
 func (e *ReplicationError) Error() string {
-	return fmt.Sprintf("%s: %d of %d replicas acknowledged the lock write", e.Key, e.Acked, e.Want)
+	return fmt.Sprintf("lock: %s: %d of %d replicas acknowledged the lock write", e.Key, e.Acked, e.Want)
 }
 
 // Is makes a *ReplicationError match ErrUnavailable.
@@ -205,9 +207,9 @@ type WakeError struct {
 
 func (e *WakeError) Error() string {
 	if e.Command != "" {
-		return fmt.Sprintf("%s released, but the server refused %s, which picks the waiter to wake: %s", e.Key, e.Command, e.Reason)
+		return fmt.Sprintf("lock: %s released, but the server refused %s, which picks the waiter to wake: %s", e.Key, e.Command, e.Reason)
 	}
-	return fmt.Sprintf("%s released, but the server refused the wake-up on %s: %s", e.Key, e.Channel, e.Reason)
+	return fmt.Sprintf("lock: %s released, but the server refused the wake-up on %s: %s", e.Key, e.Channel, e.Reason)
 }
 
 // Is makes a *WakeError match ErrNotWoken.

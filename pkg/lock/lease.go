@@ -349,9 +349,9 @@ type LateError struct {
 
 func (e *LateError) Error() string {
 	if e.Slow {
-		return fmt.Sprintf("%s: replies took %s, too slow for a %s lease: no grant can count", e.Key, e.Took.Round(time.Millisecond), e.TTL)
+		return fmt.Sprintf("lock: %s: replies took %s, too slow for a %s lease: no grant can count", e.Key, e.Took.Round(time.Millisecond), e.TTL)
 	}
-	return fmt.Sprintf("%s: the %s reply came %s after it was sent, past the lease's local deadline (ttl %s - margin %s): not held",
+	return fmt.Sprintf("lock: %s: the %s reply came %s after it was sent, past the lease's local deadline (ttl %s - margin %s): not held",
 		e.Key, e.Op, e.Took.Round(time.Millisecond), e.TTL, leasetime.DefaultMargin(e.TTL))
 }
 

@@ -99,13 +99,13 @@ type QuorumError struct {
 
 func (e *QuorumError) Error() string {
 	if len(e.Errs) == 0 {
-		return e.Reason
+		return "lock: " + e.Reason
 	}
 	msgs := make([]string, len(e.Errs))
 	for i, err := range e.Errs {
 		msgs[i] = err.Error()
 	}
-	return e.Reason + ": " + strings.Join(msgs, "; ")
+	return "lock: " + e.Reason + ": " + strings.Join(msgs, "; ")
 }
 
 // Unwrap returns ErrUnavailable, which a *QuorumError matches, and the

@@ -125,7 +125,8 @@ var sentinels = []error{
 
 // Every error type is built by hand, as fs.PathError is, matched with
 // errors.As, and matches exactly the sentinels the package doc's table
-// gives it (and the causes it wraps), no other.
+// gives it (and the causes it wraps), no other; every message starts
+// "lock: ".
 func TestErrorTypesBuiltByHand(t *testing.T) {
 	h := lock.Holder{Key: "lock:x", Owner: "someone", TTL: time.Second}
 	reply := errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
@@ -174,8 +175,8 @@ func TestErrorTypesBuiltByHand(t *testing.T) {
 			func(err error) bool { var e *lock.PanicError; return errors.As(err, &e) && e.Value == "boom" }},
 	} {
 		wrapped := fmt.Errorf("wrapped: %w", c.err)
-		if c.err.Error() == "" {
-			t.Errorf("%T: empty message", c.err)
+		if msg := c.err.Error(); !strings.HasPrefix(msg, "lock: ") || strings.HasPrefix(msg, "lock: lock ") {
+			t.Errorf("%T: message %q, want one starting \"lock: \" once", c.err, msg)
 		}
 		for _, target := range sentinels {
 			if want := slices.Contains(c.is, target); errors.Is(wrapped, target) != want {
