@@ -86,8 +86,8 @@ func holderFields(h lock.Holder) []ui.Field {
 	if !h.AcquiredAt.IsZero() {
 		fs = append(fs, ui.Field{Key: "acquired_at", Value: h.AcquiredAt})
 	}
-	if h.CI != "" {
-		fs = append(fs, ui.Field{Key: "ci", Value: h.CI})
+	if h.JobURL != "" {
+		fs = append(fs, ui.Field{Key: "ci", Value: h.JobURL})
 	}
 	if h.Reason != "" {
 		fs = append(fs, ui.Field{Key: "reason", Value: string(h.Reason)})

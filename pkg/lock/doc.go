@@ -61,7 +61,7 @@
 //     matches context.DeadlineExceeded too). A cancelled context is the
 //     caller giving up: context.Canceled, not ErrNotObtained.
 //   - Acquiring with the token that already holds the lock (a retry after
-//     a lost reply) refreshes its TTL and stores the call's note, CI URL
+//     a lost reply) refreshes its TTL and stores the call's note, job URL
 //     and TTL, and its owner when it names one, in place of the old ones,
 //     in the same script; the fence, the acquisition time and the holds
 //     stay.

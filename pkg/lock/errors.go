@@ -80,7 +80,7 @@ type Holder struct {
 	Reentry    int64         // hold count: 1 for a lock held once, n for a lease re-entered to n holds (lockctl's or Redisson's); 0 when no holder is described
 	RWMode     string        // a Redisson read-write lock's hold: RedissonRead or RedissonWrite; "" otherwise
 	LeaseTTL   time.Duration // the TTL a lockctl lease was taken with; 0 when unknown
-	CI         string        // the CI job's URL recorded by the acquirer, if any
+	JobURL     string        // the acquirer's AcquireOptions.JobURL, if any
 	// RenewedAt is the server's time of the holder's last renewal (its
 	// acquisition's until the first); zero when unknown (foreign locks
 	// record none).

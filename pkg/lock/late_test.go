@@ -171,7 +171,13 @@ func TestLateTwiceIsNotHeld(t *testing.T) {
 			l, c := slowLocker(t, h)
 			name := uniqueName(t)
 			o := tc.o
+			var seen []lock.AcquireEvent
+			o.Observer = func(ev lock.AcquireEvent) { seen = append(seen, ev) }
 			lease, err := l.Acquire(ctx, name, time.Second, &o)
+			o.Observer = nil
+			if len(seen) != 1 || !errors.As(seen[0].Late, new(*lock.LateError)) || seen[0].Holder.Key != "" {
+				t.Errorf("Observer told %+v, want one late grant", seen)
+			}
 			// Both replies slower than the lease allows: the link is too
 			// slow for it, which is no lock held elsewhere.
 			var slow *lock.LateError

@@ -136,7 +136,12 @@ func TestHeldNonBlocking(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := 0
-	_, err = l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Owner: "bob", OnBusy: func(lock.Holder) { busy++ }})
+	observe := func(ev lock.AcquireEvent) {
+		if ev.Late == nil && ev.Holder.Owner == "alice" {
+			busy++
+		}
+	}
+	_, err = l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Owner: "bob", Observer: observe})
 	var held *lock.HeldError
 	if !errors.Is(err, lock.ErrNotObtained) || !errors.As(err, &held) || errors.Is(err, lock.ErrNotOwner) {
 		t.Fatalf("second acquire: %v", err)
@@ -145,7 +150,7 @@ func TestHeldNonBlocking(t *testing.T) {
 		t.Errorf("holder %+v", h)
 	}
 	if busy != 1 {
-		t.Errorf("OnBusy called %d times", busy)
+		t.Errorf("Observer told of alice's hold %d times", busy)
 	}
 }
 
