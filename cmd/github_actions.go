@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 )
 
 // ciCommands are the commands whose outcomes become CI annotations.
@@ -52,7 +53,7 @@ func (f *Factory) annotate(err error, code int) {
 	default:
 		return
 	}
-	msg := err.Error()
+	msg := errtext.Of(err)
 	var exit *ExitError
 	if errors.As(err, &exit) && exit.Err == nil {
 		msg = fmt.Sprintf("exit status %d", code)

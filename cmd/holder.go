@@ -35,8 +35,8 @@ func holderJSON(name string, h *lock.Holder, held bool) map[string]any {
 	if h.TTL < 0 {
 		m["ttl_ms"] = -1
 	}
-	if h.CI != "" {
-		m["ci"] = h.CI
+	if h.JobURL != "" {
+		m["ci"] = h.JobURL
 	}
 	if !h.AcquiredAt.IsZero() {
 		m["acquired_at"] = h.AcquiredAt.UTC().Format(time.RFC3339Nano)

@@ -107,8 +107,8 @@ func detailRows(d *inspect.Detail, showToken bool) [][]string {
 		if l.Note != "" {
 			rows = append(rows, []string{"note", esc(l.Note)})
 		}
-		if l.CI != "" {
-			rows = append(rows, []string{"ci", esc(l.CI)})
+		if l.JobURL != "" {
+			rows = append(rows, []string{"ci", esc(l.JobURL)})
 		}
 		if d.Raw != "" && showToken {
 			// lockctl's value starts with the token; a plain SET lock's
@@ -229,8 +229,8 @@ func holderText(h inspect.Lock, showToken bool) string {
 	if h.Note != "" {
 		s += " note: " + ui.Escape(h.Note)
 	}
-	if h.CI != "" {
-		s += " ci: " + ui.Escape(h.CI)
+	if h.JobURL != "" {
+		s += " ci: " + ui.Escape(h.JobURL)
 	}
 	return s
 }

@@ -252,7 +252,7 @@ func lockRow(l inspect.Lock, wide bool) []string {
 		strconv.FormatInt(l.Waiters(), 10), note}
 	if wide {
 		// MODE last: the columns before it keep the places scripts cut.
-		row = append(row, ui.Escape(l.Key), l.TokenHash, ui.Escape(orDash(l.CI)), l.Mode())
+		row = append(row, ui.Escape(l.Key), l.TokenHash, ui.Escape(orDash(l.JobURL)), l.Mode())
 	}
 	return row
 }
@@ -303,7 +303,7 @@ type lockRecord struct {
 func lockJSON(l inspect.Lock) lockRecord {
 	r := lockRecord{Name: l.Name, Key: l.Key, Kind: l.Kind(), Mode: l.Mode(), Owner: l.Owner, Host: l.Host, PID: l.PID,
 		AgeMS: msOrMinus(l.Age), TTLMS: msOrMinus(l.TTL), Fence: l.Fence, Waiters: l.Waiters(),
-		Subscribers: l.Subscribers, Queued: l.Queued, Note: l.Note, CI: l.CI, Reentry: l.Reentry,
+		Subscribers: l.Subscribers, Queued: l.Queued, Note: l.Note, CI: l.JobURL, Reentry: l.Reentry,
 		Holders: l.Holders, Limit: l.Limit, TokenHash: l.TokenHash}
 	if !l.AcquiredAt.IsZero() {
 		s := l.AcquiredAt.UTC().Format(time.RFC3339Nano)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 	"github.com/lockctl/lockctl/internal/lib/identity"
 	"github.com/lockctl/lockctl/internal/lib/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -149,7 +150,7 @@ func giveBack(ctx context.Context, f *Factory, lease *lock.Lease, err error) err
 	}
 	rerr := lease.Release(rctx)
 	if rerr != nil && !errors.Is(rerr, lock.ErrNotWoken) {
-		return withHint(reword(err, "took %s, but its token could not be written (%s); releasing it failed too: %v", lease.Name(), errText(err), rerr),
+		return withHint(reword(err, "took %s, but its token could not be written (%s); releasing it failed too: %s", lease.Name(), errText(err), errtext.Of(rerr)),
 			fmt.Sprintf("%s stays held until its TTL (%s) runs out, or until `lockctl inspect force-release %s` frees it", lease.Name(), lease.TTL(), lease.Name()))
 	}
 	return withHint(reword(err, "took %s, but its token could not be written (%s); %s", lease.Name(), errText(err), what),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -85,8 +86,8 @@ func holderFields(h lock.Holder) []ui.Field {
 	if !h.AcquiredAt.IsZero() {
 		fs = append(fs, ui.Field{Key: "acquired_at", Value: h.AcquiredAt})
 	}
-	if h.CI != "" {
-		fs = append(fs, ui.Field{Key: "ci", Value: h.CI})
+	if h.JobURL != "" {
+		fs = append(fs, ui.Field{Key: "ci", Value: h.JobURL})
 	}
 	if h.Reason != "" {
 		fs = append(fs, ui.Field{Key: "reason", Value: string(h.Reason)})
@@ -112,7 +113,7 @@ func logError(io *ui.IOStreams, err error, code int, hints []string) {
 	if errors.As(err, &timeout) && timeout.waited > 0 {
 		fields = append(fields, ui.Field{Key: "waited_ms", Value: timeout.waited})
 	}
-	io.Log(ui.Entry{Level: level, Text: err.Error(), Hints: hints, Fields: fields})
+	io.Log(ui.Entry{Level: level, Text: errtext.Of(err), Hints: hints, Fields: fields})
 }
 
 // logSilentEnd is the last line of a command that ends non-zero without
@@ -126,7 +127,7 @@ func logSilentEnd(io *ui.IOStreams, err error, exit *ExitError, code int) {
 	switch {
 	case text != "":
 	case exit.Err != nil:
-		text = exit.Err.Error()
+		text = errtext.Of(exit.Err)
 	default:
 		text = fmt.Sprintf("exit status %d", code)
 	}

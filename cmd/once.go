@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cli/runner"
 	"github.com/lockctl/lockctl/internal/cli/support/child"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/spf13/cobra"
@@ -148,7 +149,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 			f.IO.Errorf("could not free %s after the command failed to start: %v (it becomes unknown once its lease lapses, in %s; the command did not run, so `lockctl once resolve %s --retry` frees it)",
 				claim.Key, err, claim.TTL, key)
 		} else if err != nil {
-			f.IO.Errorf("could not free %s after the command failed to start: %v (it frees itself in %s)", claim.Key, err, claim.TTL)
+			f.IO.Errorf("could not free %s after the command failed to start: %s (it frees itself in %s)", claim.Key, errtext.Of(err), claim.TTL)
 		}
 		return runErr
 	}
@@ -178,7 +179,7 @@ func runOnce(c *cobra.Command, f *Factory, o *onceOptions, key string, argv []st
 		f.IO.Errorf("outcome not recorded: %v; %s becomes unknown once its lease lapses (%s): the command's %s; find out whether it took effect, then `lockctl once resolve %s`",
 			err, key, claim.TTL, statusText(res.Status), key)
 	case err != nil:
-		f.IO.Errorf("outcome not recorded: %v; %s runs again once its claim expires (%s)", err, key, claim.TTL)
+		f.IO.Errorf("outcome not recorded: %s; %s runs again once its claim expires (%s)", errtext.Of(err), key, claim.TTL)
 	case res.Lost:
 		// The claim lapsed while CMD ran, and CMD ended by itself before
 		// lockctl could act on it; the record was still this claim's.

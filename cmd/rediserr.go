@@ -67,7 +67,8 @@ func classifyRedis(err error) fault {
 	if errors.As(err, &plain) {
 		return faultPlainTLS
 	}
-	if errors.Is(err, lock.ErrNoQuorum) {
+	var quorum *lock.QuorumError
+	if errors.As(err, &quorum) {
 		return faultNoQuorum
 	}
 	if errors.Is(err, inspect.ErrClusterDown) {
@@ -83,7 +84,8 @@ func classifyRedis(err error) fault {
 	if redisreply.IsNoClusterNodes(err) {
 		return faultClusterDown
 	}
-	if errors.Is(err, lock.ErrNotReplicated) {
+	var repl *lock.ReplicationError
+	if errors.As(err, &repl) {
 		return faultNotReplicated
 	}
 	if slowLink(err) {

@@ -115,9 +115,12 @@ func newReleaseCmd(f *Factory) *cobra.Command {
 
 // explainRefusal words renew and release refusals for people.
 func explainRefusal(name string, err error) error {
-	var held *lock.HeldError
+	var (
+		held *lock.HeldError
+		late *lock.LateError
+	)
 	switch {
-	case errors.Is(err, lock.ErrLate):
+	case errors.As(err, &late):
 		return withHint(err, "the server may have extended the lease, but too late to count on it: stop writing to the protected resource")
 	case errors.As(err, &held) && held.Holder.Format == lock.FormatRedisson:
 		// A Redisson lock has no lockctl token: its field is no lease this

@@ -178,7 +178,7 @@ func printError(io *ui.IOStreams, err error, code int) {
 func defaultHints(err error, code int) []string {
 	var data *lock.DataError
 	switch {
-	case errors.As(err, &data) && data.Err != lock.ErrWrongType && data.Err != lock.ErrLimitMismatch:
+	case errors.As(err, &data) && data.Err != lock.ErrWrongType && data.Err != lock.ErrInvalid:
 		// Data someone else wrote beside a lock (not the lock's own key
 		// of another type, nor a semaphore's other limit).
 		h := "someone else wrote that key: look at it with redis-cli (TYPE, GET) and remove it only if nothing else needs it"

@@ -14,6 +14,7 @@ import (
 	"github.com/lockctl/lockctl/cmd/ui"
 	"github.com/lockctl/lockctl/internal/cli/runner"
 	"github.com/lockctl/lockctl/internal/cli/support/child"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 	"github.com/lockctl/lockctl/internal/lib/identity"
 	"github.com/lockctl/lockctl/internal/lib/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -378,7 +379,7 @@ func (r runReleaser) Released(lease *lock.Lease, held, left int, err error, lost
 	case err == nil, lost, gone:
 	case notWoken(f, "released "+lease.Name(), err):
 	default:
-		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %v", lease.Name(), lease.TTL(), err)
+		f.IO.Errorf("warning: releasing %s failed (it frees itself within %v): %s", lease.Name(), lease.TTL(), errtext.Of(err))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 	"github.com/lockctl/lockctl/pkg/events"
 	"github.com/lockctl/lockctl/pkg/inspect"
 	"github.com/spf13/cobra"
@@ -101,7 +102,7 @@ func runTop(ctx context.Context, f *Factory, every time.Duration) error {
 		view.Locks, err = topLocks(rctx, insp, hist)
 		cancel()
 		if err != nil {
-			view.Status = "lockctl: " + err.Error()
+			view.Status = "lockctl: " + errtext.Of(err)
 		}
 		w, h, serr := term.GetSize(int(out.Fd()))
 		if serr != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd/ui"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 	"github.com/lockctl/lockctl/internal/lib/identity"
 	"github.com/lockctl/lockctl/internal/lib/leasetime"
 	"github.com/lockctl/lockctl/pkg/lock"
@@ -73,7 +74,7 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, s
 	return &lock.AcquireOptions{
 		Owner:  owner,
 		Note:   w.note,
-		CI:     identity.CIJobURL(f.Getenv),
+		JobURL: identity.CIJobURL(f.Getenv),
 		Limit:  w.limit,
 		FIFO:   w.fifo,
 		Shared: w.shared,
@@ -83,8 +84,14 @@ func (w *waitFlags) acquireOptions(c *cobra.Command, f *Factory, owner string, s
 		// (69), so that a cron job does not wait out its whole -w on a
 		// dead server.
 		RetryFor: f.G.Timeout,
-		OnBusy:   status.busy,
-		OnLate:   onLate,
+		Observer: func(ev lock.AcquireEvent) {
+			switch {
+			case ev.Late == nil:
+				status.busy(ev.Holder)
+			case onLate != nil:
+				onLate(ev.Late)
+			}
+		},
 	}, nil
 }
 
@@ -143,13 +150,13 @@ func (w *waitFlags) refusedAs(c *cobra.Command, name, busy string, err error, wa
 		held.Holder.Reason == "" && held.Holder.Format != ""
 	err = w.explainBusy(busy, err)
 	if wait := w.waitDuration(c); wait > 0 && errors.Is(err, lock.ErrNotObtained) {
-		what := err.Error()
+		what := errtext.Of(err)
 		sep := ", "
 		switch {
 		case plain && busy == name:
-			what = fmt.Sprintf("held by %s%s%s", held.Holder.Owner, ttlText(held.Holder.TTL), ciText(held.Holder.CI))
+			what = fmt.Sprintf("held by %s%s%s", held.Holder.Owner, ttlText(held.Holder.TTL), ciText(held.Holder.JobURL))
 		case plain:
-			what = fmt.Sprintf("%s held by %s%s%s", busy, held.Holder.Owner, ttlText(held.Holder.TTL), ciText(held.Holder.CI))
+			what = fmt.Sprintf("%s held by %s%s%s", busy, held.Holder.Owner, ttlText(held.Holder.TTL), ciText(held.Holder.JobURL))
 			sep = ": "
 		case busy != name:
 			sep = ": "
@@ -296,7 +303,7 @@ func (s *waitStatus) busy(h lock.Holder) {
 	if !h.AcquiredAt.IsZero() {
 		since = fmt.Sprintf(" since %s (%s ago)", h.AcquiredAt.Local().Format("15:04:05"), time.Since(h.AcquiredAt).Round(time.Second))
 	}
-	s.f.IO.Logf(ui.LevelInfo, fields, "waiting for %s: held by %s%s%s%s%s; waited %s", s.name, h.Owner, ciText(h.CI), since, ttlText(h.TTL), queue, waited)
+	s.f.IO.Logf(ui.LevelInfo, fields, "waiting for %s: held by %s%s%s%s%s; waited %s", s.name, h.Owner, ciText(h.JobURL), since, ttlText(h.TTL), queue, waited)
 }
 
 // waitTimeoutError is a -w wait that ran out: it says so, and how long it
@@ -321,13 +328,13 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 	switch {
 	case errors.As(err, &slow) && slow.Slow:
 		return withHint(err, slowLinkHint(slow))
-	case errors.As(err, &le) && le.Err == lock.ErrLimitMismatch && le.Limit == 0:
+	case errors.As(err, &le) && le.Err == lock.ErrInvalid && le.Limit == 0:
 		return &UsageError{Err: reword(err, "%s is held in shared mode (--shared); this call asks for --limit %d", name, le.WantLimit),
 			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --shared while its holders live)", name)}}
-	case errors.As(err, &le) && le.Err == lock.ErrLimitMismatch && le.WantLimit == 0:
+	case errors.As(err, &le) && le.Err == lock.ErrInvalid && le.WantLimit == 0:
 		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; --shared does not mix with it", name, le.Limit),
 			Hints: []string{fmt.Sprintf("a name is used either with --limit or with --shared, not both (%s: --limit %d while its holders live)", name, le.Limit)}}
-	case errors.As(err, &le) && le.Err == lock.ErrLimitMismatch:
+	case errors.As(err, &le) && le.Err == lock.ErrInvalid:
 		return &UsageError{Err: reword(err, "%s is a semaphore held with --limit %d; this call asks for --limit %d", name, le.Limit, le.WantLimit),
 			Hints: []string{fmt.Sprintf("every holder of %s must use the same --limit (%d while its holders live)", name, le.Limit)}}
 	case errors.As(err, &held) && held.Holder.Reason == lock.ReasonShared:
@@ -345,8 +352,8 @@ func (w *waitFlags) explainBusy(name string, err error) error {
 		return reword(err, "%s is held as a plain lock by %s%s; semaphore slots wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
 	case errors.As(err, &held) && w.shared:
 		return reword(err, "%s is held exclusively by %s%s; shared holders wait until it is released", name, held.Holder.Owner, ttlText(held.Holder.TTL))
-	case errors.As(err, &held) && held.Holder.CI != "":
-		return reword(err, "%s%s", err.Error(), ciText(held.Holder.CI))
+	case errors.As(err, &held) && held.Holder.JobURL != "":
+		return reword(err, "%s%s", errtext.Of(err), ciText(held.Holder.JobURL))
 	}
 	return err
 }

@@ -222,7 +222,7 @@ func semaphore(t *testing.T, c *redis.Client, prefix, name string) (a, b *lock.L
 	t.Helper()
 	l := lock.New(c, &lock.Options{Prefix: prefix})
 	ctx := context.Background()
-	a, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Limit: 2, Owner: "ci@build-3:11", Note: "shard 1", CI: "https://ci.example/job/1"})
+	a, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Limit: 2, Owner: "ci@build-3:11", Note: "shard 1", JobURL: "https://ci.example/job/1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestSemaphoreHolders(t *testing.T) {
 	}
 	h := d.Holders[0]
 	if h.Kind() != "semaphore" || h.Owner != "ci@build-3:11" || h.Host != "build-3" || h.PID != 11 || h.Fence != a.Fence() ||
-		h.Note != "shard 1" || h.CI != "https://ci.example/job/1" || h.TokenHash != inspect.TokenHash(a.Token()) ||
+		h.Note != "shard 1" || h.JobURL != "https://ci.example/job/1" || h.TokenHash != inspect.TokenHash(a.Token()) ||
 		h.Holders != 2 || h.Limit != 2 || h.TTL <= 30*time.Second || h.TTL > time.Minute || h.Age < 0 {
 		t.Errorf("holder 1: %+v", h)
 	}
@@ -263,7 +263,7 @@ func TestSemaphoreHolders(t *testing.T) {
 		var rows []string
 		err := in.Locks(ctx, glob, nil, func(l inspect.Lock) error {
 			if l.Kind() == "semaphore" {
-				rows = append(rows, fmt.Sprintf("%s|%s|%s|%d/%d|%s", l.Name, l.Key, l.Owner, l.Holders, l.Limit, l.CI))
+				rows = append(rows, fmt.Sprintf("%s|%s|%s|%d/%d|%s", l.Name, l.Key, l.Owner, l.Holders, l.Limit, l.JobURL))
 			}
 			return nil
 		})

@@ -19,7 +19,7 @@ import (
 func parseValue(key, value string, ttl time.Duration) lock.Holder {
 	v := lockwire.ParseValue(value)
 	return lock.Holder{Key: key, TTL: ttl, Format: lock.Format(v.Format), Token: v.Token, Fence: v.Fence, Owner: v.Owner,
-		Note: v.Note, CI: v.CI, Limit: v.Limit, LeaseTTL: v.LeaseTTL, Shared: v.Shared, Reentry: v.Holds, AcquiredAt: v.AcquiredAt,
+		Note: v.Note, JobURL: v.CI, Limit: v.Limit, LeaseTTL: v.LeaseTTL, Shared: v.Shared, Reentry: v.Holds, AcquiredAt: v.AcquiredAt,
 		RenewedAt: v.RenewedAt, RenewEvery: v.RenewEvery, PIDStart: v.PIDStart}
 }
 

@@ -19,12 +19,12 @@ import (
 //
 //   - ErrWrongType: the key at the lock's name is not a lock (Type says
 //     what it is; Want is "a lock");
-//   - ErrLimitMismatch: the semaphore at Key has live holders that came in
+//   - ErrInvalid: the semaphore at Key has live holders that came in
 //     with Limit, and the call asked for WantLimit. Shared mode
 //     (AcquireOptions.Shared) keeps its holders in the same place as a
 //     semaphore's, so a shared acquire among semaphore holders is one with
 //     WantLimit 0, and a semaphore acquire among shared holders one with
-//     Limit 0. It matches ErrInvalid too (waiting does not fix it), never
+//     Limit 0. It matches ErrInvalid only (waiting does not fix it), never
 //     ErrWrongType;
 //   - otherwise the server's reply or the parse error, about a fence
 //     counter, semaphore or wait queue that lockctl did not write.
@@ -38,31 +38,31 @@ type DataError struct {
 	Value string   // the value that is no number, when that is what is wrong
 	Want  string   // what lockctl keeps there
 	// Limit and WantLimit: the semaphore's limit and the one the call
-	// asked for, when Err is ErrLimitMismatch (0: shared mode).
+	// asked for, when Err is ErrInvalid (0: shared mode).
 	Limit, WantLimit int
-	Err              error // ErrWrongType, ErrLimitMismatch, the server's reply or the parse error
+	Err              error // ErrWrongType, ErrInvalid (a limit mismatch), the server's reply or the parse error
 }
 
 func (e *DataError) Error() string {
 	switch {
-	case e.Err == ErrLimitMismatch && e.Limit == 0:
+	case e.Err == ErrInvalid && e.Limit == 0:
 		return fmt.Sprintf("lock: %s is held in shared mode, not as a semaphore of limit %d", e.Key, e.WantLimit)
-	case e.Err == ErrLimitMismatch && e.WantLimit == 0:
+	case e.Err == ErrInvalid && e.WantLimit == 0:
 		return fmt.Sprintf("lock: semaphore %s is held with limit %d, not in shared mode", e.Key, e.Limit)
-	case e.Err == ErrLimitMismatch:
+	case e.Err == ErrInvalid:
 		return fmt.Sprintf("lock: semaphore %s is held with limit %d, not %d", e.Key, e.Limit, e.WantLimit)
 	case e.Key != "" && e.Type != "":
-		return fmt.Sprintf("%s is a %s, not %s", e.Key, e.Type, e.Want)
+		return fmt.Sprintf("lock: %s is a %s, not %s", e.Key, e.Type, e.Want)
 	case e.Key != "":
-		return fmt.Sprintf("%s holds %q, not %s", e.Key, e.Value, e.Want)
+		return fmt.Sprintf("lock: %s holds %q, not %s", e.Key, e.Value, e.Want)
 	}
-	return fmt.Sprintf("one of %s holds data lockctl did not write: %v", strings.Join(e.Keys, ", "), e.Err)
+	return fmt.Sprintf("lock: one of %s holds data lockctl did not write: %v", strings.Join(e.Keys, ", "), e.Err)
 }
 
 // Unwrap returns the sentinels a *DataError matches (see DataError), and Err.
 func (e *DataError) Unwrap() []error {
-	if e.Err == ErrLimitMismatch {
-		return []error{ErrLimitMismatch, ErrInvalid}
+	if e.Err == ErrInvalid {
+		return []error{ErrInvalid}
 	}
 	return causes(ErrWrongType, e.Err)
 }
@@ -76,7 +76,7 @@ func notALock(key, typ string) *DataError {
 // limitMismatch is the *DataError of a semaphore (or shared) acquire among
 // holders that came in with another limit.
 func limitMismatch(key string, limit, want int) *DataError {
-	return &DataError{Key: key, Limit: limit, WantLimit: want, Err: ErrLimitMismatch}
+	return &DataError{Key: key, Limit: limit, WantLimit: want, Err: ErrInvalid}
 }
 
 // causes is what an error type's Unwrap returns: the sentinel it matches,

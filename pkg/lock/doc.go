@@ -61,7 +61,7 @@
 //     matches context.DeadlineExceeded too). A cancelled context is the
 //     caller giving up: context.Canceled, not ErrNotObtained.
 //   - Acquiring with the token that already holds the lock (a retry after
-//     a lost reply) refreshes its TTL and stores the call's note, CI URL
+//     a lost reply) refreshes its TTL and stores the call's note, job URL
 //     and TTL, and its owner when it names one, in place of the old ones,
 //     in the same script; the fence, the acquisition time and the holds
 //     stay.
@@ -95,6 +95,30 @@
 //     *events.Recorder), receives how each
 //     Acquire, release and watchdog renewal ended, for monitoring; it is
 //     never on the operation's path.
+//
+// # Errors
+//
+// Callers branch with errors.Is on a few sentinels, one per outcome they
+// act on, and read the details with errors.As on the error types, whose
+// fields are exported so that tests and wrappers can build them by hand.
+// Each type matches the sentinels of its row (and the causes it wraps),
+// no other; every sentinel's message starts with "lock: ".
+//
+//	sentinel        when                                                type for details
+//	ErrNotObtained  Acquire did not get the lock (held, wait ended,     *HeldError, *LateError
+//	                grant's reply late)
+//	ErrNotHeld      renew or release found no lock; renewal reply late  *LateError
+//	ErrNotOwner     renew or release of a lock another token holds      *HeldError
+//	ErrLost         the watchdog gave the lease up                      *LostError
+//	ErrInvalid      unusable argument; limit differs from the holders'  *DataError (limit mismatch)
+//	ErrWrongType    the key, or an auxiliary key, is not lockctl's      *DataError
+//	ErrUnavailable  Redis answered, but not safely enough: replicas     *ReplicationError, *QuorumError,
+//	                missing, no Redlock quorum, link too slow           *LateError (Slow)
+//	ErrStaleFence   Fences.Check refused a fence                        *StaleFenceError
+//	ErrNotWoken     warning: released, but waiters were not woken       *WakeError
+//
+// Network and server errors (timeouts, refused connections, error
+// replies) are returned wrapped, as go-redis gave them.
 //
 // # Keys
 //

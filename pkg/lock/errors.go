@@ -8,19 +8,22 @@ import (
 	"github.com/lockctl/lockctl/internal/lib/lockwire"
 )
 
-// The sentinel errors of this package, matched with errors.Is. Each message
-// starts with "lock: ". Some are shared with the packages that read lock
-// keys (ErrNotHeld, ErrNotOwner, ErrWrongType, ErrInvalid, ErrNotReplicated,
-// ErrLate): the same values, not copies, so errors.Is matches them whichever
-// package returned them.
+// The sentinel errors of this package, matched with errors.Is; the error
+// types below carry the details, found with errors.As (the package doc's
+// "Errors" section has the table). Each message starts with "lock: ".
+// Some are shared with the packages that read lock keys (ErrNotHeld,
+// ErrNotOwner, ErrWrongType, ErrInvalid, ErrUnavailable): the same values,
+// not copies, so errors.Is matches them whichever package returned them.
 var (
 	// ErrNotObtained is the error of an Acquire that did not get the lock:
 	// it is held by someone else (non-blocking acquire), or the wait
-	// deadline passed. Errors carrying the holder are *HeldError values
-	// that match ErrNotObtained with errors.Is.
+	// deadline passed, or the grant's reply came after its local deadline.
+	// Errors carrying the holder are *HeldError values; a late grant is a
+	// *LateError.
 	ErrNotObtained = errors.New("lock: not obtained")
 	// ErrNotHeld is the error of a renew or release that found no lock at
-	// all (expired or never taken).
+	// all (expired or never taken), or a renewal whose reply came after
+	// the lease's local deadline (*LateError).
 	// Message: "lock: not held".
 	ErrNotHeld = lockwire.ErrNotHeld
 	// ErrNotOwner is the error of a renew or release of a lock that
@@ -36,19 +39,20 @@ var (
 	// newer than the highest seen (*StaleFenceError).
 	ErrStaleFence = errors.New("lock: stale fence")
 	// ErrInvalid is the error of a call given an unusable argument (empty
-	// name, ttl < 1ms, ...).
+	// name, ttl < 1ms, ...), or of a semaphore or shared acquire whose
+	// limit differs from the live holders' (*DataError with Err
+	// ErrInvalid): the caller's configuration disagrees, which waiting
+	// does not fix.
 	// Message: "lock: invalid argument".
 	ErrInvalid = lockwire.ErrInvalid
-	// ErrLimitMismatch is the error of a semaphore acquire that asked for
-	// another limit than the live holders use (*DataError). It also
-	// matches ErrInvalid: the
-	// caller's configuration disagrees with the semaphore's, which waiting
-	// does not fix.
-	ErrLimitMismatch = errors.New("lock: semaphore limit differs from its holders'")
-	// ErrNotReplicated is the error of a lock write that fewer replicas than
-	// Options.WaitReplicas asked for acknowledged in time (*ReplicationError).
-	// Message: "lock: not replicated".
-	ErrNotReplicated = lockwire.ErrNotReplicated
+	// ErrUnavailable is the error of a call that Redis could not carry out
+	// safely, although it may have answered: fewer replicas than
+	// Options.WaitReplicas acknowledged a lock write (*ReplicationError),
+	// too few Redlock nodes answered (*QuorumError), or replies come too
+	// slowly for any grant to count (*LateError with Slow set). Waiting at
+	// the same speed or with the same nodes does not help.
+	// Message: "lock: Redis unavailable".
+	ErrUnavailable = lockwire.ErrUnavailable
 	// ErrNotWoken is the warning of a release that freed the lock while the
 	// server refused the message that wakes its waiters (an ACL without PUBLISH, or without the channel:
 	// Redis 7 gives new users no channels unless granted, e.g. &lockctl:*).
@@ -56,18 +60,10 @@ var (
 	// when the holder's TTL would have run out. Errors are *WakeError values;
 	// a caller reports them as a warning, never as a failed release.
 	ErrNotWoken = errors.New("lock: released, but waiters were not woken")
-	// ErrLate is the error of a reply that arrived after the local deadline of
-	// the lease it granted or renewed, so that lease does not count as held
-	// (*LateError).
-	// Message: "lock: reply after the lease's local deadline".
-	ErrLate = lockwire.ErrLate
 	// ErrLost is the error of a lease's watchdog (Lease.Watch) that gave it up, either because
 	// a renewal was refused or because its local deadline passed without a
 	// successful renewal (*LostError).
 	ErrLost = errors.New("lock: lost")
-	// ErrNoQuorum is the error of a Redlock call that too few nodes answered
-	// (*QuorumError).
-	ErrNoQuorum = errors.New("lock: no quorum of Redlock nodes")
 )
 
 // Holder describes whoever holds a lock, as far as its stored value tells.
@@ -84,7 +80,7 @@ type Holder struct {
 	Reentry    int64         // hold count: 1 for a lock held once, n for a lease re-entered to n holds (lockctl's or Redisson's); 0 when no holder is described
 	RWMode     string        // a Redisson read-write lock's hold: RedissonRead or RedissonWrite; "" otherwise
 	LeaseTTL   time.Duration // the TTL a lockctl lease was taken with; 0 when unknown
-	CI         string        // the CI job's URL recorded by the acquirer, if any
+	JobURL     string        // the acquirer's AcquireOptions.JobURL, if any
 	// RenewedAt is the server's time of the holder's last renewal (its
 	// acquisition's until the first); zero when unknown (foreign locks
 	// record none).
@@ -127,7 +123,9 @@ type HeldError struct {
 // newHeldError builds a HeldError of the given kind (ErrNotObtained or ErrNotOwner).
 func newHeldError(kind error, h Holder) *HeldError { return &HeldError{Err: kind, Holder: h} }
 
-func (e *HeldError) Error() string {
+func (e *HeldError) Error() string { return "lock: " + e.detail() }
+
+func (e *HeldError) detail() string {
 	if e.Holder.Reason == ReasonQueue {
 		// FIFO: nobody holds the lock, but earlier waiters go first.
 		return fmt.Sprintf("%s is free, but %d earlier waiter(s) go first", e.Holder.Key, e.Holder.Queue)
@@ -166,9 +164,9 @@ type StaleFenceError struct {
 
 func (e *StaleFenceError) Error() string {
 	if e.Fence == e.Highest {
-		return fmt.Sprintf("fence %d for %s is stale: another holder already wrote with fence %d", e.Fence, e.Resource, e.Highest)
+		return fmt.Sprintf("lock: fence %d for %s is stale: another holder already wrote with fence %d", e.Fence, e.Resource, e.Highest)
 	}
-	return fmt.Sprintf("fence %d for %s is stale: %d is newer", e.Fence, e.Resource, e.Highest)
+	return fmt.Sprintf("lock: fence %d for %s is stale: %d is newer", e.Fence, e.Resource, e.Highest)
 }
 
 // Is makes a *StaleFenceError match ErrStaleFence.
@@ -187,11 +185,13 @@ type ReplicationError struct {
 }
 
 func (e *ReplicationError) Error() string {
-	return fmt.Sprintf("%s: %d of %d replicas acknowledged the lock write", e.Key, e.Acked, e.Want)
+	return fmt.Sprintf("lock: %s: %d of %d replicas acknowledged the lock write", e.Key, e.Acked, e.Want)
 }
 
-// Is makes a *ReplicationError match ErrNotReplicated.
-func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplicated }
+// Is makes a *ReplicationError match ErrUnavailable.
+func (e *ReplicationError) Is(target error) bool {
+	return target == ErrUnavailable || target == lockwire.ErrNotReplicated
+}
 
 // WakeError reports that Key was released, but its wake-up was refused
 // with Reason (the server's words): publishing it on Channel, or, when
@@ -207,9 +207,9 @@ type WakeError struct {
 
 func (e *WakeError) Error() string {
 	if e.Command != "" {
-		return fmt.Sprintf("%s released, but the server refused %s, which picks the waiter to wake: %s", e.Key, e.Command, e.Reason)
+		return fmt.Sprintf("lock: %s released, but the server refused %s, which picks the waiter to wake: %s", e.Key, e.Command, e.Reason)
 	}
-	return fmt.Sprintf("%s released, but the server refused the wake-up on %s: %s", e.Key, e.Channel, e.Reason)
+	return fmt.Sprintf("lock: %s released, but the server refused the wake-up on %s: %s", e.Key, e.Channel, e.Reason)
 }
 
 // Is makes a *WakeError match ErrNotWoken.

@@ -81,8 +81,8 @@ func TestWriteAfterConnectionErrorSendsScriptSource(t *testing.T) {
 		_, err := renewToken(context.Background(), waiting, name, lease.Token(), 10*time.Second)
 		return err
 	}
-	if err := renew(); !errors.Is(err, lock.ErrNotReplicated) {
-		t.Fatalf("renew without replicas: %v, want ErrNotReplicated", err)
+	if err := renew(); !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("renew without replicas: %v, want ErrUnavailable", err)
 	}
 	h.fail.Store(true)
 	if err := renew(); !errors.Is(err, net.ErrClosed) {
@@ -90,8 +90,8 @@ func TestWriteAfterConnectionErrorSendsScriptSource(t *testing.T) {
 	}
 	redisDo(t, c, "SCRIPT", "FLUSH")
 	n := h.len()
-	if err := renew(); !errors.Is(err, lock.ErrNotReplicated) {
-		t.Fatalf("renew after the failover: %v, want ErrNotReplicated", err)
+	if err := renew(); !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("renew after the failover: %v, want ErrUnavailable", err)
 	}
 	got := h.since(n)
 	if len(got) != 1 || len(got[0]) != 2 || got[0][0] != "eval" || got[0][1] != "wait" {
@@ -99,7 +99,7 @@ func TestWriteAfterConnectionErrorSendsScriptSource(t *testing.T) {
 	}
 	// Once the server has run it, the SHA is enough again.
 	n = h.len()
-	if err := renew(); !errors.Is(err, lock.ErrNotReplicated) {
+	if err := renew(); !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatal(err)
 	}
 	if got := h.since(n); len(got) != 1 || !strings.EqualFold(got[0][0], "evalsha") {
@@ -135,8 +135,8 @@ func TestWaiterRetriesAReplicationShortfall(t *testing.T) {
 		}
 	})
 	// Without a wait the shortfall ends the acquire at once.
-	if _, err := l.Acquire(ctx, name, 5*time.Second, nil); !errors.Is(err, lock.ErrNotReplicated) {
-		t.Fatalf("-n with a stalled replica: %v, want ErrNotReplicated", err)
+	if _, err := l.Acquire(ctx, name, 5*time.Second, nil); !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("-n with a stalled replica: %v, want ErrUnavailable", err)
 	}
 	cont := make(chan error, 1)
 	go func() {
@@ -162,8 +162,8 @@ func TestWaiterRetriesAReplicationShortfall(t *testing.T) {
 		}
 	}()
 	_, err = l.Acquire(ctx, name, 5*time.Second, &lock.AcquireOptions{Wait: 10 * time.Second, RetryFor: 500 * time.Millisecond})
-	if !errors.Is(err, lock.ErrNotReplicated) {
-		t.Fatalf("a stall past RetryFor: %v, want ErrNotReplicated", err)
+	if !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("a stall past RetryFor: %v, want ErrUnavailable", err)
 	}
 }
 

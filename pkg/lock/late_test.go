@@ -171,11 +171,17 @@ func TestLateTwiceIsNotHeld(t *testing.T) {
 			l, c := slowLocker(t, h)
 			name := uniqueName(t)
 			o := tc.o
+			var seen []lock.AcquireEvent
+			o.Observer = func(ev lock.AcquireEvent) { seen = append(seen, ev) }
 			lease, err := l.Acquire(ctx, name, time.Second, &o)
+			o.Observer = nil
+			if len(seen) != 1 || !errors.As(seen[0].Late, new(*lock.LateError)) || seen[0].Holder.Key != "" {
+				t.Errorf("Observer told %+v, want one late grant", seen)
+			}
 			// Both replies slower than the lease allows: the link is too
 			// slow for it, which is no lock held elsewhere.
 			var slow *lock.LateError
-			if !errors.As(err, &slow) || !slow.Slow || !errors.Is(err, lock.ErrLate) || errors.Is(err, lock.ErrNotObtained) {
+			if !errors.As(err, &slow) || !slow.Slow || !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotObtained) {
 				t.Fatalf("got %+v, %v; want a slow link error, not 'not obtained'", lease, err)
 			}
 			if window := leasetime.Deadline(time.Time{}, slow.TTL, 0).Sub(time.Time{}); !slow.Slow || slow.Took < 750*time.Millisecond || slow.TTL != time.Second || window != 750*time.Millisecond {
@@ -214,7 +220,7 @@ func TestLateRenewalIsNotHeld(t *testing.T) {
 		h.delays = []time.Duration{900 * time.Millisecond}
 		h.mu.Unlock()
 		_, err = l.Renewer(lease).Renew(ctx, name, lease.Token(), time.Second)
-		if !errors.Is(err, lock.ErrLate) || !errors.Is(err, lock.ErrNotHeld) {
+		if !errors.As(err, new(*lock.LateError)) || !errors.Is(err, lock.ErrNotHeld) {
 			t.Errorf("limit %d: a renewal answered past its deadline returned %v", limit, err)
 		}
 	}

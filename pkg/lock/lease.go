@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lib/leasetime"
+	"github.com/lockctl/lockctl/internal/lib/lockwire"
 	"github.com/lockctl/lockctl/internal/lib/watchdog"
 )
 
@@ -335,7 +336,7 @@ func (l *Lease) end() {
 // sent), so no grant can be valid on this link until it speeds up or the
 // TTL grows. The lock is not held by anyone else, and waiting at this speed
 // does not get it; the grants were given back. A slow LateError matches
-// ErrLate, not ErrNotObtained: tell it by errors.As and Slow.
+// ErrUnavailable, not ErrNotObtained: tell it by errors.As and Slow.
 type LateError struct {
 	Key string
 	Op  string // "acquire", "re-enter" or "renew"
@@ -348,18 +349,20 @@ type LateError struct {
 
 func (e *LateError) Error() string {
 	if e.Slow {
-		return fmt.Sprintf("%s: replies took %s, too slow for a %s lease: no grant can count", e.Key, e.Took.Round(time.Millisecond), e.TTL)
+		return fmt.Sprintf("lock: %s: replies took %s, too slow for a %s lease: no grant can count", e.Key, e.Took.Round(time.Millisecond), e.TTL)
 	}
-	return fmt.Sprintf("%s: the %s reply came %s after it was sent, past the lease's local deadline (ttl %s - margin %s): not held",
+	return fmt.Sprintf("lock: %s: the %s reply came %s after it was sent, past the lease's local deadline (ttl %s - margin %s): not held",
 		e.Key, e.Op, e.Took.Round(time.Millisecond), e.TTL, leasetime.DefaultMargin(e.TTL))
 }
 
-// Is makes a *LateError match ErrLate, and, unless Slow,
-// otherwise ErrNotObtained or ErrNotHeld by its Op, as LateError's doc says.
+// Is makes a slow *LateError match ErrUnavailable, and any other
+// ErrNotObtained or ErrNotHeld by its Op, as LateError's doc says.
 func (e *LateError) Is(target error) bool {
 	switch target {
-	case ErrLate:
+	case lockwire.ErrLate:
 		return true
+	case ErrUnavailable:
+		return e.Slow
 	case ErrNotObtained:
 		return !e.Slow && (e.Op == "acquire" || e.Op == "re-enter")
 	case ErrNotHeld:

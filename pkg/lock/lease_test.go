@@ -247,7 +247,7 @@ func TestLeaseRefreshLate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := slowLease.Refresh(ctx, 150*time.Millisecond); !errors.Is(err, lock.ErrLate) || !errors.Is(err, lock.ErrNotHeld) {
+	if err := slowLease.Refresh(ctx, 150*time.Millisecond); !errors.As(err, new(*lock.LateError)) || !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("late refresh: %v, want a *LateError", err)
 	}
 	if slowLease.TTL() == 150*time.Millisecond {

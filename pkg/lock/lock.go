@@ -129,7 +129,7 @@ type AcquireOptions struct {
 	// be printable ASCII without '"' or '\' (it is stored verbatim in JSON).
 	// Acquiring again with the token that already holds the lock succeeds
 	// and refreshes its TTL, so a retry after a lost reply is safe; it
-	// adds no hold (Reenter does). It stores this call's Note, CI and TTL,
+	// adds no hold (Reenter does). It stores this call's Note, JobURL and TTL,
 	// and its Owner if set, in place of the stored ones (an empty Note
 	// clears the stored one; an empty Owner keeps it), and keeps the fence,
 	// AcquiredAt and the holds (a semaphore slot asked for with another
@@ -139,9 +139,12 @@ type AcquireOptions struct {
 	// process.
 	Owner string
 	Note  string
-	// CI is the URL of the CI job acquiring the lock, recorded in the
-	// stored value ("ci") for people looking at the holder.
-	CI string
+	// JobURL links to the job acquiring the lock (a CI run, a deploy
+	// pipeline, a ticket), recorded in the stored value (member "ci",
+	// which lockctl fills from the usual CI variables) for people looking
+	// at the holder (Holder.JobURL). It changes
+	// nothing in how the lock is kept.
+	JobURL string
 	// RenewEvery is the period at which the holder will renew the lease
 	// (the RenewEvery of the Watch it starts), recorded with it so that
 	// people looking at the lock can tell a holder that stopped renewing
@@ -154,7 +157,7 @@ type AcquireOptions struct {
 	OwnerStart int64
 	// Limit > 0 makes the lock a counting semaphore with up to Limit
 	// holders. Every user of the semaphore must pass the same
-	// Limit: another Limit than the live holders' fails with *DataError (ErrLimitMismatch).
+	// Limit: another Limit than the live holders' fails with *DataError (ErrInvalid).
 	// Slots and a plain lock of the same name exclude each other. Renew,
 	// Release and Lease.Release find semaphore slots by token.
 	Limit int
@@ -182,15 +185,35 @@ type AcquireOptions struct {
 	// the server end it at once either way. A retry after a reply that
 	// was lost is safe: the same token re-confirms its own grant.
 	RetryFor time.Duration
-	// OnBusy, if set, is called each time an attempt finds the lock held.
-	// Callers rate-limit any status output themselves.
-	OnBusy func(Holder)
-	// OnLate, if set, is called each time an attempt's grant came too late
-	// to count and was given back, with why: a *LateError, or a
-	// *LateError with Slow set when its re-confirmation was late as well. A wait
-	// goes on after either (the link may recover); this says why it does
-	// not get the lock meanwhile.
-	OnLate func(error)
+	// Observer, if set, is told what each attempt that did not get the
+	// lock found (AcquireEvent): the lock held, or a grant that came too
+	// late to count. Callers rate-limit any status output themselves.
+	Observer func(AcquireEvent)
+}
+
+// AcquireEvent is what an attempt of Acquire (or AcquireMulti) that did
+// not get the lock found, as AcquireOptions.Observer is told.
+type AcquireEvent struct {
+	// Late, when not nil, says that the attempt's grant came too late to
+	// count and was given back: a *LateError, with Slow set when its
+	// re-confirmation was late as well. A wait goes on after it (the link
+	// may recover); this says why it does not get the lock meanwhile.
+	Late error
+	// Holder is who holds the lock, when Late is nil.
+	Holder Holder
+}
+
+// observe tells o's Observer what an attempt found: a late grant (err)
+// when late, else the lock held by held.
+func (o *AcquireOptions) observe(late bool, held Holder, err error) {
+	if o == nil || o.Observer == nil {
+		return
+	}
+	if late {
+		o.Observer(AcquireEvent{Late: err})
+		return
+	}
+	o.Observer(AcquireEvent{Holder: held})
 }
 
 // Lease is a held lock: a lock, a semaphore slot, a shared hold or a set
@@ -317,7 +340,7 @@ func valueRest(o *AcquireOptions, ttl time.Duration) string {
 	if o.Owner != "" {
 		owner, start = lockwire.EncodeJSONString(o.Owner), o.OwnerStart
 	}
-	return lockwire.Members(owner, o.Note, o.CI, int64(o.Limit), o.Shared, ttl,
+	return lockwire.Members(owner, o.Note, o.JobURL, int64(o.Limit), o.Shared, ttl,
 		lockwire.Holding{RenewEvery: o.RenewEvery, PIDStart: start})
 }
 
@@ -340,22 +363,13 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 	}
 	if o.Wait == 0 {
 		if late {
-			if o.OnLate != nil {
-				o.OnLate(err)
-			}
+			o.observe(true, Holder{}, err)
 			return nil, err
 		}
-		if o.OnBusy != nil {
-			o.OnBusy(held)
-		}
+		o.observe(false, held, nil)
 		return nil, newHeldError(ErrNotObtained, held)
 	}
-	if late && o.OnLate != nil {
-		o.OnLate(err)
-	}
-	if !late && o.OnBusy != nil {
-		o.OnBusy(held)
-	}
+	o.observe(late, held, err)
 	if !a.deadline.IsZero() && !a.l.clock.Now().Before(a.deadline) {
 		// The first attempt used up the wait (a slow link): no other.
 		if late {
@@ -569,7 +583,7 @@ func (l *Locker) renewKey(ctx context.Context, key, token string, ttl time.Durat
 		// No lock at key, but a semaphore of the same name: the token
 		// may hold one of its slots.
 		ttl, err := l.renewSem(ctx, key, token, ttl)
-		if errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrLate) {
+		if errors.Is(err, ErrNotHeld) && !errors.Is(err, lockwire.ErrLate) {
 			return 0, fmt.Errorf("%w: %s", ErrNotHeld, key)
 		}
 		return ttl, err

@@ -136,7 +136,12 @@ func TestHeldNonBlocking(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := 0
-	_, err = l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Owner: "bob", OnBusy: func(lock.Holder) { busy++ }})
+	observe := func(ev lock.AcquireEvent) {
+		if ev.Late == nil && ev.Holder.Owner == "alice" {
+			busy++
+		}
+	}
+	_, err = l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Owner: "bob", Observer: observe})
 	var held *lock.HeldError
 	if !errors.Is(err, lock.ErrNotObtained) || !errors.As(err, &held) || errors.Is(err, lock.ErrNotOwner) {
 		t.Fatalf("second acquire: %v", err)
@@ -145,7 +150,7 @@ func TestHeldNonBlocking(t *testing.T) {
 		t.Errorf("holder %+v", h)
 	}
 	if busy != 1 {
-		t.Errorf("OnBusy called %d times", busy)
+		t.Errorf("Observer told of alice's hold %d times", busy)
 	}
 }
 
@@ -473,7 +478,7 @@ func TestWaitReplicasWithoutReplicasFails(t *testing.T) {
 	name := uniqueName(t)
 	_, err := l.Acquire(ctx, name, 10*time.Second, nil)
 	var re *lock.ReplicationError
-	if !errors.Is(err, lock.ErrNotReplicated) || !errors.As(err, &re) || re.Want != 1 || re.Acked != 0 {
+	if !errors.Is(err, lock.ErrUnavailable) || !errors.As(err, &re) || re.Want != 1 || re.Acked != 0 {
 		t.Fatalf("acquire with 0 replicas: %v", err)
 	}
 	if _, err := plain.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
@@ -483,7 +488,7 @@ func TestWaitReplicasWithoutReplicasFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := renewToken(ctx, l, name, lease.Token(), 10*time.Second); !errors.Is(err, lock.ErrNotReplicated) {
+	if _, err := renewToken(ctx, l, name, lease.Token(), 10*time.Second); !errors.Is(err, lock.ErrUnavailable) {
 		t.Errorf("renew with 0 replicas: %v", err)
 	}
 	// Zero replicas asked for is always satisfied.

@@ -65,11 +65,11 @@ func TestSemaphoreRefusesAnotherLimit(t *testing.T) {
 	}
 	_, err := l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Limit: 3, Wait: 5 * time.Second})
 	var le *lock.DataError
-	if !errors.As(err, &le) || le.Err != lock.ErrLimitMismatch || le.Limit != 2 || le.WantLimit != 3 || !errors.Is(err, lock.ErrLimitMismatch) || !errors.Is(err, lock.ErrInvalid) {
+	if !errors.As(err, &le) || le.Err != lock.ErrInvalid || le.Limit != 2 || le.WantLimit != 3 || !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("--limit 3 beside two --limit 2 holders: %v, want a limit mismatch {2, 3}", err)
 	}
 	_, err = l.Acquire(ctx, name, 10*time.Second, &lock.AcquireOptions{Limit: 1})
-	if !errors.As(err, &le) || le.Err != lock.ErrLimitMismatch || le.Limit != 2 {
+	if !errors.As(err, &le) || le.Err != lock.ErrInvalid || le.Limit != 2 {
 		t.Fatalf("--limit 1 beside --limit 2 holders: %v, want a limit mismatch", err)
 	}
 	// the same limit is simply full

@@ -68,7 +68,7 @@ func (s *leaseSet) String() string { return strings.Join(s.keys, ", ") }
 // lease's Name, Key and Fence are those of names[0]; FenceOf gives each
 // name's fence, each from the counter Acquire of that name uses.
 //
-// o's Token, Owner, Note, CI, Wait, RetryFor, OnBusy and OnLate work as
+// o's Token, Owner, Note, JobURL, Wait, RetryFor and Observer work as
 // for Acquire; Limit, FIFO and Shared are refused (ErrInvalid). A name the
 // token holds already (a retry after a lost reply) keeps its fence. On a
 // Redis Cluster every name must map to the same slot (give them one hash

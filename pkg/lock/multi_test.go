@@ -323,7 +323,7 @@ func TestAcquireMultiWaiterGetsInAfterRelease(t *testing.T) {
 		got := make(chan result, 1)
 		go func() {
 			lease, err := waiter.AcquireMulti(ctx, names, time.Minute, &lock.AcquireOptions{Wait: 30 * time.Second,
-				OnBusy: func(lock.Holder) {
+				Observer: func(lock.AcquireEvent) {
 					select {
 					case busy <- struct{}{}:
 					default:
@@ -539,9 +539,9 @@ func TestAcquireMultiWaiterPassesOnAWakeUpItCannotUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = hb.Release(ctx) }()
-	busy := func() (func(lock.Holder), chan struct{}) {
+	busy := func() (func(lock.AcquireEvent), chan struct{}) {
 		ch := make(chan struct{}, 1)
-		return func(lock.Holder) {
+		return func(lock.AcquireEvent) {
 			select {
 			case ch <- struct{}{}:
 			default:
@@ -554,7 +554,7 @@ func TestAcquireMultiWaiterPassesOnAWakeUpItCannotUse(t *testing.T) {
 	defer cancel()
 	go func() {
 		lease, err := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour}).AcquireMulti(wctx, names, time.Minute,
-			&lock.AcquireOptions{Wait: -1, OnBusy: onSet})
+			&lock.AcquireOptions{Wait: -1, Observer: onSet})
 		if lease != nil {
 			_ = lease.Release(context.Background())
 		}
@@ -569,7 +569,7 @@ func TestAcquireMultiWaiterPassesOnAWakeUpItCannotUse(t *testing.T) {
 	defer ocancel()
 	go func() {
 		lease, err := lock.New(newClient(t), &lock.Options{PollInterval: time.Hour}).Acquire(octx, names[0], time.Minute,
-			&lock.AcquireOptions{Wait: -1, OnBusy: onOne})
+			&lock.AcquireOptions{Wait: -1, Observer: onOne})
 		if lease != nil {
 			_ = lease.Release(context.Background())
 		}

@@ -20,12 +20,7 @@ func (a *setAttempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error)
 	case err != nil && !late:
 		return nil, err
 	}
-	if late && o.OnLate != nil {
-		o.OnLate(err)
-	}
-	if !late && o.OnBusy != nil {
-		o.OnBusy(held)
-	}
+	o.observe(late, held, err)
 	if o.Wait == 0 || (!a.deadline.IsZero() && !a.l.clock.Now().Before(a.deadline)) {
 		if late {
 			return nil, err
@@ -68,16 +63,12 @@ func (a *setAttempt) wait(ctx context.Context, o *AcquireOptions, down error) (*
 			delay = min(delay, transientDelay)
 		case isLate(err):
 			late, down, downSince = err, nil, time.Time{}
-			if o.OnLate != nil {
-				o.OnLate(err)
-			}
+			o.observe(true, Holder{}, err)
 		case err != nil:
 			return nil, err
 		default:
 			held, late, down, downSince = h, nil, nil, time.Time{}
-			if o.OnBusy != nil {
-				o.OnBusy(held)
-			}
+			o.observe(false, held, nil)
 			if held.TTL >= 0 {
 				delay = min(delay, held.TTL+time.Millisecond)
 			}

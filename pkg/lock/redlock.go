@@ -99,18 +99,18 @@ type QuorumError struct {
 
 func (e *QuorumError) Error() string {
 	if len(e.Errs) == 0 {
-		return e.Reason
+		return "lock: " + e.Reason
 	}
 	msgs := make([]string, len(e.Errs))
 	for i, err := range e.Errs {
 		msgs[i] = err.Error()
 	}
-	return e.Reason + ": " + strings.Join(msgs, "; ")
+	return "lock: " + e.Reason + ": " + strings.Join(msgs, "; ")
 }
 
-// Unwrap returns ErrNoQuorum, which a *QuorumError matches, and the nodes'
-// errors.
-func (e *QuorumError) Unwrap() []error { return causes(ErrNoQuorum, e.Errs...) }
+// Unwrap returns ErrUnavailable, which a *QuorumError matches, and the
+// nodes' errors.
+func (e *QuorumError) Unwrap() []error { return causes(ErrUnavailable, e.Errs...) }
 
 // NewRedlock returns a Locker whose locks live on a majority of the given
 // independent masters. At least 3 are required, since with 2 the quorum is

@@ -184,7 +184,7 @@ func TestRedlockTwoNodesPaused(t *testing.T) {
 	// timeout, whichever fires first: either way a timeout, never "held".
 	var netErr net.Error
 	timedOut := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
-	if !errors.Is(err, lock.ErrNoQuorum) || !timedOut || errors.Is(err, lock.ErrNotObtained) {
+	if !errors.Is(err, lock.ErrUnavailable) || !timedOut || errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("acquire with two of three nodes paused: %v", err)
 	}
 	var qe *lock.QuorumError
@@ -200,10 +200,10 @@ func TestRedlockTwoNodesPaused(t *testing.T) {
 	if n := srvs[0].Int(t, "EXISTS", key); n != 0 {
 		t.Errorf("the live node kept the lock: %q", get(t, srvs[0], key))
 	}
-	if _, err := l.Fences().Next(ctx, name); !errors.Is(err, lock.ErrNoQuorum) {
+	if _, err := l.Fences().Next(ctx, name); !errors.Is(err, lock.ErrUnavailable) {
 		t.Errorf("fence next: %v", err)
 	}
-	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNoQuorum) {
+	if _, err := l.Get(ctx, name); !errors.Is(err, lock.ErrUnavailable) {
 		t.Errorf("get: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package lock_test
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,61 +116,84 @@ func TestResumeReleasesOneHoldAtATime(t *testing.T) {
 	}
 }
 
-// Every error type is built by hand, as fs.PathError is, and matched with
-// errors.Is and errors.As.
+// sentinels are every sentinel error the package exports: the error model
+// the package doc's table describes.
+var sentinels = []error{
+	lock.ErrNotObtained, lock.ErrNotHeld, lock.ErrNotOwner, lock.ErrLost, lock.ErrInvalid,
+	lock.ErrWrongType, lock.ErrUnavailable, lock.ErrStaleFence, lock.ErrNotWoken,
+}
+
+// Every error type is built by hand, as fs.PathError is, matched with
+// errors.As, and matches exactly the sentinels the package doc's table
+// gives it (and the causes it wraps), no other; every message starts
+// "lock: ".
 func TestErrorTypesBuiltByHand(t *testing.T) {
 	h := lock.Holder{Key: "lock:x", Owner: "someone", TTL: time.Second}
 	reply := errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
 	for _, c := range []struct {
-		err      error
-		is, isnt []error
-		as       func(error) bool
+		err error
+		is  []error // the sentinels it matches; it matches no other
+		as  func(error) bool
 	}{
-		{&lock.HeldError{Err: lock.ErrNotOwner, Holder: h}, []error{lock.ErrNotOwner}, []error{lock.ErrNotObtained},
+		{&lock.HeldError{Err: lock.ErrNotOwner, Holder: h}, []error{lock.ErrNotOwner},
 			func(err error) bool { var e *lock.HeldError; return errors.As(err, &e) && e.Holder.Owner == "someone" }},
-		{&lock.HeldError{Err: lock.ErrNotObtained, Holder: h}, []error{lock.ErrNotObtained}, []error{lock.ErrNotOwner},
+		{&lock.HeldError{Err: lock.ErrNotObtained, Holder: h}, []error{lock.ErrNotObtained},
 			func(err error) bool { var e *lock.HeldError; return errors.As(err, &e) && e.Holder.Key == "lock:x" }},
-		{&lock.DataError{Key: "lock:x", Type: "list", Want: "a fence counter", Err: reply}, []error{lock.ErrWrongType, reply}, []error{lock.ErrInvalid},
+		{&lock.DataError{Key: "lock:x", Type: "list", Want: "a fence counter", Err: reply}, []error{lock.ErrWrongType},
+			func(err error) bool {
+				var e *lock.DataError
+				return errors.As(err, &e) && e.Type == "list" && errors.Is(err, reply)
+			}},
+		{&lock.DataError{Key: "lock:x", Type: "list", Want: "a lock", Err: lock.ErrWrongType}, []error{lock.ErrWrongType},
 			func(err error) bool { var e *lock.DataError; return errors.As(err, &e) && e.Type == "list" }},
-		{&lock.DataError{Key: "lock:x", Type: "list", Want: "a lock", Err: lock.ErrWrongType}, []error{lock.ErrWrongType}, []error{lock.ErrNotHeld},
-			func(err error) bool { var e *lock.DataError; return errors.As(err, &e) && e.Type == "list" }},
-		{&lock.DataError{Key: "lock:x", Limit: 2, WantLimit: 3, Err: lock.ErrLimitMismatch}, []error{lock.ErrLimitMismatch, lock.ErrInvalid}, []error{lock.ErrWrongType},
+		{&lock.DataError{Key: "lock:x", Limit: 2, WantLimit: 3, Err: lock.ErrInvalid}, []error{lock.ErrInvalid},
 			func(err error) bool { var e *lock.DataError; return errors.As(err, &e) && e.WantLimit == 3 }},
-		{&lock.StaleFenceError{Resource: "r", Fence: 1, Highest: 2}, []error{lock.ErrStaleFence}, []error{lock.ErrNotOwner},
+		{&lock.StaleFenceError{Resource: "r", Fence: 1, Highest: 2}, []error{lock.ErrStaleFence},
 			func(err error) bool { var e *lock.StaleFenceError; return errors.As(err, &e) && e.Highest == 2 }},
-		{&lock.ReplicationError{Key: "lock:x", Want: 2, Acked: 1}, []error{lock.ErrNotReplicated}, []error{lock.ErrNotHeld},
+		{&lock.ReplicationError{Key: "lock:x", Want: 2, Acked: 1}, []error{lock.ErrUnavailable},
 			func(err error) bool { var e *lock.ReplicationError; return errors.As(err, &e) && e.Acked == 1 }},
-		{&lock.WakeError{Key: "lock:x", Channel: "c", Reason: "NOPERM"}, []error{lock.ErrNotWoken}, []error{lock.ErrNotHeld},
+		{&lock.WakeError{Key: "lock:x", Channel: "c", Reason: "NOPERM"}, []error{lock.ErrNotWoken},
 			func(err error) bool { var e *lock.WakeError; return errors.As(err, &e) && e.Reason == "NOPERM" }},
-		{&lock.LateError{Key: "lock:x", Op: "renew", TTL: time.Second, Took: 2 * time.Second}, []error{lock.ErrLate, lock.ErrNotHeld}, []error{lock.ErrNotObtained},
+		{&lock.LateError{Key: "lock:x", Op: "renew", TTL: time.Second, Took: 2 * time.Second}, []error{lock.ErrNotHeld},
 			func(err error) bool { var e *lock.LateError; return errors.As(err, &e) && e.Op == "renew" }},
-		{&lock.LateError{Key: "lock:x", Op: "acquire", TTL: time.Second}, []error{lock.ErrLate, lock.ErrNotObtained}, []error{lock.ErrNotHeld},
+		{&lock.LateError{Key: "lock:x", Op: "acquire", TTL: time.Second}, []error{lock.ErrNotObtained},
 			func(err error) bool { var e *lock.LateError; return errors.As(err, &e) && e.Op == "acquire" }},
-		{&lock.LateError{Key: "lock:x", Op: "acquire", TTL: time.Second, Took: time.Second, Slow: true}, []error{lock.ErrLate}, []error{lock.ErrNotObtained},
+		{&lock.LateError{Key: "lock:x", Op: "re-enter", TTL: time.Second}, []error{lock.ErrNotObtained},
+			func(err error) bool { var e *lock.LateError; return errors.As(err, &e) && e.Op == "re-enter" }},
+		{&lock.LateError{Key: "lock:x", Op: "acquire", TTL: time.Second, Took: time.Second, Slow: true}, []error{lock.ErrUnavailable},
 			func(err error) bool { var e *lock.LateError; return errors.As(err, &e) && e.Slow }},
-		{&lock.LostError{Name: "x", Err: lock.ErrNotHeld}, []error{lock.ErrLost, lock.ErrNotHeld}, []error{lock.ErrNotOwner},
+		{&lock.LostError{Name: "x", Err: lock.ErrNotHeld}, []error{lock.ErrLost, lock.ErrNotHeld},
 			func(err error) bool { var e *lock.LostError; return errors.As(err, &e) && e.Name == "x" }},
-		{&lock.QuorumError{Reason: "2 of 3 nodes refused", Errs: []error{reply}}, []error{lock.ErrNoQuorum, reply}, []error{lock.ErrNotHeld},
-			func(err error) bool { var e *lock.QuorumError; return errors.As(err, &e) && len(e.Errs) == 1 }},
-		{&lock.PanicError{Where: "renewal", Value: "boom"}, nil, []error{lock.ErrLost},
+		{&lock.LostError{Name: "x", Expired: true}, []error{lock.ErrLost},
+			func(err error) bool { var e *lock.LostError; return errors.As(err, &e) && e.Expired }},
+		{&lock.QuorumError{Reason: "2 of 3 nodes refused", Errs: []error{reply}}, []error{lock.ErrUnavailable},
+			func(err error) bool {
+				var e *lock.QuorumError
+				return errors.As(err, &e) && len(e.Errs) == 1 && errors.Is(err, reply)
+			}},
+		{&lock.PanicError{Where: "renewal", Value: "boom"}, nil,
 			func(err error) bool { var e *lock.PanicError; return errors.As(err, &e) && e.Value == "boom" }},
 	} {
 		wrapped := fmt.Errorf("wrapped: %w", c.err)
-		if c.err.Error() == "" {
-			t.Errorf("%T: empty message", c.err)
+		if msg := c.err.Error(); !strings.HasPrefix(msg, "lock: ") || strings.HasPrefix(msg, "lock: lock ") {
+			t.Errorf("%T: message %q, want one starting \"lock: \" once", c.err, msg)
 		}
-		for _, target := range c.is {
-			if !errors.Is(wrapped, target) {
-				t.Errorf("%T (%v) does not match %v", c.err, c.err, target)
-			}
-		}
-		for _, target := range c.isnt {
-			if errors.Is(wrapped, target) {
-				t.Errorf("%T (%v) matches %v", c.err, c.err, target)
+		for _, target := range sentinels {
+			if want := slices.Contains(c.is, target); errors.Is(wrapped, target) != want {
+				t.Errorf("%T (%v): errors.Is(%v) = %v, want %v", c.err, c.err, target, !want, want)
 			}
 		}
 		if !c.as(wrapped) {
 			t.Errorf("%T: errors.As does not find it with its fields", c.err)
+		}
+	}
+}
+
+// Every sentinel says it comes from this package, in one style.
+func TestSentinelMessages(t *testing.T) {
+	for _, err := range sentinels {
+		if msg := err.Error(); !strings.HasPrefix(msg, "lock: ") {
+			t.Errorf("%q: want a message starting \"lock: \"", msg)
 		}
 	}
 }

@@ -29,7 +29,7 @@ import (
 //
 // The limit is a property of the semaphore while it has holders: each
 // holder's value records its N, and an acquire with another N than the live
-// holders' is refused (*DataError (ErrLimitMismatch)) rather than let in beyond their bound.
+// holders' is refused (*DataError matching ErrInvalid) rather than let in beyond their bound.
 //
 // A semaphore and a plain lock of the same name exclude each other: a plain
 // (or FIFO) acquire counts live slots as held, and a semaphore acquire counts

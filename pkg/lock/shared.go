@@ -22,7 +22,7 @@ import (
 // its expiry when its holder dies. Renewal, release, re-entry, inspection
 // and force-release find a shared slot by its token, as a semaphore's. A
 // semaphore and shared holders of one name exclude each other
-// (*DataError (ErrLimitMismatch)).
+// (*DataError matching ErrInvalid).
 //
 // Writers never starve: an exclusive acquire that is refused and goes on
 // waiting lists itself in AuxKey(KindWriters, key), a zset token -> expiry

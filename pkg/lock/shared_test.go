@@ -188,7 +188,7 @@ func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
 	}
 	_, err = l.Acquire(ctx, name, time.Second, &lock.AcquireOptions{Limit: 3})
 	var le *lock.DataError
-	if !errors.As(err, &le) || le.Err != lock.ErrLimitMismatch || le.Limit != 0 || le.WantLimit != 3 || !errors.Is(err, lock.ErrInvalid) {
+	if !errors.As(err, &le) || le.Err != lock.ErrInvalid || le.Limit != 0 || le.WantLimit != 3 || !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("semaphore among shared holders: %v", err)
 	}
 	_ = s.Release(ctx)
@@ -197,7 +197,7 @@ func TestSharedAndSemaphoreExcludeEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = l.Acquire(ctx, name, time.Second, shared(0))
-	if !errors.As(err, &le) || le.Err != lock.ErrLimitMismatch || le.Limit != 3 || le.WantLimit != 0 {
+	if !errors.As(err, &le) || le.Err != lock.ErrInvalid || le.Limit != 3 || le.WantLimit != 0 {
 		t.Fatalf("shared among semaphore holders: %v", err)
 	}
 	_ = m.Release(ctx)

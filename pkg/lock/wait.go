@@ -160,9 +160,7 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 				// waiter left the queue with the grant: its place is
 				// unknown until it joins again.
 				late, down, downSince = err, nil, time.Time{}
-				if o.OnLate != nil {
-					o.OnLate(err)
-				}
+				o.observe(true, Holder{}, err)
 				if a.fifo {
 					sl.fifo(a.args.token, 0)
 				}
@@ -178,9 +176,7 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 				if a.fifo {
 					sl.fifo(a.args.token, h.arrival)
 				}
-				if o.OnBusy != nil {
-					o.OnBusy(held)
-				}
+				o.observe(false, held, nil)
 				if held.TTL >= 0 {
 					// Retry as the key expires; the extra millisecond
 					// covers PTTL's rounding down.

@@ -25,7 +25,7 @@ func startWaiter(ctx context.Context, l *lock.Locker, name string, ttl time.Dura
 	sub := make(chan struct{})
 	res := make(chan waitResult, 1)
 	var busy atomic.Int32
-	o.OnBusy = func(lock.Holder) {
+	o.Observer = func(lock.AcquireEvent) {
 		if busy.Add(1) == 2 {
 			close(sub)
 		}

@@ -27,9 +27,9 @@ type LostError struct {
 
 func (e *LostError) Error() string {
 	if !e.Expired {
-		return fmt.Sprintf("lock %s lost: renewal refused: %v", e.Name, e.Err)
+		return fmt.Sprintf("lock: %s lost: renewal refused: %v", e.Name, e.Err)
 	}
-	msg := fmt.Sprintf("lock %s lost: no renewal succeeded before the lease's local deadline", e.Name)
+	msg := fmt.Sprintf("lock: %s lost: no renewal succeeded before the lease's local deadline", e.Name)
 	if e.Err != nil {
 		msg += fmt.Sprintf(" (last error: %v)", e.Err)
 	}

@@ -408,7 +408,7 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 		})
 		w, err := lock.StartWatchdogNow(context.Background(), r, "deploy", "tok", ttl, &lock.WatchdogOptions{
 			Observer: func(e lock.WatchEvent) {
-				if errors.Is(e.Err, lock.ErrNotReplicated) {
+				if errors.Is(e.Err, lock.ErrUnavailable) {
 					reported.Add(1)
 				}
 			},
@@ -430,7 +430,7 @@ func TestWatchdogLosesLeaseOnReplicationShortfall(t *testing.T) {
 		synctest.Wait()
 		err = lostNow(t, w)
 		var le *lock.LostError
-		if !errors.As(err, &le) || !le.Expired || !errors.Is(err, lock.ErrNotReplicated) || w.Held() {
+		if !errors.As(err, &le) || !le.Expired || !errors.Is(err, lock.ErrUnavailable) || w.Held() {
 			t.Fatalf("past the deadline with only unacknowledged renewals: %v, held %v; want an expiry whose last error is the shortfall", err, w.Held())
 		}
 		// Retried with the short back-off, not once a period.

@@ -48,7 +48,7 @@ type reply = lockwire.Reply
 func parseValue(key, value string, ttl time.Duration) Holder {
 	v := lockwire.ParseValue(value)
 	return Holder{Key: key, TTL: ttl, Format: Format(v.Format), Token: v.Token, Fence: v.Fence, Owner: v.Owner,
-		Note: v.Note, CI: v.CI, Limit: v.Limit, LeaseTTL: v.LeaseTTL, Shared: v.Shared, Reentry: v.Holds, AcquiredAt: v.AcquiredAt,
+		Note: v.Note, JobURL: v.CI, Limit: v.Limit, LeaseTTL: v.LeaseTTL, Shared: v.Shared, Reentry: v.Holds, AcquiredAt: v.AcquiredAt,
 		RenewedAt: v.RenewedAt, RenewEvery: v.RenewEvery, PIDStart: v.PIDStart}
 }
 

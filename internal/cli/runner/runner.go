@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/cli/support/child"
+	"github.com/lockctl/lockctl/internal/cli/support/errtext"
 )
 
 // DefaultKillAfter is the grace between SIGTERM and SIGKILL.
@@ -264,13 +265,13 @@ func stopOnLoss(c *child.Child, cfg *Config, res *Result, err error, grace time.
 	}
 	switch cfg.OnLost {
 	case OnLostTerm:
-		logf("%v; sending SIGTERM to the child's process group, SIGKILL in %v", err, grace)
+		logf("%s; sending SIGTERM to the child's process group, SIGKILL in %v", errtext.Of(err), grace)
 		_ = c.Terminate(grace)
 	case OnLostKill:
-		logf("%v; killing the child's process group", err)
+		logf("%s; killing the child's process group", errtext.Of(err))
 		_ = c.Kill()
 	default:
-		logf("%v; the child keeps running unprotected (--on-lost ignore)", err)
+		logf("%s; the child keeps running unprotected (--on-lost ignore)", errtext.Of(err))
 	}
 }
 
@@ -281,7 +282,7 @@ func lostAtEnd(lease Lease, lost <-chan error, res *Result, logf func(string, ..
 	select {
 	case err := <-lost:
 		res.Lost, res.LostErr = true, err
-		logf("%v as the child's process group ended", err)
+		logf("%s as the child's process group ended", errtext.Of(err))
 	default:
 		if !lease.Held() {
 			res.Lost, res.LostErr = true, errNotHeldAtEnd

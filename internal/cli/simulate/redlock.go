@@ -100,7 +100,7 @@ func (e *env) redlockAcquire(ctx context.Context, actor string, ttl time.Duratio
 	e.parallel(func() {
 		lease, err := l.Acquire(ctx, lockName, ttl, &lock.AcquireOptions{Token: token(actor), Owner: actor})
 		if err != nil {
-			e.expect(err, lock.ErrNotObtained, lock.ErrNoQuorum)
+			e.expect(err, lock.ErrNotObtained, lock.ErrUnavailable)
 			return
 		}
 		fence = lease.Fence()

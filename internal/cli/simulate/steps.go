@@ -117,7 +117,7 @@ func (e *env) acquire(ctx context.Context, actor string, ttl time.Duration) *loc
 func (e *env) acquireWith(ctx context.Context, l *lock.Locker, actor string, ttl time.Duration) *lock.Lease {
 	lease, err := l.Acquire(ctx, lockName, e.wall(ttl), &lock.AcquireOptions{Token: token(actor), Owner: actor})
 	if err != nil {
-		e.expect(err, lock.ErrNotObtained, lock.ErrNotReplicated)
+		e.expect(err, lock.ErrNotObtained, lock.ErrUnavailable)
 		return nil
 	}
 	e.grant(actor, ttl)

@@ -13,7 +13,7 @@ import (
 // show (an exclusive waiter keeps new shared holders out only while its
 // wait is under way), so it is pkg/lock's own wait loop that runs, in a
 // goroutine, not a stand-in. Its timers fire at once and every refused
-// attempt (OnBusy) parks it until the timeline lets it try again, so each
+// attempt (Observer) parks it until the timeline lets it try again, so each
 // attempt happens at the simulated time the scenario gives it, embedded and
 // on a real server alike, and the timeline stays the same on every run.
 //
@@ -72,7 +72,11 @@ func (e *env) waitFor(ctx context.Context, actor, name string, ttl time.Duration
 		defer close(w.done)
 		w.lease, w.err = l.Acquire(wctx, name, e.wall(ttl), &lock.AcquireOptions{
 			Token: token(actor), Owner: actor, Shared: shared, Wait: -1,
-			OnBusy: func(h lock.Holder) {
+			Observer: func(ev lock.AcquireEvent) {
+				if ev.Late != nil {
+					return
+				}
+				h := ev.Holder
 				select {
 				case w.parked <- h:
 				case <-wctx.Done():

@@ -23,7 +23,11 @@ func TestLockSurface(t *testing.T) {
 	for _, want := range []string{"Lease.Release", "Lease.Refresh", "Lease.Done", "Lease.Watch", "Lease.Err", "Lease.Fence",
 		"Lease.Holds", "Locker.Resume", "Locker.Reenter", "Locker.Get", "HeldError.Err", "HeldError.Holder",
 		"DataError.Err", "DataError.Limit", "DataError.WantLimit", "LostError.Err", "LateError.Slow",
-		"Lease.RenewNow", "WatchdogOptions.Observer", "ScriptCommands"} {
+		"Lease.RenewNow", "WatchdogOptions.Observer", "ScriptCommands",
+		// One error model: a few sentinels (the package doc's table).
+		"ErrNotObtained", "ErrNotHeld", "ErrNotOwner", "ErrLost", "ErrInvalid", "ErrWrongType",
+		"ErrUnavailable", "ErrStaleFence", "ErrNotWoken",
+		"AcquireOptions.Observer", "AcquireEvent.Late", "AcquireEvent.Holder", "AcquireOptions.JobURL", "Holder.JobURL"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("pkg/lock has no %s", want)
 		}
@@ -39,7 +43,13 @@ func TestLockSurface(t *testing.T) {
 		// internal/lib/watchdog. Events go to an events.Sink; a wrong type and
 		// a semaphore's other limit are *DataError values; a slow link is
 		// a *LateError with Slow set.
-		"Watchdog", "StartWatchdog", "PanicError", "EventSink", "WrongTypeError", "LimitError", "ErrSlowLink"} {
+		"Watchdog", "StartWatchdog", "PanicError", "EventSink", "WrongTypeError", "LimitError", "ErrSlowLink",
+		// Folded into the sentinels above: a limit mismatch is a *DataError
+		// matching ErrInvalid; replicas, quorum and a slow link match
+		// ErrUnavailable; a late reply's details are a *LateError. One
+		// Observer tells of busy and late attempts.
+		"ErrLimitMismatch", "ErrNotReplicated", "ErrNoQuorum", "ErrLate",
+		"AcquireOptions.OnBusy", "AcquireOptions.OnLate", "AcquireOptions.CI", "Holder.CI"} {
 		if slices.Contains(names, internal) {
 			t.Errorf("pkg/lock exports %s", internal)
 		}
