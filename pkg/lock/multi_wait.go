@@ -42,70 +42,38 @@ func (a *setAttempt) wait(ctx context.Context, o *AcquireOptions, down error) (*
 		downSince = a.l.clock.Now()
 	}
 	wake, stop := a.subscribe(ctx)
-	defer stop()
-	var held Holder
-	var late error
-	for {
-		delay := a.l.poll
-		lease, h, err := a.try(ctx)
-		switch {
-		case lease != nil:
-			return lease, nil
-		case err != nil && o.RetryFor > 0 && transient(err) && ctx.Err() == nil:
-			now := a.l.clock.Now()
-			if downSince.IsZero() {
-				downSince = now
-			}
-			if now.Sub(downSince) >= o.RetryFor {
-				return nil, err
-			}
-			down = err
-			delay = min(delay, transientDelay)
-		case isLate(err):
-			late, down, downSince = err, nil, time.Time{}
-			o.observe(true, Holder{}, err)
-		case err != nil:
-			return nil, err
-		default:
-			held, late, down, downSince = h, nil, nil, time.Time{}
-			o.observe(false, held, nil)
-			if held.TTL >= 0 {
-				delay = min(delay, held.TTL+time.Millisecond)
-			}
-		}
-		giveUp := func() error {
-			switch {
-			case down != nil:
-				return down
-			case late != nil && a.slow != nil:
-				return a.slow
-			case late != nil:
-				return late
-			}
-			return newHeldError(ErrNotObtained, held)
-		}
-		if !a.deadline.IsZero() {
-			left := a.deadline.Sub(a.l.clock.Now())
-			if left <= 0 {
-				return nil, giveUp()
-			}
-			delay = min(delay, left)
-		}
-		t := a.l.clock.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctxErr(ctx, a.keys[0])
-		case <-wake:
-		case <-t.C():
-		}
-		t.Stop()
-		if !a.deadline.IsZero() && !a.l.clock.Now().Before(a.deadline) {
-			// An attempt now would take the set after the wait's bound.
-			return nil, giveUp()
-		}
-	}
+	sl := &setSleep{l: a.l, wake: wake, stop: stop}
+	defer sl.close()
+	w := &waiting{l: a.l, key: a.keys[0], token: a.args.token, deadline: a.deadline, slow: &a.slow, try: a.try}
+	return w.loop(ctx, o, true, down, downSince, sl)
 }
+
+// setSleep is a set's sleeper: it sleeps until a release on one of the
+// set's channels, or the poll. A set keeps no FIFO place and has no
+// shared holders to pass a wake-up on to.
+type setSleep struct {
+	l    *Locker
+	wake <-chan struct{}
+	stop func()
+}
+
+func (s *setSleep) longest(bool) time.Duration { return s.l.poll }
+
+func (s *setSleep) sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
+	t := s.l.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-s.wake:
+	case <-t.C():
+	}
+	return 0, nil
+}
+
+func (s *setSleep) fifo(string, int64) {}
+func (s *setSleep) passOn()            {}
+func (s *setSleep) close()             { s.stop() }
 
 // subscribe subscribes to every channel a release of one of the set's
 // names may wake this waiter on, and merges their wake-ups into one

@@ -107,7 +107,11 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 		sl, retry = hs, hs.retry
 	}
 	defer sl.close()
-	return a.loop(ctx, o, retry, down, sl)
+	var downSince time.Time
+	if down != nil {
+		downSince = a.l.clock.Now()
+	}
+	return a.waiting().loop(ctx, o, retry, down, downSince, sl)
 }
 
 // sleeper is how a waiter sleeps between attempts.
@@ -126,16 +130,33 @@ type sleeper interface {
 	close()
 }
 
-func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down error, sl sleeper) (*Lease, error) {
-	var downSince time.Time
-	if down != nil {
-		downSince = a.l.clock.Now()
-	}
-	deadline := a.deadline
-	if a.fifo {
+// waiting is what the wait loop needs of an attempt, a lock's or a set's.
+type waiting struct {
+	l        *Locker
+	key      string // names the lock (a set's first) when ctx ends
+	token    string
+	deadline time.Time   // as attempt's
+	slow     **LateError // as attempt's, kept up to date by try
+	// fifo: the waiter keeps a FIFO place; shared: holders enter together.
+	fifo, shared bool
+	try          func(context.Context) (*Lease, Holder, error)
+}
+
+// waiting is the attempt as the wait loop sees it.
+func (a *attempt) waiting() *waiting {
+	return &waiting{l: a.l, key: a.key, token: a.args.token, deadline: a.deadline, slow: &a.slow,
+		fifo: a.fifo, shared: a.shared, try: a.try}
+}
+
+// loop tries, and sleeps on sl between tries, until the lock is ours, the
+// wait's deadline passes or ctx ends. down is the error of the attempt
+// before, when it failed on the way to Redis (at downSince).
+func (w *waiting) loop(ctx context.Context, o *AcquireOptions, retry bool, down error, downSince time.Time, sl sleeper) (*Lease, error) {
+	deadline := w.deadline
+	if w.fifo {
 		// Before the next attempt: a release after it must find this
 		// waiter marked.
-		sl.fifo(a.args.token, 0)
+		sl.fifo(w.token, 0)
 	}
 	var held Holder
 	var late error // the last attempt's grant came too late to count
@@ -143,10 +164,10 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 	for {
 		delay := sl.longest(false)
 		if retry {
-			lease, h, err := a.try(ctx)
+			lease, h, err := w.try(ctx)
 			switch {
 			case err != nil && o.RetryFor > 0 && transient(err) && ctx.Err() == nil:
-				now := a.l.clock.Now()
+				now := w.l.clock.Now()
 				if downSince.IsZero() {
 					downSince = now
 				}
@@ -161,11 +182,11 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 				// unknown until it joins again.
 				late, down, downSince = err, nil, time.Time{}
 				o.observe(true, Holder{}, err)
-				if a.fifo {
-					sl.fifo(a.args.token, 0)
+				if w.fifo {
+					sl.fifo(w.token, 0)
 				}
 			case lease != nil || err != nil:
-				if lease != nil && a.shared {
+				if lease != nil && w.shared {
 					// Shared holders enter together: the release that
 					// woke this one may let in the next local waiter too.
 					sl.passOn()
@@ -173,8 +194,8 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 				return lease, err
 			default:
 				held, late, down, downSince = h, nil, nil, time.Time{}
-				if a.fifo {
-					sl.fifo(a.args.token, h.arrival)
+				if w.fifo {
+					sl.fifo(w.token, h.arrival)
 				}
 				o.observe(false, held, nil)
 				if held.TTL >= 0 {
@@ -191,20 +212,20 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 		}
 		retry = true
 		if !deadline.IsZero() {
-			left := deadline.Sub(a.l.clock.Now())
+			left := deadline.Sub(w.l.clock.Now())
 			if left <= 0 {
-				return nil, a.giveUp(down, late, held)
+				return nil, w.giveUp(down, late, held)
 			}
 			delay = min(delay, left)
 		}
 		var err error
 		if again, err = sl.sleep(ctx, delay); err != nil {
-			return nil, ctxErr(ctx, a.key)
+			return nil, ctxErr(ctx, w.key)
 		}
-		if !deadline.IsZero() && !a.l.clock.Now().Before(deadline) {
+		if !deadline.IsZero() && !w.l.clock.Now().Before(deadline) {
 			// The wait is over: an attempt now would take the lock
 			// after its bound.
-			return nil, a.giveUp(down, late, held)
+			return nil, w.giveUp(down, late, held)
 		}
 		if again > 0 {
 			// Next in line behind a waiter just woken: give it its grace
@@ -216,14 +237,14 @@ func (a *attempt) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 
 // giveUp is the error of a wait that ended without the lock: the server
 // that was down, a grant that came too late, else the holder that kept it.
-func (a *attempt) giveUp(down, late error, held Holder) error {
+func (w *waiting) giveUp(down, late error, held Holder) error {
 	switch {
 	case down != nil:
 		return down
-	case late != nil && a.slow != nil:
+	case late != nil && *w.slow != nil:
 		// The attempt at the deadline had no time to re-confirm; one
 		// before it found why it was late.
-		return a.slow
+		return *w.slow
 	case late != nil:
 		return late
 	}
