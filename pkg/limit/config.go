@@ -1,17 +1,10 @@
 package limit
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
-
-// ErrConfigMismatch is the error of a call on a key whose state was written
-// under another algorithm, rate or burst (*ConfigError). It also matches ErrInvalid: the caller's
-// configuration disagrees with the one every other caller of the key uses,
-// which no retry fixes.
-var ErrConfigMismatch = errors.New("limit: key is limited under another configuration")
 
 // Config is what a key's state is written under, and stored with it: a
 // call under another one is refused (*ConfigError), so that one
@@ -68,8 +61,10 @@ func parseConfig(s string) (Config, bool) {
 	return c, true
 }
 
-// ConfigError is the refusal of a call under Want on Key, whose state was written under
-// Stored.
+// ConfigError is the refusal of a call under Want on Key, whose state was
+// written under Stored (another algorithm, rate or burst). It matches
+// ErrInvalid: the caller's configuration disagrees with the one every other
+// caller of the key uses, which no retry fixes.
 type ConfigError struct {
 	Key          string
 	Stored, Want Config
@@ -79,7 +74,5 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("limit: %s is limited as %s, not %s", e.Key, e.Stored, e.Want)
 }
 
-// Is makes a *ConfigError match ErrConfigMismatch and ErrInvalid.
-func (e *ConfigError) Is(target error) bool {
-	return target == ErrConfigMismatch || target == ErrInvalid
-}
+// Is makes a *ConfigError match ErrInvalid.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalid }

@@ -3,6 +3,22 @@
 // server's clock (TIME inside the script) so that skewed client clocks never
 // over-admit. Every key a script writes carries a TTL, set in the same
 // script as the write.
+//
+// # Errors
+//
+// Callers branch with errors.Is on the sentinels and read the details with
+// errors.As on the error types. Each type matches the sentinel of its row,
+// no other; every message starts with "limit: ".
+//
+//	sentinel         when                                          type for details
+//	ErrInvalid       unusable rate, burst, cost, key or algorithm; *ConfigError
+//	                 the key is limited under another configuration
+//	ErrNeverAllowed  a cost above the burst: no wait admits it     *CostError
+//	ErrLimited       a call refused for now (Result.Err)           *LimitedError
+//	ErrWrongType     the key holds a value this algorithm did not  *WrongTypeError
+//	                 write
+//
+// Network and server errors are returned wrapped, as go-redis gave them.
 package limit
 
 import (
@@ -113,7 +129,7 @@ func (r Result) Err() error {
 // consuming the cost when it is. One script, one round trip.
 //
 // The key's state records the Config it was written under: a call under
-// another one fails with a *ConfigError (ErrConfigMismatch) and changes
+// another one fails with a *ConfigError (ErrInvalid) and changes
 // nothing.
 type Limiter interface {
 	Allow(ctx context.Context, key string, cost int64) (Result, error)

@@ -22,6 +22,34 @@
 //	code := run()            // stop the command if <-k.Lost() fires first
 //	k.Stop()
 //	rec, err := c.Complete(ctx, code)
+//
+// # Errors
+//
+// Callers branch with errors.Is on the sentinels, one per outcome they act
+// on, and read the details with errors.As on the error types. Each type
+// matches the sentinels of its row, no other; every message starts with
+// "once: ".
+//
+//	sentinel       when                                               type for details
+//	ErrInProgress  Claim: another claimant runs KEY now               *InProgressError
+//	ErrDone        Claim: KEY already ran (replay the outcome)        *DoneError
+//	ErrFingerprint Claim: KEY was claimed for another request         *FingerprintError
+//	ErrNotOwner    the claim now belongs to someone else              *NotOwnerError
+//	ErrLost        renew or complete found no record, or the
+//	               keep-alive gave the claim up
+//	ErrLate        Claim: the reply came after the claim's local
+//	               deadline and re-confirming it failed
+//	ErrUnknown     Claim: an at-most-once claim lapsed without an     *UnknownError
+//	               outcome (Store.Resolve it)
+//	ErrNotUnknown  Resolve: the record is not unknown (a running      *NotUnknownError
+//	               claim matches ErrInProgress too)
+//	ErrNotFound    Get found no record
+//	ErrWrongType   the key holds something that is not a once record  *WrongTypeError
+//	ErrInvalid     unusable argument
+//
+// Network and server errors are returned wrapped, as go-redis gave them. A
+// claim given up as late because both replies were slower than its TTL
+// allows wraps a *lock.LateError with Slow set.
 package once
 
 import (
