@@ -60,15 +60,7 @@ type setSleep struct {
 func (s *setSleep) longest(bool) time.Duration { return s.l.poll }
 
 func (s *setSleep) sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
-	t := s.l.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-s.wake:
-	case <-t.C():
-	}
-	return 0, nil
+	return 0, sleepOn(ctx, s.l, d, s.wake, nil)
 }
 
 func (s *setSleep) fifo(string, int64) {}

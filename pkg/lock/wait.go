@@ -312,16 +312,22 @@ func (h *hubSleep) sleep(ctx context.Context, d time.Duration) (time.Duration, e
 	if h.own != nil {
 		named = h.own.C()
 	}
-	t := h.l.clock.NewTimer(d)
+	return 0, sleepOn(ctx, h.l, d, wake, named)
+}
+
+// sleepOn returns after d, when a or b (nil: never) is ready, or when ctx
+// ends (ctx.Err()).
+func sleepOn(ctx context.Context, l *Locker, d time.Duration, a, b <-chan struct{}) error {
+	t := l.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-wake:
-	case <-named:
+		return ctx.Err()
+	case <-a:
+	case <-b:
 	case <-t.C():
 	}
-	return 0, nil
+	return nil
 }
 
 func (h *hubSleep) fifo(token string, arrival int64) {
