@@ -39,7 +39,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
+					if err := lease.Release(ctx); err != nil {
 						b.Error(err)
 						return
 					}
@@ -117,7 +117,7 @@ func contendLock(b *testing.B, workers int, hold time.Duration, o *lock.AcquireO
 			b.Fatal(err)
 		}
 		return func() {
-			if err := releaseToken(ctx, l, name, lease.Token()); err != nil {
+			if err := lease.Release(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -183,7 +183,7 @@ func BenchmarkVsFloor(b *testing.B) {
 					if err != nil {
 						return err
 					}
-					return releaseToken(ctx, l, name, lease.Token())
+					return lease.Release(ctx)
 				},
 				func(w int) error {
 					key := fmt.Sprintf("lock:%s.floor.%d", prefix, w)
