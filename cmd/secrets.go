@@ -150,24 +150,18 @@ func urlSecrets(raw string) []string {
 // redactRefusedURL is raw for a message that refuses it (bad --url): the
 // whole user info hidden, the user name with the password
 // (redis://***@host), since a user name can be a secret too, and password=
-// query values as redactURL hides them. When raw does not parse, everything
-// between the scheme and the last '@' is taken for user info.
+// query values as redactURL hides them. Everything between the scheme and
+// the last '@' is taken for user info, whatever a parser makes of it: a URL
+// that is refused may be read otherwise by the next parser (an '@' after a
+// '#' is a fragment to Go's, and part of the password to a person).
 func redactRefusedURL(raw string) string {
 	out := raw
-	u, err := url.Parse(raw)
-	switch {
-	case err == nil && u.User != nil:
-		u.User = nil
-		out = u.Scheme + "://***@" + strings.TrimPrefix(u.String(), u.Scheme+"://")
-	case err == nil && !strings.Contains(raw, "@"):
-	default:
-		start := 0
-		if i := strings.Index(raw, "://"); i >= 0 {
-			start = i + 3
-		}
-		if at := strings.LastIndexByte(raw, '@'); at >= start {
-			out = raw[:start] + "***" + raw[at:]
-		}
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + 3
+	}
+	if at := strings.LastIndexByte(raw, '@'); at >= start {
+		out = raw[:start] + "***" + raw[at:]
 	}
 	return redactSecrets(out, urlSecrets(raw))
 }
