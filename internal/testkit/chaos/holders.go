@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/cli/runner"
+	"github.com/lockctl/lockctl/internal/lib/identity"
 	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/redis/go-redis/v9"
 )
@@ -393,22 +394,13 @@ func (p *Proc) Children() []int {
 func GroupGone(pgid int) bool {
 	ents, _ := os.ReadDir("/proc")
 	for _, d := range ents {
-		if _, err := strconv.Atoi(d.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and
-		// parentheses, so fields are counted from the last ')'.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" {
+		// state ppid pgrp ...: the fields after the command name.
+		f, ok := identity.StatFields("/proc", pid)
+		if !ok || len(f) < 3 || f[0] == "Z" {
 			continue
 		}
 		if g, _ := strconv.Atoi(f[2]); g == pgid {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/cli/support/child"
+	"github.com/lockctl/lockctl/internal/lib/identity"
 )
 
 // guardedParent starts the test binary as a process that runs script
@@ -49,17 +50,9 @@ func childrenOf(ppid int) []proc {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" {
+		// state ppid pgrp ...: the fields after the command name.
+		f, ok := identity.StatFields("/proc", pid)
+		if !ok || len(f) < 3 || f[0] == "Z" {
 			continue
 		}
 		p, _ := strconv.Atoi(f[1])
