@@ -102,10 +102,14 @@ func (a acquireArgs) keep() string {
 var (
 	//go:embed holder.lua
 	holderLua string
+	//go:embed acquire_fast.lua
+	acquireFastLua string
 	//go:embed acquire.lua
 	acquireLua string
 	//go:embed renew.lua
 	renewLua string
+	//go:embed release_fast.lua
+	releaseFastLua string
 	//go:embed release.lua
 	releaseLua string
 	//go:embed inspect.lua
@@ -124,9 +128,9 @@ var (
 	// into the server's cache, so SCRIPT FLUSH or a restart costs one extra
 	// round trip. Every script that builds, reads or edits a stored value
 	// starts with lockwire.ValueLua (value.lua), the value's Lua side.
-	acquireScript   = lazyScript("acquire", func() string { return lockwire.ValueLua + fenceLua + holderLua + acquireLua })
+	acquireScript   = lazyScript("acquire", func() string { return acquireFastLua + lockwire.ValueLua + fenceLua + holderLua + acquireLua })
 	renewScript     = lazyScript("renew", func() string { return lockwire.ValueLua + holderLua + renewLua })
-	releaseScript   = lazyScript("release", func() string { return lockwire.ValueLua + holderLua + lockwire.WakeLua + releaseLua })
+	releaseScript   = lazyScript("release", func() string { return releaseFastLua + lockwire.ValueLua + holderLua + lockwire.WakeLua + releaseLua })
 	inspectScript   = lazyScript("inspect", func() string { return lockwire.ValueLua + holderLua + inspectLua })
 	checkScript     = lazyScript("check", func() string { return fenceLua + checkLua })
 	fenceNextScript = lazyScript("fenceNext", func() string { return fenceLua + fenceNextLua })

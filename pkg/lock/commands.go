@@ -9,7 +9,7 @@ import (
 // call on the server, which the connected user must be allowed to run
 // besides EVALSHA and EVAL themselves (an ACL applies inside scripts too).
 func ScriptCommands() []string {
-	return scriptcmds.Calls(fenceLua, holderLua, acquireLua, renewLua, releaseLua, inspectLua, checkLua, fenceNextLua,
+	return scriptcmds.Calls(fenceLua, holderLua, acquireFastLua, acquireLua, renewLua, releaseFastLua, releaseLua, inspectLua, checkLua, fenceNextLua,
 		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua, reenterLua, lockwire.WakeLua,
 		multiAcquireLua, multiRenewLua, multiReleaseLua)
 }

@@ -7,7 +7,7 @@ package lock
 func scriptHash(name string) string {
 	switch name {
 	case "acquire":
-		return "4063c73f7b5a3809c555d1ec7ef2478b9a47d62a"
+		return "dd3410dd849b145e6d1168e1516439666e151a8a"
 	case "check":
 		return "68800a39214a66df6b9309c5be8034a820c2536f"
 	case "fenceNext":
@@ -29,7 +29,7 @@ func scriptHash(name string) string {
 	case "reenter":
 		return "9b915f85803a3eb51e78777058d243de2885d019"
 	case "release":
-		return "7cf425a808c5a1837f5fcfa0a158b7aebcebddcb"
+		return "6bc304e900d794e138139617b3f3917759ba121e"
 	case "renew":
 		return "52c323f9dc985c60f0c698551fa0c8b3b71b472d"
 	case "semAcquire":
