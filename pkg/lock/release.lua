@@ -45,34 +45,7 @@ local function release()
   end
   return held(2, key, redis.call('TYPE', key)['ok'])
 end
--- record writes to the event stream KEYS[7] (capped at ARGV[4], as XADD
--- MAXLEN ~) the events the caller had queued (ARGV[7] on, as kind, name,
--- milliseconds or '') and, when the release happened (code 1 or 5),
--- 'released' for name ARGV[6] with the hold in ms ARGV[5]: one round trip
--- instead of a write of their own after it. Best effort, as the caller's
--- own write would be: a refused XADD is counted, never an error, and never
--- undoes the release.
-local function record(code)
-  local stream, maxlen, written = KEYS[7], ARGV[4], 0
-  local function xadd(kind, name, ms)
-    local r
-    if ms == '' then
-      r = redis.pcall('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'k', kind, 'n', name)
-    else
-      r = redis.pcall('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'k', kind, 'n', name, 'ms', ms)
-    end
-    if type(r) ~= 'table' or not r.err then
-      written = written + 1
-    end
-  end
-  for i = 7, #ARGV, 3 do
-    xadd(ARGV[i], ARGV[i + 1], ARGV[i + 2])
-  end
-  if code == 1 or code == 5 then
-    xadd('released', ARGV[6], ARGV[5])
-  end
-  return written
-end
+-- record: release_fast.lua.
 local r = release()
 if KEYS[7] == nil then
   return r

@@ -29,7 +29,7 @@ func scriptHash(name string) string {
 	case "reenter":
 		return "9b915f85803a3eb51e78777058d243de2885d019"
 	case "release":
-		return "6bc304e900d794e138139617b3f3917759ba121e"
+		return "f28464eb706587d9c76ae0b86b13a790644a8c20"
 	case "renew":
 		return "52c323f9dc985c60f0c698551fa0c8b3b71b472d"
 	case "semAcquire":
