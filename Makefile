@@ -1,7 +1,7 @@
 # lockctl: `make test` runs the whole suite on a fresh Debian/Ubuntu machine.
 GO ?= go
 
-.PHONY: test build install deb release release-check completions man bench bench-peers lint fuzz chaos reliability
+.PHONY: test build install deb release release-check completions man bench bench-peers bench-sitting lint fuzz chaos reliability
 
 # CGO_ENABLED=0: one static binary, no libc to load at start-up.
 # -buildvcs=auto: a build from a checkout records the commit and its date
@@ -135,3 +135,9 @@ reliability:
 bench-peers:
 	./scripts/ensure-redis.sh
 	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
+
+# Every peer comparison in one sitting, BASE (default HEAD~1) against the
+# work tree, interleaved run by run (bench/sitting.sh).
+bench-sitting:
+	./scripts/ensure-redis.sh
+	BASE=$(or $(BASE),HEAD~1) bench/sitting.sh
