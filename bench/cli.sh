@@ -2,9 +2,10 @@
 # Per-invocation cost of the CLI, in one hyperfine run per round:
 #   `lockctl run NAME -- true` beside `flock FILE true` and `etcdctl lock NAME true`,
 #   `lockctl version` beside a static Go hello-world (bench/peers/hello).
-# Starts its own redis-server and etcd on loopback ports; needs hyperfine,
-# etcd and etcdctl (apt-get install -y hyperfine etcd-server etcd-client) and
-# python3 for the summary. hyperfine runs one command after the other, so
+# Starts its own redis-server and etcd on loopback ports; needs hyperfine
+# and python3 for the summary, and etcd and etcdctl for the etcdctl rows
+# (apt-get install -y hyperfine etcd-server etcd-client; without etcd the
+# run leaves etcdctl out and says so). hyperfine runs one command after the other, so
 # the whole run is repeated ROUNDS times (default 3) and each ratio is
 # given with its min–max over rounds: the machine's drift shows there.
 #
@@ -23,15 +24,20 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --pidfile "$tmp/redis.pid" --dir "$tmp" >/dev/null
 export LOCKCTL_URL=redis://127.0.0.1:$port/0
 until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.05; done
-ep=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-pp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-etcd --data-dir "$tmp/etcd" --listen-client-urls http://127.0.0.1:$ep --advertise-client-urls http://127.0.0.1:$ep \
-	--listen-peer-urls http://127.0.0.1:$pp --initial-advertise-peer-urls http://127.0.0.1:$pp \
-	--initial-cluster default=http://127.0.0.1:$pp --log-level error >"$tmp/etcd.log" 2>&1 &
-echo $! > "$tmp/etcd.pid"
-export ETCDCTL_API=3
-for i in $(seq 100); do etcdctl --endpoints 127.0.0.1:$ep endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
-echo "machine: $(nproc) cores, $(uname -sr), redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $(etcd --version | head -1), $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+etcdv="no etcd (etcdctl left out)"
+if command -v etcd >/dev/null 2>&1 && command -v etcdctl >/dev/null 2>&1; then
+	ep=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	pp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	etcd --data-dir "$tmp/etcd" --listen-client-urls http://127.0.0.1:$ep --advertise-client-urls http://127.0.0.1:$ep \
+		--listen-peer-urls http://127.0.0.1:$pp --initial-advertise-peer-urls http://127.0.0.1:$pp \
+		--initial-cluster default=http://127.0.0.1:$pp --log-level error >"$tmp/etcd.log" 2>&1 &
+	echo $! > "$tmp/etcd.pid"
+	export ETCDCTL_API=3
+	for i in $(seq 100); do etcdctl --endpoints 127.0.0.1:$ep endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
+	etcdv=$(etcd --version | head -1)
+	set -- "$@" -n 'etcdctl lock' "etcdctl --endpoints 127.0.0.1:$ep lock bench true"
+fi
+echo "machine: $(nproc) cores, $(uname -sr), redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $etcdv, $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "binary: lockctl $(du -k "$tmp/lockctl" | cut -f1) KB, hello $(du -k "$tmp/hello" | cut -f1) KB"
 if [ -n "${BEFORE:-}" ]; then
 	set -- "$@" -n 'lockctl run (before)' "$BEFORE run bench -- true" -n 'lockctl version (before)' "$BEFORE version"
@@ -41,7 +47,6 @@ while [ "$r" -le "$ROUNDS" ]; do
 	hyperfine -N --warmup 20 --min-runs "$RUNS" --style basic --export-json "$tmp/round$r.json" "$@" \
 		-n 'flock' "flock $tmp/flock true" \
 		-n 'lockctl run' "$tmp/lockctl run bench -- true" \
-		-n 'etcdctl lock' "etcdctl --endpoints 127.0.0.1:$ep lock bench true" \
 		-n 'hello (static Go)' "$tmp/hello" \
 		-n 'lockctl version' "$tmp/lockctl version" >"$tmp/round$r.txt"
 	r=$((r + 1))
@@ -66,6 +71,8 @@ for n in names:
     cpu = " / ".join("%.1f" % ((r[n]["user"] + r[n]["system"]) * 1e3) for r in rs)
     print(f"| `{n}` | {med} | {mean} | {cpu} |")
 def ratio(a, b, label):
+    if a not in rs[0] or b not in rs[0]:
+        return
     xs = [r[a]["median"] / r[b]["median"] for r in rs]
     print(f"| {label} | {sum(xs) / len(xs):.2f} ({min(xs):.2f}–{max(xs):.2f}) |")
 print("\n| ratio of medians | mean over rounds (min–max) |")

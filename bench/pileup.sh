@@ -1,32 +1,50 @@
 #!/bin/sh
 # The seeds' hot lock: N processes (default 200) started at once on one lock,
 # each running the same short critical section (read a counter, sleep 2 ms,
-# write it back) and giving up after 3 s. Contenders, interleaved in ROUNDS
-# rounds (default 3) with the order rotating:
-#   lockctl       lockctl run hot -w 3s --ttl 10s -- work
+# write it back) and giving up after WAIT seconds (default 30: long enough
+# for flock to let all 200 in, so that every contender is timed on the same
+# number of hand-offs). Contenders, interleaved in ROUNDS rounds (default 3)
+# with the order rotating:
+#   lockctl       lockctl run hot -w ${WAIT}s --ttl 10s -- work
 #   lockctl-fifo  the same with --fifo
-#   flock         flock -w 3 FILE work (a local kernel lock: the floor)
-#   etcdctl       timeout 3 etcdctl lock hot work (etcd 3.4 from Debian)
+#   flock         flock -w $WAIT FILE work (a local kernel lock: the floor)
+#   etcdctl       timeout $WAIT etcdctl lock hot work (etcd 3.4 from Debian)
 # Per contender and round: how many ran, how many were in within 500 ms of the
 # start, how many gave up, hand-offs per second (ran / the time from the first
 # entry to the last), lost updates (the counter against the entries), and for
 # lockctl the Redis scripts and the Redis CPU per acquisition (INFO
-# commandstats and INFO cpu before and after) and the peak of clients and of
-# subscribed clients (CLIENT LIST, sampled every 100 ms). For lockctl,
-# in-order is the share of consecutive entries whose arrivals (entry time
-# less LOCKCTL_WAITED_MS) are in order, within 2 ms: 100% with --fifo.
+# commandstats and INFO cpu before and after) and the peak of clients, of
+# clients blocked in a command (waiters in XREAD BLOCK) and of clients
+# subscribed to the lock's channel. For lockctl, in-order is the share of
+# consecutive entries whose arrivals (entry time less LOCKCTL_WAITED_MS) are
+# in order, within 2 ms: 100% with --fifo.
+#
+# The peaks are sampled every 100 ms through one connection (INFO clients,
+# PUBSUB NUMSUB), whose cost is a few microseconds of Redis CPU a sample. A
+# CLIENT LIST from a new redis-cli each time, with 200 clients connected,
+# cost the server about 0.5 ms a sample: some 0.08 ms of the Redis CPU per
+# acquisition this reports was the harness's, not lockctl's.
+#
+# MONITOR=1 also counts the commands lockctl's processes send per
+# acquisition (redis-cli MONITOR, less the commands scripts make and the
+# harness's own), with the five most frequent; MONITOR costs the server
+# CPU too, so read the Redis CPU of a run without it.
 #
 # BASE=<git ref> adds the contenders base and base-fifo: lockctl built from
 # that commit, for a before/after in the same run.
 #
 # Needs: redis-server, flock (util-linux), etcd and etcdctl (Debian packages
-# etcd-server etcd-client), go. Starts its own redis-server and etcd.
+# etcd-server etcd-client; only when etcdctl is a contender), go. Starts
+# its own redis-server and etcd.
 set -eu
 cd "$(dirname "$0")/.."
 N=${N:-200}
 ROUNDS=${ROUNDS:-3}
+WAIT=${WAIT:-30}
 CONTENDERS=${CONTENDERS:-"lockctl lockctl-fifo flock etcdctl"}
-for c in redis-server redis-cli flock etcd etcdctl go; do
+needs="redis-server redis-cli flock go"
+case " $CONTENDERS " in *" etcdctl "*) needs="$needs etcd etcdctl" ;; esac
+for c in $needs; do
 	command -v $c >/dev/null 2>&1 || {
 		echo "pileup: $c not found; install with: apt-get install -y redis-server util-linux etcd-server etcd-client" >&2
 		exit 1
@@ -52,13 +70,18 @@ redis-server --port $port --save '' --appendonly no --daemonize yes --pidfile "$
 	--maxclients 10000 --logfile "$tmp/redis.log" >/dev/null
 export LOCKCTL_URL=redis://127.0.0.1:$port/0
 eport=$(( port + 1 ))
-etcd --data-dir "$tmp/etcd" --listen-client-urls http://127.0.0.1:$eport \
-	--advertise-client-urls http://127.0.0.1:$eport \
-	--listen-peer-urls http://127.0.0.1:$(( port + 2 )) >"$tmp/etcd.log" 2>&1 &
-etcdpid=$!
 export ETCDCTL_API=3
+etcdup=true
+case " $CONTENDERS " in *" etcdctl "*)
+	etcd --data-dir "$tmp/etcd" --listen-client-urls http://127.0.0.1:$eport \
+		--advertise-client-urls http://127.0.0.1:$eport \
+		--listen-peer-urls http://127.0.0.1:$(( port + 2 )) >"$tmp/etcd.log" 2>&1 &
+	etcdpid=$!
+	etcdup="etcdctl --endpoints=127.0.0.1:$eport endpoint health"
+	;;
+esac
 i=0
-until etcdctl --endpoints=127.0.0.1:$eport endpoint health >/dev/null 2>&1 && redis-cli -p $port ping >/dev/null 2>&1; do
+until $etcdup >/dev/null 2>&1 && redis-cli -p $port ping >/dev/null 2>&1; do
 	i=$((i + 1)); [ $i -gt 100 ] && { echo "pileup: redis-server or etcd did not start" >&2; exit 1; }
 	sleep 0.1
 done
@@ -88,22 +111,33 @@ run() {
 	export D
 	redis-cli -p $port flushall >/dev/null
 	s0=$(scripts); c0=$(cpu)
+	# One connection for every sample: prints "clients blocked subscribed"
+	# per sample, its own connection not counted.
 	( while [ ! -e "$D/stop" ]; do
-		redis-cli -p $port client list | awk '{n++} /sub=[1-9]/ {s++} END {print n + 0, s + 0}' >>"$D/clients"
+		printf 'INFO clients\nPUBSUB NUMSUB lockctl:chan:{lock:hot}\n'
 		sleep 0.1
-	done ) &
+	done | redis-cli -p $port | tr -d '\r' | awk -F: '
+		/^connected_clients:/ { n = $2 - 1 }
+		/^blocked_clients:/ { b = $2 }
+		/^lockctl:chan:/ { getline s; print n, b, s; fflush() }' >"$D/clients" ) &
 	sampler=$!
+	monitor=
+	case "${MONITOR:-}:$c" in 1:lockctl* | 1:base*)
+		redis-cli -p $port monitor >"$D/monitor" &
+		monitor=$!
+		;;
+	esac
 	t0=$(date +%s%N)
 	pids=""
 	i=0
 	while [ $i -lt "$N" ]; do
 		case $c in
-		lockctl) "$tmp/lockctl" run hot -w 3s --ttl 10s -- "$tmp/work" $i 2>/dev/null & ;;
-		lockctl-fifo) "$tmp/lockctl" run hot --fifo -w 3s --ttl 10s -- "$tmp/work" $i 2>/dev/null & ;;
-		base) "$tmp/lockctl-base" run hot -w 3s --ttl 10s -- "$tmp/work" $i 2>/dev/null & ;;
-		base-fifo) "$tmp/lockctl-base" run hot --fifo -w 3s --ttl 10s -- "$tmp/work" $i 2>/dev/null & ;;
-		flock) flock -w 3 "$D/lockfile" "$tmp/work" $i & ;;
-		etcdctl) timeout 3 etcdctl --endpoints=127.0.0.1:$eport lock hot "$tmp/work" $i >/dev/null 2>&1 & ;;
+		lockctl) "$tmp/lockctl" run hot -w "${WAIT}s" --ttl 10s -- "$tmp/work" $i 2>/dev/null & ;;
+		lockctl-fifo) "$tmp/lockctl" run hot --fifo -w "${WAIT}s" --ttl 10s -- "$tmp/work" $i 2>/dev/null & ;;
+		base) "$tmp/lockctl-base" run hot -w "${WAIT}s" --ttl 10s -- "$tmp/work" $i 2>/dev/null & ;;
+		base-fifo) "$tmp/lockctl-base" run hot --fifo -w "${WAIT}s" --ttl 10s -- "$tmp/work" $i 2>/dev/null & ;;
+		flock) flock -w "$WAIT" "$D/lockfile" "$tmp/work" $i & ;;
+		etcdctl) timeout "$WAIT" etcdctl --endpoints=127.0.0.1:$eport lock hot "$tmp/work" $i >/dev/null 2>&1 & ;;
 		esac
 		pids="$pids $!"
 		i=$((i + 1))
@@ -112,14 +146,37 @@ run() {
 	for p in $pids; do
 		wait "$p" || wait_rc=$((wait_rc + 1))
 	done
+	s1=$(scripts); c1=$(cpu)
 	touch "$D/stop"
 	wait "$sampler" 2>/dev/null || true
-	s1=$(scripts); c1=$(cpu)
+	cmds=
+	if [ -n "$monitor" ]; then
+		kill "$monitor" 2>/dev/null || true
+		wait "$monitor" 2>/dev/null || true
+		# The commands of lockctl's processes: not a script's ([0 lua]),
+		# not the harness's (INFO, PUBSUB, FLUSHALL, redis-cli's COMMAND DOCS,
+		# MONITOR's OK).
+		cmds=$(awk -v ran="$(wc -l <"$D/in")" '
+			$3 == "lua]" || NF < 4 { next }
+			{ c = tolower($4); gsub(/"/, "", c) }
+			c == "info" || c == "pubsub" || c == "flushall" || c == "command" { next }
+			{ n++; k[c]++ }
+			END {
+				if (ran == 0) exit
+				s = sprintf("cmds/acq %.1f (", n / ran)
+				for (j = 0; j < 5; j++) {
+					best = ""; for (x in k) if (best == "" || k[x] > k[best]) best = x
+					if (best == "") break
+					s = s sprintf("%s%s %.2f", j ? ", " : "", best, k[best] / ran); delete k[best]
+				}
+				print s ")"
+			}' "$D/monitor")
+	fi
 	ran=$(wc -l <"$D/in")
 	counter=$(cat "$D/counter")
 	sort -n "$D/in" >"$D/in.sorted"
 	awk -v t0="$t0" -v n="$N" -v ran="$ran" -v counter="$counter" -v failed="$wait_rc" \
-		-v scripts="$((s1 - s0))" -v cpu0="$c0" -v cpu1="$c1" -v c="$c" -v clients="$D/clients" '
+		-v scripts="$((s1 - s0))" -v cpu0="$c0" -v cpu1="$c1" -v c="$c" -v clients="$D/clients" -v cmds="$cmds" '
 	{ t[NR] = $1; arr[NR] = $1 / 1e6 - $3 }
 	END {
 		in500 = 0
@@ -128,13 +185,16 @@ run() {
 		rate = span > 0 ? (NR - 1) / span : 0
 		inorder = 0
 		for (k = 2; k <= NR; k++) if (arr[k] + 2 >= arr[k-1]) inorder++
-		maxc = 0; maxs = 0
-		while ((getline line < clients) > 0) { split(line, f, " "); if (f[1] > maxc) maxc = f[1]; if (f[2] > maxs) maxs = f[2] }
+		maxc = 0; maxb = 0; maxs = 0
+		while ((getline line < clients) > 0) {
+			split(line, f, " ")
+			if (f[1] > maxc) maxc = f[1]; if (f[2] > maxb) maxb = f[2]; if (f[3] > maxs) maxs = f[3]
+		}
 		lost = ran - counter
 		if (c ~ /^(lockctl|base)/) {
 			spa = ran > 0 ? scripts / ran : 0
 			cpa = ran > 0 ? (cpu1 - cpu0) * 1000 / ran : 0
-			extra = sprintf("scripts/acq %.1f  redis-cpu/acq %.2fms  peak clients %d  subscribed %d", spa, cpa, maxc, maxs)
+			extra = sprintf("scripts/acq %.1f  redis-cpu/acq %.2fms  peak clients %d  blocked %d  subscribed %d%s", spa, cpa, maxc, maxb, maxs, cmds == "" ? "" : "  " cmds)
 		} else {
 			extra = "-"
 		}
@@ -144,7 +204,9 @@ run() {
 	}' "$D/in.sorted"
 }
 
-echo "machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), etcd $(etcd --version | awk 'NR==1 {print $3}'); N=$N, $ROUNDS rounds"
+etcdv=none
+command -v etcd >/dev/null 2>&1 && etcdv=$(etcd --version | awk 'NR==1 {print $3}')
+echo "machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), etcd $etcdv; N=$N, wait ${WAIT}s, $ROUNDS rounds"
 r=1
 while [ $r -le "$ROUNDS" ]; do
 	echo "round $r (load $(cut -d' ' -f1 /proc/loadavg))"

@@ -95,7 +95,7 @@ func (f *Factory) Events() *events.Recorder {
 		if err != nil {
 			return
 		}
-		f.events = events.NewRecorder(c, &events.Options{Key: f.eventsKey(), Timeout: min(f.G.Timeout, events.DefaultTimeout)})
+		f.events = events.NewRecorder(c, &events.Options{Key: f.eventsKey(), Timeout: min(f.G.Timeout, events.DefaultTimeout), Delay: f.eventsDelay})
 	})
 	return f.events
 }

@@ -73,6 +73,10 @@ type Factory struct {
 
 	eventsOnce sync.Once
 	events     *events.Recorder
+	// eventsDelay, when set before the recorder is made, is how long an
+	// event waits for a later write to carry it (events.Options.Delay);
+	// 0 is the recorder's default.
+	eventsDelay time.Duration
 
 	sigMu      sync.Mutex
 	sigHandler func(os.Signal)

@@ -33,6 +33,16 @@ type runOptions struct {
 	metricsFile string // --metrics-file: see run_metrics.go
 }
 
+// runEventsDelay is how long run's events wait to be written. A command
+// that ends within it has its acquisition's event written by the release's
+// script with the release's own (events.Inline): no XADD of its own, and
+// none in flight on the connection when the release is due, which would
+// hold the release back by a round trip (or open a second connection) and
+// the waiters behind it with it. A longer command's acquisition is written
+// while it runs, this late; an event can be missing when lockctl is killed
+// before it is written, as ever.
+const runEventsDelay = time.Second
+
 func newRunCmd(f *Factory) *cobra.Command {
 	o := &runOptions{}
 	c := &cobra.Command{
@@ -202,6 +212,9 @@ func runRun(c *cobra.Command, f *Factory, o *runOptions, names []string, argv []
 	}
 	// One Locker for the whole run, whose events pass through a gate:
 	// the final release's wait for what it found (runner.EventGate).
+	// The acquisition's event waits for the release to carry it
+	// (runEventsDelay).
+	f.eventsDelay = runEventsDelay
 	gate := runner.NewEventGate(f.eventSink())
 	var sink events.Sink // nil, not a nil *EventGate, when events are off
 	if gate != nil {
