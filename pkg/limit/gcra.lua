@@ -31,6 +31,6 @@ if after > cap then
 end
 
 -- The key expires exactly when the TAT passes, when it equals no key at all.
-redis.call('SET', key, string.format('%d:%d;', now + idiv(after, d), math.fmod(after, d)) .. cfg,
+redis.call('SET', key, string.format('%d:%d;%s', now + idiv(after, d), math.fmod(after, d), cfg),
   'PX', cdiv(after, d * 1000))
 return {1, burst, idiv(cap - after, p), 0, cdiv(after, d)}

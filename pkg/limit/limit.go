@@ -155,6 +155,11 @@ type limiter struct {
 	burst  int64 // the most cost a single call may have
 	args   []any // the algorithm's arguments; the cost, the configuration and the reset flag follow
 	config Config
+	cfg    string // config.String(), the form the scripts compare
+	// allow1 is the whole argument list of Allow with cost 1, the commonest
+	// call, built once: go-redis copies it into the command, so the calls
+	// of many goroutines share it.
+	allow1 []any
 	// maxRetry bounds the RetryAfter any state this rate writes can give:
 	// a whole period and the time to earn a whole burst back (a sliding
 	// window's previous window fades over a second period). A longer one
@@ -222,7 +227,19 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		_, err := ParseAlgorithm(string(algo))
 		return nil, err
 	}
+	l.cfg = l.config.String()
+	l.allow1 = l.arguments(1, false)
 	return l, nil
+}
+
+// arguments are the script's ARGV for a call of cost: the algorithm's
+// arguments, the cost, the configuration and the reset flag.
+func (l *limiter) arguments(cost int64, reset bool) []any {
+	flag := "0"
+	if reset {
+		flag = "1"
+	}
+	return append(append(make([]any, 0, len(l.args)+3), l.args...), cost, l.cfg, flag)
 }
 
 func (l *limiter) Key(key string) string { return l.prefix + key }
@@ -248,11 +265,10 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 		return Result{}, &CostError{Cost: cost, Burst: l.burst}
 	}
 	k := l.prefix + key
-	flag := "0"
-	if reset {
-		flag = "1"
+	args := l.allow1
+	if cost != 1 || reset {
+		args = l.arguments(cost, reset)
 	}
-	args := append(append(make([]any, 0, len(l.args)+3), l.args...), cost, l.config.String(), flag)
 	reply, err := l.script.Run(ctx, l.client, []string{k}, args...).Slice()
 	if err != nil {
 		if redisreply.IsData(err) {
@@ -269,16 +285,18 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 		}
 		return Result{}, &ConfigError{Key: k, Stored: c, Want: l.config}
 	}
-	vals := make([]int64, len(reply))
+	var vals [5]int64
 	for i, v := range reply {
 		n, ok := v.(int64)
 		if !ok {
 			return Result{}, fmt.Errorf("limit: %s: unexpected script reply %v", k, reply)
 		}
-		vals[i] = n
+		if i < len(vals) {
+			vals[i] = n
+		}
 	}
-	if len(vals) != 5 {
-		return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", vals))
+	if len(reply) != len(vals) {
+		return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", reply))
 	}
 	r := Result{
 		Key:        k,

@@ -51,10 +51,12 @@ local function limiterState(key)
     local c = string.match(v, ';(.+)$')
     if c then
       v = string.sub(v, 1, #v - #c - 1)
-      if not (string.match(c, '^gcra ') or string.match(c, '^sliding%-window ')) then return false end
+      if not (string.match(c, '^gcra ') or string.match(c, '^sliding%-window ') or string.match(c, '^token%-bucket ')) then
+        return false
+      end
     end
     return string.match(v, '^%d+:%d+$') ~= nil or string.match(v, '^%d+:%d+:%d+$') ~= nil
-  elseif t == 'hash' then
+  elseif t == 'hash' then -- a token bucket of earlier versions
     for _, f in ipairs(redis.call('HKEYS', key)) do
       if f ~= 'tk' and f ~= 'ts' and f ~= 'cfg' then return false end
     end
@@ -75,7 +77,8 @@ if ARGV[#ARGV] == '1' and limiterState(KEYS[1]) then
 end
 
 -- configOf is the configuration stored at key by any algorithm (a string's
--- after ';', a hash's cfg field, a sorted set's member scored +inf), or nil.
+-- after ';', an earlier token bucket's cfg field, a sorted set's member
+-- scored +inf), or nil.
 local function configOf(key)
   local t = redis.call('TYPE', key)['ok']
   if t == 'string' then

@@ -54,5 +54,5 @@ cur = cur + cost
 used = used + cost * window
 -- CUR still counts as PREV through the next window.
 local reset = 2 * window - e
-redis.call('SET', key, string.format('%d:%d:%d;', w, cur, prev) .. cfg, 'PX', cdiv(reset * unit, 1000))
+redis.call('SET', key, string.format('%d:%d:%d;%s', w, cur, prev, cfg), 'PX', cdiv(reset * unit, 1000))
 return {1, limit, idiv(capacity - used, window), 0, reset * unit}
