@@ -154,8 +154,16 @@ type limiter struct {
 	prefix string
 	burst  int64 // the most cost a single call may have
 	args   []any // the algorithm's arguments; the cost, the configuration and the reset flag follow
-	config Config
-	cfg    string // config.String(), the form the scripts compare
+	// costUnit is what one unit of cost is in the script's units (p for
+	// GCRA and the token bucket, whose scripts take cost*p).
+	costUnit int64
+	// The reply carries remaining in the script's units and times in its
+	// ticks: remaining is the first divided by remDiv (rounded down), a
+	// time in microseconds the second divided by tickDiv (rounded up),
+	// which the script no longer spends its time on.
+	remDiv, tickDiv int64
+	config          Config
+	cfg             string // config.String(), the form the scripts compare
 	// allow1 is the whole argument list of Allow with cost 1, the commonest
 	// call, built once: go-redis copies it into the command, so the calls
 	// of many goroutines share it.
@@ -199,7 +207,8 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 			return nil, tooFine
 		}
 		l.script = scripts()[algo]
-		l.args = []any{d, p, burst}
+		l.args = []any{d, burst * p}
+		l.costUnit, l.remDiv, l.tickDiv = p, p, d
 	case SlidingLog:
 		if burst != rate.Limit {
 			return nil, fmt.Errorf("%w: %s admits exactly N per window; burst %d differs from %d", ErrInvalid, algo, burst, rate.Limit)
@@ -209,6 +218,7 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		}
 		l.script = scripts()[algo]
 		l.args = []any{periodUS, rate.Limit}
+		l.costUnit, l.remDiv, l.tickDiv = 1, 1, 1
 	case SlidingWindow:
 		if burst != rate.Limit {
 			return nil, fmt.Errorf("%w: %s admits N per window; burst %d differs from %d", ErrInvalid, algo, burst, rate.Limit)
@@ -223,6 +233,7 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		}
 		l.script = scripts()[algo]
 		l.args = []any{window, unit, rate.Limit}
+		l.costUnit, l.remDiv, l.tickDiv = 1, window, 1
 	default:
 		_, err := ParseAlgorithm(string(algo))
 		return nil, err
@@ -239,7 +250,7 @@ func (l *limiter) arguments(cost int64, reset bool) []any {
 	if reset {
 		flag = "1"
 	}
-	return append(append(make([]any, 0, len(l.args)+3), l.args...), cost, l.cfg, flag)
+	return append(append(make([]any, 0, len(l.args)+3), l.args...), cost*l.costUnit, l.cfg, flag)
 }
 
 func (l *limiter) Key(key string) string { return l.prefix + key }
@@ -285,7 +296,7 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 		}
 		return Result{}, &ConfigError{Key: k, Stored: c, Want: l.config}
 	}
-	var vals [5]int64
+	var vals [4]int64
 	for i, v := range reply {
 		n, ok := v.(int64)
 		if !ok {
@@ -301,10 +312,10 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 	r := Result{
 		Key:        k,
 		Allowed:    vals[0] == 1,
-		Limit:      vals[1],
-		Remaining:  vals[2],
-		RetryAfter: ceilMS(vals[3]),
-		ResetAfter: ceilMS(vals[4]),
+		Limit:      l.burst,
+		Remaining:  vals[1] / l.remDiv,
+		RetryAfter: ceilMS(ceilDiv(vals[2], l.tickDiv)),
+		ResetAfter: ceilMS(ceilDiv(vals[3], l.tickDiv)),
 	}
 	if r.RetryAfter > l.maxRetry || r.RetryAfter < 0 {
 		return Result{}, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it asks to retry after %s, longer than any call of this rate waits (%s): someone else wrote it", r.RetryAfter, l.maxRetry)}
@@ -330,6 +341,16 @@ func Wait(ctx context.Context, l Limiter, key string, cost int64) (Result, error
 		case <-t.C:
 		}
 	}
+}
+
+// ceilDiv is a/b rounded up, for b > 0 (toward zero below 0, as the
+// scripts' own division did).
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b > 0 {
+		q++
+	}
+	return q
 }
 
 func gcd(a, b int64) int64 {

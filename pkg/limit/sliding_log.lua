@@ -10,22 +10,23 @@
 -- every call: the count is taken over the window alone, so stale entries
 -- never count, and no more than two windows' worth are ever kept.
 -- KEYS[1] key; ARGV: window (us), limit, cost.
+-- Reply: {allowed, remaining, retry after, reset after}, times in
+-- microseconds.
 local key = KEYS[1]
-local window = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
+local window = ARGV[1] + 0
+local limit = ARGV[2] + 0
+local cost = ARGV[3] + 0
 
 -- The last two members. On a log written under this configuration they
 -- are the newest entry (if any) and the configuration: one command tells
 -- that the log is this configuration's and where it ends.
 local tail = redis.pcall('ZRANGE', key, -2, -1, 'WITHSCORES')
-if refusal(tail) then return tail end
-if tail.err then return foreign(key) end -- WRONGTYPE
+if tail.err then return lib().failed(tail, key) end
 local n = #tail
 local stored, last
 if n >= 2 and tail[n - 1] == cfg and (tail[n] == 'inf' or tonumber(tail[n]) == math.huge) then
   stored = cfg
-  if n == 4 then last = tonumber(tail[2]) end
+  if n == 4 then last = tail[2] + 0 end
 elseif n > 0 then
   -- Another configuration's log, one written before configurations were
   -- stored, or a sorted set no limit wrote.
@@ -34,36 +35,37 @@ elseif n > 0 then
   -- Entries are their own scores: a sorted set with another member is no
   -- log's (an application's), and is never trimmed or written into.
   local first = redis.call('ZRANGE', key, 0, 0)[1]
-  if first ~= stored and not string.match(first, '^%d+$') then return foreign(key) end
+  if first ~= stored and not string.match(first, '^%d+$') then return lib().foreign(key) end
   if not stored then
-    last = tonumber(tail[n])
+    last = tail[n] + 0
   elseif n == 4 then
-    last = tonumber(tail[2])
+    last = tail[2] + 0
   end
 end
 
 -- Entries in the window, (now-window, now] (none lies later, but after the
--- clock stepped back); the configuration, scored +inf, is not one.
-local from = '(' .. string.format('%d', now - window)
-local count = 0
+-- clock stepped back); the configuration, scored +inf, is not one. Without
+-- an entry (a new key) there is nothing to count.
+local count, edge = 0, nil
 if last then
-  count = redis.call('ZCOUNT', key, from, '+inf')
+  edge = string.format('%d', now - window)
+  count = redis.call('ZCOUNT', key, '(' .. edge, '+inf')
   if stored then count = count - 1 end
 end
 
 if count + cost > limit then
   -- The (count+cost-limit)-th oldest entry in the window must leave before
   -- cost fits; the newest (last) is in the window, as count > 0.
-  local e = redis.call('ZRANGEBYSCORE', key, from, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
+  local e = redis.call('ZRANGEBYSCORE', key, '(' .. edge, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
   local oldest = tonumber(e[2])
-  if not oldest or not last then return wrongtype() end
-  return {0, limit, math.max(0, limit - count), oldest + window - now, last + window - now}
+  if not oldest or not last then return lib().wrongtype() end
+  return {0, math.max(0, limit - count), oldest + window - now, last + window - now}
 end
 
 local ts = now
 if last and last >= ts then ts = last + 1 end
-if last and idiv(ts, window) ~= idiv(last, window) then
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
+if last and ts - fmod(ts, window) ~= last - fmod(last, window) then
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', edge)
 end
 if cost == 1 then
   local m = string.format('%d', ts)
@@ -88,5 +90,7 @@ else
   if not stored then redis.call('ZADD', key, '+inf', cfg) end
 end
 local reset = ts + cost - 1 + window - now
-redis.call('PEXPIRE', key, cdiv(reset, 1000))
-return {1, limit, limit - count - cost, 0, reset}
+local px = fmod(reset, 1000)
+if px > 0 then px = (reset - px) / 1000 + 1 else px = reset / 1000 end
+redis.call('PEXPIRE', key, px)
+return {1, limit - count - cost, 0, reset}

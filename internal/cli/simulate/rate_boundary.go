@@ -85,7 +85,7 @@ func rateWith(algo limit.Algorithm) func(ctx context.Context, e *env) Verdict {
 		_, _ = l.Allow(wctx, "lockctl-simulate-warmup", 1) // only the loading matters
 		n.rdb.Del(wctx, l.Key("lockctl-simulate-warmup"))
 		cancel()
-		first := "One script per call, on the server's clock. Reply: allowed (1 or 0), limit, remaining, then microseconds until a retry and until a full reset."
+		first := "One script per call, on the server's clock. Reply: allowed (1 or 0), remaining, then the time until a retry and until a full reset, in the script's units: µs here, and GCRA's remaining is in µs of the emission interval too (2000000 per call)."
 		rateCalls(ctx, e, first, func(ctx context.Context) bool {
 			r, err := l.Allow(ctx, rateKey, 1)
 			if err != nil {
