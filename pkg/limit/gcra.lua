@@ -4,7 +4,9 @@
 -- PERIOD/N is p/d microseconds exactly (Go reduces the fraction), so time is
 -- counted in ticks of 1/d microsecond and no fraction is ever rounded.
 -- KEYS[1] key; ARGV: d, burst*p (the capacity in ticks), cost*p.
--- Reply: {allowed, remaining*p, retry after, reset after}, times in ticks.
+-- Reply: one integer, which Go reads with the arguments it sent: the new
+-- TAT's ticks ahead of now when admitted, -1 minus the ticks it lay ahead
+-- when refused.
 local key = KEYS[1]
 local d = ARGV[1] + 0
 local cap = ARGV[2] + 0 -- an idle key admits burst calls at once
@@ -28,7 +30,7 @@ end
 local after = ahead + inc
 if after > cap then
   -- Refused: nothing is written, the key keeps the TTL of its last write.
-  return {0, cap - ahead, after - cap, ahead}
+  return -1 - ahead
 end
 
 -- The key expires exactly when the TAT passes, when it equals no key at all.
@@ -37,4 +39,4 @@ local ms = d * 1000
 local px = fmod(after, ms)
 if px > 0 then px = (after - px) / ms + 1 else px = after / ms end
 redis.call('SET', key, string.format('%d:%d;%s', now + (after - r) / d, r, cfg), 'PX', px)
-return {1, cap - after, 0, after}
+return after

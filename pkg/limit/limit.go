@@ -162,8 +162,12 @@ type limiter struct {
 	// time in microseconds the second divided by tickDiv (rounded up),
 	// which the script no longer spends its time on.
 	remDiv, tickDiv int64
-	config          Config
-	cfg             string // config.String(), the form the scripts compare
+	// window and unit are the window algorithms' arguments (the sliding
+	// log's window in microseconds; the sliding window's in units of unit
+	// microseconds), which their short replies are read with.
+	window, unit int64
+	config       Config
+	cfg          string // config.String(), the form the scripts compare
 	// allow1 is the whole argument list of Allow with cost 1, the commonest
 	// call, built once: go-redis copies it into the command, so the calls
 	// of many goroutines share it.
@@ -219,6 +223,7 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		l.script = scripts()[algo]
 		l.args = []any{periodUS, rate.Limit}
 		l.costUnit, l.remDiv, l.tickDiv = 1, 1, 1
+		l.window = periodUS
 	case SlidingWindow:
 		if burst != rate.Limit {
 			return nil, fmt.Errorf("%w: %s admits N per window; burst %d differs from %d", ErrInvalid, algo, burst, rate.Limit)
@@ -234,6 +239,7 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		l.script = scripts()[algo]
 		l.args = []any{window, unit, rate.Limit}
 		l.costUnit, l.remDiv, l.tickDiv = 1, window, 1
+		l.window, l.unit = window, unit
 	default:
 		_, err := ParseAlgorithm(string(algo))
 		return nil, err
@@ -280,34 +286,26 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 	if cost != 1 || reset {
 		args = l.arguments(cost, reset)
 	}
-	reply, err := l.script.Run(ctx, l.client, []string{k}, args...).Slice()
+	val, err := l.script.Run(ctx, l.client, []string{k}, args...).Result()
 	if err != nil {
 		if redisreply.IsData(err) {
 			return Result{}, &WrongTypeError{Key: k, Msg: err.Error()}
 		}
 		return Result{}, fmt.Errorf("limit: %s: %w", k, err)
 	}
-	if len(reply) == 2 {
-		// {2, stored configuration}: written under another one.
-		stored, _ := reply[1].(string)
-		c, ok := parseConfig(stored)
-		if !ok {
-			return Result{}, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it records a configuration lockctl does not write: %q", stored)}
-		}
-		return Result{}, &ConfigError{Key: k, Stored: c, Want: l.config}
-	}
 	var vals [4]int64
-	for i, v := range reply {
-		n, ok := v.(int64)
-		if !ok {
-			return Result{}, fmt.Errorf("limit: %s: unexpected script reply %v", k, reply)
+	switch v := val.(type) {
+	case int64:
+		var ok bool
+		if vals, ok = l.short(v, cost); !ok {
+			return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", v))
 		}
-		if i < len(vals) {
-			vals[i] = n
+	case []any:
+		if vals, err = l.long(k, v); err != nil {
+			return Result{}, err
 		}
-	}
-	if len(reply) != len(vals) {
-		return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", reply))
+	default:
+		return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", val))
 	}
 	r := Result{
 		Key:        k,
@@ -321,6 +319,72 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 		return Result{}, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it asks to retry after %s, longer than any call of this rate waits (%s): someone else wrote it", r.RetryAfter, l.maxRetry)}
 	}
 	return r, nil
+}
+
+// short reads a script's reply of one integer, its common decisions' (each
+// script says what it is), into the form of the long reply: {allowed,
+// remaining, retry after, reset after} in the script's units. Returning one
+// integer spares the script building a table and Redis converting it.
+func (l *limiter) short(n, cost int64) ([4]int64, bool) {
+	switch l.config.Algorithm {
+	case GCRA:
+		// n: the new TAT's ticks ahead when admitted, else -1 - those the
+		// old one lay ahead.
+		capacity, inc := l.burst*l.costUnit, cost*l.costUnit
+		if n >= 0 {
+			return [4]int64{1, capacity - n, 0, n}, true
+		}
+		ahead := -1 - n
+		return [4]int64{0, capacity - ahead, ahead + inc - capacity, ahead}, true
+	case TokenBucket:
+		// n: the tokens left when admitted, else -1 - the tokens there are.
+		full, need := l.burst*l.costUnit, cost*l.costUnit
+		if n >= 0 {
+			return [4]int64{1, n, 0, full - n}, true
+		}
+		tokens := -1 - n
+		return [4]int64{0, tokens, need - tokens, full - tokens}, true
+	case SlidingLog:
+		// n: the entries in the window before this call's, admitted at now.
+		if n >= 0 {
+			return [4]int64{1, l.burst - n - cost, 0, l.window + cost - 1}, true
+		}
+	case SlidingWindow:
+		// n: the units until the reset times N+1, plus the calls remaining.
+		if n >= 0 {
+			per := l.burst + 1
+			return [4]int64{1, n % per * l.window, 0, n / per * l.unit}, true
+		}
+	}
+	return [4]int64{}, false
+}
+
+// long reads a script's reply of a table: {allowed, remaining, retry
+// after, reset after}, or {2, stored configuration}.
+func (l *limiter) long(k string, reply []any) ([4]int64, error) {
+	var vals [4]int64
+	if len(reply) == 2 {
+		// {2, stored configuration}: written under another one.
+		stored, _ := reply[1].(string)
+		c, ok := parseConfig(stored)
+		if !ok {
+			return vals, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it records a configuration lockctl does not write: %q", stored)}
+		}
+		return vals, &ConfigError{Key: k, Stored: c, Want: l.config}
+	}
+	for i, v := range reply {
+		n, ok := v.(int64)
+		if !ok {
+			return vals, fmt.Errorf("limit: %s: unexpected script reply %v", k, reply)
+		}
+		if i < len(vals) {
+			vals[i] = n
+		}
+	}
+	if len(reply) != len(vals) {
+		return vals, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", reply))
+	}
+	return vals, nil
 }
 
 // Wait calls l.Allow until the call is admitted, sleeping RetryAfter between

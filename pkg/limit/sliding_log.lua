@@ -5,13 +5,17 @@
 -- collide and no randomness is needed. The window is (now-window, now].
 -- One more member, scored +inf, is the configuration the entries were
 -- written under (see the prelude; absent in older state).
--- Entries that left the window are trimmed when a call's entry starts a
--- new stretch of time one window long (microseconds counted from 0), not at
--- every call: the count is taken over the window alone, so stale entries
--- never count, and no more than two windows' worth are ever kept.
+-- Time is cut in stretches one window long (microseconds counted from 0).
+-- Entries that left the window are trimmed, and the TTL set, by the call
+-- whose newest entry opens a stretch, not by every call: the count is taken
+-- over the window alone, so stale entries never count, no more than two
+-- windows' worth are ever kept, and the TTL, the end of the stretch after
+-- the newest entry's, outlasts every entry's window by less than one more.
 -- KEYS[1] key; ARGV: window (us), limit, cost.
 -- Reply: {allowed, remaining, retry after, reset after}, times in
--- microseconds.
+-- microseconds; for a call admitted at now (its entry scored now), just the
+-- count of entries in the window before it, which with the arguments tells
+-- Go the rest.
 local key = KEYS[1]
 local window = ARGV[1] + 0
 local limit = ARGV[2] + 0
@@ -45,18 +49,19 @@ end
 
 -- Entries in the window, (now-window, now] (none lies later, but after the
 -- clock stepped back); the configuration, scored +inf, is not one. Without
--- an entry (a new key) there is nothing to count.
-local count, edge = 0, nil
+-- an entry (a new key) there is nothing to count. Scores are whole, so the
+-- window starts at now-window+1; a score is read from a number as exactly
+-- as from its digits.
+local count = 0
 if last then
-  edge = string.format('%d', now - window)
-  count = redis.call('ZCOUNT', key, '(' .. edge, '+inf')
+  count = redis.call('ZCOUNT', key, now - window + 1, '+inf')
   if stored then count = count - 1 end
 end
 
 if count + cost > limit then
   -- The (count+cost-limit)-th oldest entry in the window must leave before
   -- cost fits; the newest (last) is in the window, as count > 0.
-  local e = redis.call('ZRANGEBYSCORE', key, '(' .. edge, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
+  local e = redis.call('ZRANGEBYSCORE', key, now - window + 1, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
   local oldest = tonumber(e[2])
   if not oldest or not last then return lib().wrongtype() end
   return {0, math.max(0, limit - count), oldest + window - now, last + window - now}
@@ -64,8 +69,11 @@ end
 
 local ts = now
 if last and last >= ts then ts = last + 1 end
-if last and ts - fmod(ts, window) ~= last - fmod(last, window) then
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', edge)
+local newest = ts + cost - 1
+local stretch = newest - fmod(newest, window)
+local opens = not stored or not last or stretch ~= last - fmod(last, window)
+if opens and last then
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
 end
 if cost == 1 then
   local m = string.format('%d', ts)
@@ -89,8 +97,11 @@ else
   end
   if not stored then redis.call('ZADD', key, '+inf', cfg) end
 end
-local reset = ts + cost - 1 + window - now
-local px = fmod(reset, 1000)
-if px > 0 then px = (reset - px) / 1000 + 1 else px = reset / 1000 end
-redis.call('PEXPIRE', key, px)
-return {1, limit - count - cost, 0, reset}
+if opens then
+  local ttl = stretch + 2 * window - now
+  local px = fmod(ttl, 1000)
+  if px > 0 then px = (ttl - px) / 1000 + 1 else px = ttl / 1000 end
+  redis.call('PEXPIRE', key, px)
+end
+if ts == now then return count end
+return {1, limit - count - cost, 0, newest + window - now}

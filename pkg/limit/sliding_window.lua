@@ -5,7 +5,9 @@
 -- the window length so that it stays an integer.
 -- KEYS[1] key; ARGV: window (in units), unit (us per unit), limit, cost.
 -- Reply: {allowed, remaining*window, retry after, reset after}, times in
--- microseconds.
+-- microseconds; when admitted, one integer instead: the units until the
+-- reset times limit+1, plus the calls remaining (exact: limit*window is
+-- below 2^51, which New checks, so the whole stays below 2^53).
 local key = KEYS[1]
 local window = ARGV[1] + 0
 local unit = ARGV[2] + 0
@@ -63,4 +65,5 @@ local reset = (2 * window - e) * unit
 local px = fmod(reset, 1000)
 if px > 0 then px = (reset - px) / 1000 + 1 else px = reset / 1000 end
 redis.call('SET', key, string.format('%d:%d:%d;%s', w, cur, prev, cfg), 'PX', px)
-return {1, capacity - used, 0, reset}
+local left = capacity - used
+return (2 * window - e) * (limit + 1) + (left - fmod(left, window)) / window

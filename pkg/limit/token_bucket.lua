@@ -7,8 +7,10 @@
 -- tokens are counted in units of 1/p token and refill d units per
 -- microsecond: whole numbers only.
 -- KEYS[1] key; ARGV: d, capacity*p (a full bucket), cost*p.
--- Reply: {allowed, tokens (remaining*p), retry after, reset after}, times
--- in units of 1/d microsecond.
+-- Reply: one integer, which Go reads with the arguments it sent: the tokens
+-- left when admitted, -1 minus the tokens there are when refused. After the
+-- server clock stepped back, {allowed, tokens, retry after, reset after},
+-- times in units of 1/d microsecond.
 local key = KEYS[1]
 local d = ARGV[1] + 0
 local full = ARGV[2] + 0
@@ -44,6 +46,7 @@ end
 
 local lag = (ts - now) * d -- > 0 only after the clock stepped back
 if tokens < need then
+  if lag == 0 then return -1 - tokens end
   return {0, tokens, need - tokens + lag, full - tokens + lag}
 end
 tokens = tokens - need
@@ -54,4 +57,5 @@ local px = fmod(reset, ms)
 if px > 0 then px = (reset - px) / ms + 1 else px = reset / ms end
 if px < 1 then px = 1 end
 redis.call('SET', key, string.format('%d:%d;%s', tokens, ts, cfg), 'PX', px)
+if lag == 0 then return tokens end
 return {1, tokens, 0, reset}
