@@ -2,7 +2,8 @@
 // interface, each decision one Lua script in one round trip, timed by the
 // server's clock (TIME inside the script) so that skewed client clocks never
 // over-admit. Every key a script writes carries a TTL, set in the same
-// script as the write.
+// script as the write (the sliding log's, by the write that opened its
+// current window-long stretch, to outlast every entry of it).
 //
 // # Errors
 //
@@ -49,7 +50,7 @@ const (
 	// SlidingWindow keeps two counters and weights the previous window:
 	// approximate, O(1) memory.
 	SlidingWindow Algorithm = "sliding-window"
-	// TokenBucket keeps one hash: a bucket of Burst tokens refilled at N per PERIOD.
+	// TokenBucket keeps one string: a bucket of Burst tokens refilled at N per PERIOD.
 	TokenBucket Algorithm = "token-bucket"
 )
 
@@ -298,7 +299,7 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 	case int64:
 		var ok bool
 		if vals, ok = l.short(v, cost); !ok {
-			return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", v))
+			return Result{}, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it holds a state no call of this rate writes (the script read %d from it)", v)}
 		}
 	case []any:
 		if vals, err = l.long(k, v); err != nil {
@@ -326,6 +327,11 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 // remaining, retry after, reset after} in the script's units. Returning one
 // integer spares the script building a table and Redis converting it.
 func (l *limiter) short(n, cost int64) ([4]int64, bool) {
+	if n > 1<<53 || n < -1<<53 {
+		// Beyond what the scripts compute exactly: a state someone else
+		// wrote (a time far ahead), whose arithmetic would overflow here.
+		return [4]int64{}, false
+	}
 	switch l.config.Algorithm {
 	case GCRA:
 		// n: the new TAT's ticks ahead when admitted, else -1 - those the
