@@ -22,18 +22,21 @@ local limit = ARGV[2] + 0
 local cost = ARGV[3] + 0
 
 -- The last two members. On a log written under this configuration they
--- are the newest entry (if any) and the configuration: one command tells
--- that the log is this configuration's and where it ends.
-local tail = redis.pcall('ZRANGE', key, -2, -1, 'WITHSCORES')
+-- are the newest entry (if any: its member is its score) and the
+-- configuration: one command, without scores, tells that the log is this
+-- configuration's and where it ends.
+local tail = redis.pcall('ZRANGE', key, -2, -1)
 if tail.err then return lib().failed(tail, key) end
 local n = #tail
 local stored, last
-if n >= 2 and tail[n - 1] == cfg and (tail[n] == 'inf' or tonumber(tail[n]) == math.huge) then
+if tail[n] == cfg then
   stored = cfg
-  if n == 4 then last = tail[2] + 0 end
+  if n == 2 then last = tail[1] + 0 end
 elseif n > 0 then
   -- Another configuration's log, one written before configurations were
-  -- stored, or a sorted set no limit wrote.
+  -- stored, or a sorted set no limit wrote: read as before, with scores.
+  tail = redis.call('ZRANGE', key, -2, -1, 'WITHSCORES')
+  n = #tail
   stored = redis.call('ZRANGEBYSCORE', key, '+inf', '+inf', 'LIMIT', 0, 1)[1]
   if stored and stored ~= cfg then return {2, stored} end
   -- Entries are their own scores: a sorted set with another member is no
