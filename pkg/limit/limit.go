@@ -2,7 +2,8 @@
 // interface, each decision one Lua script in one round trip, timed by the
 // server's clock (TIME inside the script) so that skewed client clocks never
 // over-admit. Every key a script writes carries a TTL, set in the same
-// script as the write.
+// script as the write (the sliding log's, by the write that opened its
+// current window-long stretch, to outlast every entry of it).
 //
 // # Errors
 //
@@ -49,7 +50,7 @@ const (
 	// SlidingWindow keeps two counters and weights the previous window:
 	// approximate, O(1) memory.
 	SlidingWindow Algorithm = "sliding-window"
-	// TokenBucket keeps one hash: a bucket of Burst tokens refilled at N per PERIOD.
+	// TokenBucket keeps one string: a bucket of Burst tokens refilled at N per PERIOD.
 	TokenBucket Algorithm = "token-bucket"
 )
 
@@ -154,7 +155,24 @@ type limiter struct {
 	prefix string
 	burst  int64 // the most cost a single call may have
 	args   []any // the algorithm's arguments; the cost, the configuration and the reset flag follow
-	config Config
+	// costUnit is what one unit of cost is in the script's units (p for
+	// GCRA and the token bucket, whose scripts take cost*p).
+	costUnit int64
+	// The reply carries remaining in the script's units and times in its
+	// ticks: remaining is the first divided by remDiv (rounded down), a
+	// time in microseconds the second divided by tickDiv (rounded up),
+	// which the script no longer spends its time on.
+	remDiv, tickDiv int64
+	// window and unit are the window algorithms' arguments (the sliding
+	// log's window in microseconds; the sliding window's in units of unit
+	// microseconds), which their short replies are read with.
+	window, unit int64
+	config       Config
+	cfg          string // config.String(), the form the scripts compare
+	// allow1 is the whole argument list of Allow with cost 1, the commonest
+	// call, built once: go-redis copies it into the command, so the calls
+	// of many goroutines share it.
+	allow1 []any
 	// maxRetry bounds the RetryAfter any state this rate writes can give:
 	// a whole period and the time to earn a whole burst back (a sliding
 	// window's previous window fades over a second period). A longer one
@@ -194,7 +212,8 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 			return nil, tooFine
 		}
 		l.script = scripts()[algo]
-		l.args = []any{d, p, burst}
+		l.args = []any{d, burst * p}
+		l.costUnit, l.remDiv, l.tickDiv = p, p, d
 	case SlidingLog:
 		if burst != rate.Limit {
 			return nil, fmt.Errorf("%w: %s admits exactly N per window; burst %d differs from %d", ErrInvalid, algo, burst, rate.Limit)
@@ -204,6 +223,8 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		}
 		l.script = scripts()[algo]
 		l.args = []any{periodUS, rate.Limit}
+		l.costUnit, l.remDiv, l.tickDiv = 1, 1, 1
+		l.window = periodUS
 	case SlidingWindow:
 		if burst != rate.Limit {
 			return nil, fmt.Errorf("%w: %s admits N per window; burst %d differs from %d", ErrInvalid, algo, burst, rate.Limit)
@@ -218,11 +239,25 @@ func New(client redis.Scripter, rate Rate, opts *Options) (Limiter, error) {
 		}
 		l.script = scripts()[algo]
 		l.args = []any{window, unit, rate.Limit}
+		l.costUnit, l.remDiv, l.tickDiv = 1, window, 1
+		l.window, l.unit = window, unit
 	default:
 		_, err := ParseAlgorithm(string(algo))
 		return nil, err
 	}
+	l.cfg = l.config.String()
+	l.allow1 = l.arguments(1, false)
 	return l, nil
+}
+
+// arguments are the script's ARGV for a call of cost: the algorithm's
+// arguments, the cost, the configuration and the reset flag.
+func (l *limiter) arguments(cost int64, reset bool) []any {
+	flag := "0"
+	if reset {
+		flag = "1"
+	}
+	return append(append(make([]any, 0, len(l.args)+3), l.args...), cost*l.costUnit, l.cfg, flag)
 }
 
 func (l *limiter) Key(key string) string { return l.prefix + key }
@@ -248,50 +283,114 @@ func (l *limiter) decide(ctx context.Context, key string, cost int64, reset bool
 		return Result{}, &CostError{Cost: cost, Burst: l.burst}
 	}
 	k := l.prefix + key
-	flag := "0"
-	if reset {
-		flag = "1"
+	args := l.allow1
+	if cost != 1 || reset {
+		args = l.arguments(cost, reset)
 	}
-	args := append(append(make([]any, 0, len(l.args)+3), l.args...), cost, l.config.String(), flag)
-	reply, err := l.script.Run(ctx, l.client, []string{k}, args...).Slice()
+	val, err := l.script.Run(ctx, l.client, []string{k}, args...).Result()
 	if err != nil {
 		if redisreply.IsData(err) {
 			return Result{}, &WrongTypeError{Key: k, Msg: err.Error()}
 		}
 		return Result{}, fmt.Errorf("limit: %s: %w", k, err)
 	}
-	if len(reply) == 2 {
-		// {2, stored configuration}: written under another one.
-		stored, _ := reply[1].(string)
-		c, ok := parseConfig(stored)
-		if !ok {
-			return Result{}, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it records a configuration lockctl does not write: %q", stored)}
+	var vals [4]int64
+	switch v := val.(type) {
+	case int64:
+		var ok bool
+		if vals, ok = l.short(v, cost); !ok {
+			return Result{}, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it holds a state no call of this rate writes (the script read %d from it)", v)}
 		}
-		return Result{}, &ConfigError{Key: k, Stored: c, Want: l.config}
-	}
-	vals := make([]int64, len(reply))
-	for i, v := range reply {
-		n, ok := v.(int64)
-		if !ok {
-			return Result{}, fmt.Errorf("limit: %s: unexpected script reply %v", k, reply)
+	case []any:
+		if vals, err = l.long(k, v); err != nil {
+			return Result{}, err
 		}
-		vals[i] = n
-	}
-	if len(vals) != 5 {
-		return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", vals))
+	default:
+		return Result{}, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", val))
 	}
 	r := Result{
 		Key:        k,
 		Allowed:    vals[0] == 1,
-		Limit:      vals[1],
-		Remaining:  vals[2],
-		RetryAfter: ceilMS(vals[3]),
-		ResetAfter: ceilMS(vals[4]),
+		Limit:      l.burst,
+		Remaining:  vals[1] / l.remDiv,
+		RetryAfter: ceilMS(ceilDiv(vals[2], l.tickDiv)),
+		ResetAfter: ceilMS(ceilDiv(vals[3], l.tickDiv)),
 	}
 	if r.RetryAfter > l.maxRetry || r.RetryAfter < 0 {
 		return Result{}, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it asks to retry after %s, longer than any call of this rate waits (%s): someone else wrote it", r.RetryAfter, l.maxRetry)}
 	}
 	return r, nil
+}
+
+// short reads a script's reply of one integer, its common decisions' (each
+// script says what it is), into the form of the long reply: {allowed,
+// remaining, retry after, reset after} in the script's units. Returning one
+// integer spares the script building a table and Redis converting it.
+func (l *limiter) short(n, cost int64) ([4]int64, bool) {
+	if n > 1<<53 || n < -1<<53 {
+		// Beyond what the scripts compute exactly: a state someone else
+		// wrote (a time far ahead), whose arithmetic would overflow here.
+		return [4]int64{}, false
+	}
+	switch l.config.Algorithm {
+	case GCRA:
+		// n: the new TAT's ticks ahead when admitted, else -1 - those the
+		// old one lay ahead.
+		capacity, inc := l.burst*l.costUnit, cost*l.costUnit
+		if n >= 0 {
+			return [4]int64{1, capacity - n, 0, n}, true
+		}
+		ahead := -1 - n
+		return [4]int64{0, capacity - ahead, ahead + inc - capacity, ahead}, true
+	case TokenBucket:
+		// n: the tokens left when admitted, else -1 - the tokens there are.
+		full, need := l.burst*l.costUnit, cost*l.costUnit
+		if n >= 0 {
+			return [4]int64{1, n, 0, full - n}, true
+		}
+		tokens := -1 - n
+		return [4]int64{0, tokens, need - tokens, full - tokens}, true
+	case SlidingLog:
+		// n: the entries in the window before this call's, admitted at now.
+		if n >= 0 {
+			return [4]int64{1, l.burst - n - cost, 0, l.window + cost - 1}, true
+		}
+	case SlidingWindow:
+		// n: the units until the reset times N+1, plus the calls remaining.
+		if n >= 0 {
+			per := l.burst + 1
+			return [4]int64{1, n % per * l.window, 0, n / per * l.unit}, true
+		}
+	}
+	return [4]int64{}, false
+}
+
+// long reads a script's reply of a table: {allowed, remaining, retry
+// after, reset after}, or {2, stored configuration}.
+func (l *limiter) long(k string, reply []any) ([4]int64, error) {
+	var vals [4]int64
+	if len(reply) == 2 {
+		// {2, stored configuration}: written under another one.
+		stored, _ := reply[1].(string)
+		c, ok := parseConfig(stored)
+		if !ok {
+			return vals, &WrongTypeError{Key: k, Msg: fmt.Sprintf("it records a configuration lockctl does not write: %q", stored)}
+		}
+		return vals, &ConfigError{Key: k, Stored: c, Want: l.config}
+	}
+	for i, v := range reply {
+		n, ok := v.(int64)
+		if !ok {
+			return vals, fmt.Errorf("limit: %s: unexpected script reply %v", k, reply)
+		}
+		if i < len(vals) {
+			vals[i] = n
+		}
+	}
+	if len(reply) != len(vals) {
+		return vals, fmt.Errorf("limit: %s: %w", k, redisreply.Unexpected("script reply", reply))
+	}
+	return vals, nil
 }
 
 // Wait calls l.Allow until the call is admitted, sleeping RetryAfter between
@@ -312,6 +411,16 @@ func Wait(ctx context.Context, l Limiter, key string, cost int64) (Result, error
 		case <-t.C:
 		}
 	}
+}
+
+// ceilDiv is a/b rounded up, for b > 0 (toward zero below 0, as the
+// scripts' own division did).
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b > 0 {
+		q++
+	}
+	return q
 }
 
 func gcd(a, b int64) int64 {

@@ -426,3 +426,46 @@ func TestFarFutureStateIsForeignData(t *testing.T) {
 		t.Fatalf("fourth call of 3/2s: %+v, %v; want a refusal with a retry", r, err)
 	}
 }
+
+// The sliding log trims its stale entries and sets its TTL once per
+// window-long stretch of time, not at every call: across several stretches
+// the key must still outlive every admitted entry's window (PTTL never
+// below ResetAfter), keep at most two windows' worth of entries, and expire
+// by itself within two windows of its last write.
+func TestSlidingLogTTLAndTrimAcrossStretches(t *testing.T) {
+	t.Parallel()
+	const limitN, window = 20, 200 * time.Millisecond
+	l := newLimiter(t, limit.SlidingLog, "20/200ms", 0)
+	key := redistest.UniqueKey(t)
+	k := l.Key(key)
+	ctx := redistest.Context(t)
+	admitted := 0
+	for start := time.Now(); time.Since(start) < 5*window; time.Sleep(3 * time.Millisecond) {
+		sent := time.Now()
+		r, err := l.Allow(ctx, key, 1+int64(admitted%2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Allowed {
+			continue
+		}
+		admitted++
+		// PTTL is read after the decision: it may have run down since by
+		// as long as that took (and a millisecond of rounding), no more.
+		pttl := time.Duration(srv.Int(t, "PTTL", k)) * time.Millisecond
+		if pttl < r.ResetAfter-time.Since(sent)-time.Millisecond || pttl > 2*window {
+			t.Fatalf("call %d: PTTL %s, reset after %s: the TTL must cover every entry's window and stay within two windows", admitted, pttl, r.ResetAfter)
+		}
+		// Entries and the configuration: at most two windows' worth.
+		if n := srv.Int(t, "ZCARD", k); n > 2*limitN+1 {
+			t.Fatalf("call %d: %d members kept; stale entries are not trimmed", admitted, n)
+		}
+	}
+	if admitted < limitN {
+		t.Fatalf("only %d calls admitted over five windows", admitted)
+	}
+	time.Sleep(2*window + 100*time.Millisecond)
+	if n := srv.Int(t, "EXISTS", k); n != 0 {
+		t.Fatal("idle sliding log still exists two windows after its last write")
+	}
+}

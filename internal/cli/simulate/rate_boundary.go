@@ -85,7 +85,12 @@ func rateWith(algo limit.Algorithm) func(ctx context.Context, e *env) Verdict {
 		_, _ = l.Allow(wctx, "lockctl-simulate-warmup", 1) // only the loading matters
 		n.rdb.Del(wctx, l.Key("lockctl-simulate-warmup"))
 		cancel()
-		first := "One script per call, on the server's clock. Reply: allowed (1 or 0), limit, remaining, then microseconds until a retry and until a full reset."
+		first := "One script per call, on the server's clock. The common replies are one number, read with the arguments sent: "
+		if algo == limit.GCRA {
+			first += "µs the theoretical arrival time now lies ahead when admitted, -1 minus those it lay ahead when refused."
+		} else {
+			first += "when admitted, the calls already in the window; a refusal is allowed (0), remaining, then µs until a retry and until a full reset."
+		}
 		rateCalls(ctx, e, first, func(ctx context.Context) bool {
 			r, err := l.Allow(ctx, rateKey, 1)
 			if err != nil {
