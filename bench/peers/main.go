@@ -216,8 +216,8 @@ func limitWorkload(c *redis.Client, rounds int) error {
 func serverWorkload(ctx context.Context, addr string, ctl *redis.Client, rounds int) error {
 	const n = 1000
 	fmt.Printf("\n### Server time per op (INFO commandstats, %d ops × %d rounds, one goroutine)\n\n", n, rounds)
-	fmt.Println("| workload | contender | server µs/op (min–max) | commands per op × µs per call (last round) |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| workload | contender | server µs/op (min–max) | server instructions/op (callgrind) | commands per op × µs per call (last round) |")
+	fmt.Println("|---|---|---|---|---|")
 	groups := []struct {
 		name string
 		cs   []contender
@@ -253,8 +253,8 @@ func serverWorkload(ctx context.Context, addr string, ctl *redis.Client, rounds 
 				us[j] = s.usecPerOp
 			}
 			slices.Sort(us)
-			fmt.Printf("| %s | %s | %.1f (%.1f–%.1f) | %s |\n", grp.name, ct.name, us[len(us)/2], us[0], us[len(us)-1],
-				samples[i][len(samples[i])-1].detail)
+			fmt.Printf("| %s | %s | %.1f (%.1f–%.1f) | %s | %s |\n", grp.name, ct.name, us[len(us)/2], us[0], us[len(us)-1],
+				instructions(samples[i]), samples[i][len(samples[i])-1].detail)
 		}
 	}
 	if err := splitServerTime(ctx, addr, ctl, rounds, n); err != nil {
@@ -262,6 +262,20 @@ func serverWorkload(ctx context.Context, addr string, ctl *redis.Client, rounds 
 	}
 	fmt.Println("\n(middle value of the rounds, then min–max)")
 	return nil
+}
+
+// instructions is the middle of the samples' instructions per op, "—"
+// when the server did not run under callgrind.
+func instructions(s []serverSample) string {
+	ir := make([]float64, len(s))
+	for j, x := range s {
+		ir[j] = x.instrPerOp
+	}
+	slices.Sort(ir)
+	if ir[len(ir)-1] == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", ir[len(ir)/2])
 }
 
 // splitServerTime is lockctl's acquire and release scripts apart: n
@@ -310,7 +324,8 @@ func splitServerTime(ctx context.Context, addr string, ctl *redis.Client, rounds
 			us[j] = s.usecPerOp
 		}
 		slices.Sort(us)
-		fmt.Printf("| acquire+release | %s | %.1f (%.1f–%.1f) | %s |\n", x.name, us[len(us)/2], us[0], us[len(us)-1], x.s[len(x.s)-1].detail)
+		fmt.Printf("| acquire+release | %s | %.1f (%.1f–%.1f) | %s | %s |\n", x.name, us[len(us)/2], us[0], us[len(us)-1],
+			instructions(x.s), x.s[len(x.s)-1].detail)
 	}
 	return nil
 }

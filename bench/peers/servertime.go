@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"sort"
 	"strconv"
@@ -80,7 +83,10 @@ func commandStats(ctx context.Context, ctl *redis.Client) (map[string]cmdStat, e
 // and which commands made it up.
 type serverSample struct {
 	usecPerOp float64
-	detail    string // e.g. "evalsha 2.0×11.3µs"
+	// instrPerOp is the server's instructions per op, counted by
+	// callgrind (bench/instructions.sh), 0 when it does not run under it.
+	instrPerOp float64
+	detail     string // e.g. "evalsha 2.0×11.3µs"
 }
 
 // serverTime runs n ops of op alone on one worker (client has the hook h)
@@ -91,10 +97,27 @@ func serverTime(ctx context.Context, ctl *redis.Client, h *nameHook, op benchcmp
 		return serverSample{}, err
 	}
 	h.reset()
+	cg, err := callgrindPID(ctx, ctl)
+	if err != nil {
+		return serverSample{}, err
+	}
+	if cg != "" {
+		if err := exec.Command("callgrind_control", "-z", cg).Run(); err != nil {
+			return serverSample{}, fmt.Errorf("callgrind_control -z: %w", err)
+		}
+	}
 	for i := 0; i < n; i++ {
 		if err := op(0); err != nil {
 			return serverSample{}, err
 		}
+	}
+	var instr float64
+	if cg != "" {
+		ir, err := callgrindInstructions(cg)
+		if err != nil {
+			return serverSample{}, err
+		}
+		instr = float64(ir) / float64(n)
 	}
 	stats, err := commandStats(ctx, ctl)
 	if err != nil {
@@ -116,7 +139,42 @@ func serverTime(ctx context.Context, ctl *redis.Client, h *nameHook, op benchcmp
 		}
 	}
 	h.mu.Unlock()
-	return serverSample{usecPerOp: float64(total) / float64(n), detail: strings.Join(parts, " + ")}, nil
+	return serverSample{usecPerOp: float64(total) / float64(n), instrPerOp: instr, detail: strings.Join(parts, " + ")}, nil
+}
+
+// callgrindPID is the server's process ID when PEERS_CALLGRIND is set (the
+// server runs under valgrind's callgrind, bench/instructions.sh), else "".
+func callgrindPID(ctx context.Context, ctl *redis.Client) (string, error) {
+	if os.Getenv("PEERS_CALLGRIND") == "" {
+		return "", nil
+	}
+	info, err := ctl.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return v, nil
+		}
+	}
+	return "", errors.New("INFO server has no process_id")
+}
+
+// callgrindInstructions is the instructions the server's main thread ran
+// since callgrind's counters were last zeroed (callgrind_control -e: the
+// line "Th 1  <count>").
+func callgrindInstructions(pid string) (int64, error) {
+	out, err := exec.Command("callgrind_control", "-e", pid).Output()
+	if err != nil {
+		return 0, fmt.Errorf("callgrind_control -e: %w", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "Th" && f[1] == "1" {
+			return strconv.ParseInt(strings.ReplaceAll(f[2], ",", ""), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("callgrind_control -e gave no count for thread 1: %q", out)
 }
 
 // cpuTime is this process's user+system CPU time so far: the client's side
