@@ -8,6 +8,8 @@
 #   2. `run -n NAME -- true` against `flock -n FILE true`, by
 #      bench/interleave.py ($RUNS rounds, shuffled).
 #   3. the seeds' pile-up, bench/pileup.sh with BASE (200 processes).
+#   4. with INSTRUCTIONS=1, the server's instructions per operation of both
+#      builds under callgrind (bench/instructions.sh; needs valgrind).
 # Needs redis-server, flock, python3, go.
 #
 #   bench/sitting.sh                   BASE=458b809 SITTINGS=5 bench/sitting.sh
@@ -25,6 +27,9 @@ git archive "$BASE" | tar -x -C "$tmp/base"
 CGO_ENABLED=0 go build -o "$tmp/lockctl-head" .
 (cd "$tmp/base" && CGO_ENABLED=0 go build -o "$tmp/lockctl-base" .)
 (cd bench/peers && go build -o "$tmp/peers-head" .)
+# The same harness for both: the work tree's bench/peers, built against
+# each tree's lockctl (its replace points at the tree it sits in).
+rm -rf "$tmp/base/bench/peers" && cp -r bench/peers "$tmp/base/bench/peers"
 (cd "$tmp/base/bench/peers" && go build -o "$tmp/peers-base" .)
 echo "# Sitting: base $(git rev-parse --short "$BASE"), head $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + changes')"
 echo
@@ -56,5 +61,12 @@ echo
 echo "## The seeds' pile-up (load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
 BASE=$BASE CONTENDERS=${PILEUP:-"lockctl lockctl-fifo flock"} bench/pileup.sh
+if [ -n "${INSTRUCTIONS:-}" ]; then
+	for v in base head; do
+		echo
+		echo "## Server instructions per operation, $v (callgrind)"
+		bench/instructions.sh "$tmp/peers-$v" | grep -E '^\| (workload|---|acquire|rate)'
+	done
+fi
 echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
