@@ -25,11 +25,12 @@ local function grant()
   return {1, fence, ms}
 end
 -- The usual case, neither the lock, nor a semaphore or shared holders of the
--- same name, nor exclusive acquirers waiting: one EXISTS counts all three.
--- It is exactly the case in which semHeld() finds no holder, TYPE says
--- 'none' and nobody waits, so the checks below are only skipped when they
--- could not refuse.
-if redis.call('EXISTS', key, KEYS[3], w) == 0 then
+-- same name, nor exclusive acquirers waiting: one EXISTS counted all three
+-- (busy, acquire_fast.lua, which took that case itself unless the fence
+-- counter was ahead of the clock). It is exactly the case in which
+-- semHeld() finds no holder, TYPE says 'none' and nobody waits, so the
+-- checks below are only skipped when they could not refuse.
+if busy == 0 then
   return grant()
 end
 -- A waiting exclusive acquirer keeps new shared holders out until it is in

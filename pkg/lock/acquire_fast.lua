@@ -8,7 +8,9 @@
 -- the clock (or written by hand) is put back untouched, and the full
 -- script below issues the fence as fence.lua says. Keys and arguments as
 -- acquire.lua describes.
-if redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[5]) == 0 then
+-- busy (the EXISTS count) is acquire.lua's too: it does not count again.
+local busy = redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[5])
+if busy == 0 then
   local t = redis.call('TIME')
   local us = t[1] .. string.format('%06d', tonumber(t[2]))
   local c = redis.call('SET', KEYS[2], us, 'GET')

@@ -35,7 +35,7 @@ local function release()
       -- Waiters sleep until this wake-up (or their holder's TTL), so the
       -- hand-off costs one round trip instead of a polling interval; it
       -- wakes the waiters that can take the lock where any is listed.
-      local err, refused, command = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5], KEYS[6], false)
+      local err, refused, command = wake(ARGV[2], ARGV[3], KEYS[3], KEYS[4], KEYS[5], KEYS[6], false, listed)
       if err then
         return {5, err, refused, command or false}
       end

@@ -38,7 +38,10 @@ local function record(code)
   end
   return written
 end
-if redis.pcall('EXISTS', KEYS[3], KEYS[5], KEYS[6]) == 0 then
+-- listed (the EXISTS count, or the refusal) goes on to wake.lua when the
+-- release wakes: it does not count again.
+local listed = redis.pcall('EXISTS', KEYS[3], KEYS[5], KEYS[6])
+if listed == 0 then
   local v = redis.pcall('GET', KEYS[1])
   if type(v) == 'string' then
     local p = '{"token":"' .. ARGV[1] .. '"'

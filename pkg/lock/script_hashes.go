@@ -7,7 +7,7 @@ package lock
 func scriptHash(name string) string {
 	switch name {
 	case "acquire":
-		return "dd3410dd849b145e6d1168e1516439666e151a8a"
+		return "395685ebe2316ce155f86c8ae365661f540f9c3c"
 	case "check":
 		return "68800a39214a66df6b9309c5be8034a820c2536f"
 	case "fenceNext":
@@ -15,13 +15,13 @@ func scriptHash(name string) string {
 	case "fifoAcquire":
 		return "eb3d05ba2d5e2fb690ad2acb35cbd0a53b4fb917"
 	case "fifoLeave":
-		return "76d7290c0300e736686dcab1ff867e12f51b0332"
+		return "de75779b3d32a45ac8241c0fe1c84a2c3040d36a"
 	case "inspect":
 		return "cf28c23749da60200642bfaac0451d842b84363d"
 	case "multiAcquire":
-		return "f40523a195caef0f80969235e3c29ddc0fc8049d"
+		return "cd978407895a6df626e49f76b11e506f96ea2b07"
 	case "multiRelease":
-		return "676fee0944a6e8354c67da430674644d09dd706f"
+		return "f2e47494066201951013b45727360d9caa4b9c0a"
 	case "multiRenew":
 		return "d6b7382403ff0c12614a3c5d4d70065109d04dde"
 	case "raise":
@@ -29,13 +29,13 @@ func scriptHash(name string) string {
 	case "reenter":
 		return "9b915f85803a3eb51e78777058d243de2885d019"
 	case "release":
-		return "f28464eb706587d9c76ae0b86b13a790644a8c20"
+		return "4a782faacbf2d7f292f2aa9936f1d76a3210d354"
 	case "renew":
 		return "52c323f9dc985c60f0c698551fa0c8b3b71b472d"
 	case "semAcquire":
 		return "a94068169c467f4d8bc355d0e7987886585db24d"
 	case "semRelease":
-		return "c8bfc9a76813529935ee885fc73dfa978084f80d"
+		return "9b42f05c06489644b5b476d40894b48224437b85"
 	case "semRenew":
 		return "c92e5a7e39f5c72853414242e7eb97b2c0de83da"
 	case "sharedAcquire":

@@ -61,11 +61,16 @@ local function push(base, tok, kind)
 end
 -- pick is whom to wake: the channel and the message, the tokens woken now
 -- and the one told to look again after the grace period (or nil). step
--- names the command it is at, for a refusal.
+-- names the command it is at, for a refusal. listed is the EXISTS count of
+-- q, w and s when the caller has it (release_fast.lua), else nil (or the
+-- refusal of that EXISTS), and pick counts them itself.
 local step
-local function pick(channel, base, q, hb, w, s, one)
+local function pick(channel, base, q, hb, w, s, one, listed)
   step = 'EXISTS'
-  if redis.call('EXISTS', q, w, s) == 0 then
+  if type(listed) ~= 'number' then
+    listed = redis.call('EXISTS', q, w, s)
+  end
+  if listed == 0 then
     return channel, 'released', {}, nil
   end
   step = 'TIME'
@@ -121,8 +126,8 @@ local function pick(channel, base, q, hb, w, s, one)
   end
   return channel, 'released', sleepers, nil
 end
-local function wake(channel, base, q, hb, w, s, one)
-  local ok, to, msg, go, backup = pcall(pick, channel, base, q, hb, w, s, one)
+local function wake(channel, base, q, hb, w, s, one, listed)
+  local ok, to, msg, go, backup = pcall(pick, channel, base, q, hb, w, s, one, listed)
   if ok then
     for _, tok in ipairs(go) do
       push(base, tok, '1')
