@@ -64,6 +64,10 @@ type hubSub struct {
 	isFIFO  bool
 	arrival int64
 	token   string
+
+	// hand: a release of this Locker may hand the waiter the lock
+	// (handoff.go); nil when it may not.
+	hand *handSlot
 }
 
 // maxIdleTopics bounds the channels kept subscribed without waiters; below

@@ -16,6 +16,8 @@ func scriptHash(name string) string {
 		return "eb3d05ba2d5e2fb690ad2acb35cbd0a53b4fb917"
 	case "fifoLeave":
 		return "76d7290c0300e736686dcab1ff867e12f51b0332"
+	case "handoff":
+		return "daa51e996b94d5e8962cbe6981d97aca87e30bdd"
 	case "inspect":
 		return "cf28c23749da60200642bfaac0451d842b84363d"
 	case "multiAcquire":
