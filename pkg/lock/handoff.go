@@ -127,9 +127,11 @@ func (h *hub) settle(s *hubSub, handed bool, g handGrant) (orphan bool) {
 	return false
 }
 
-// wakeLocal wakes the waiter of channel that a release message would: a
-// release of this Locker wakes its own waiters itself, whether or not the
-// release published anything (a release with nobody listed need not).
+// wakeLocal wakes the first waiter of channel that has made no attempt
+// yet, and so is not listed (it queued behind this Locker's waiters): a
+// release names only listed waiters, and need not publish when nobody is
+// listed, so a release of this Locker, or a waiter of it that leaves
+// without the lock, wakes it.
 func (h *hub) wakeLocal(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -137,7 +139,12 @@ func (h *hub) wakeLocal(channel string) {
 		return
 	}
 	if t := h.cur.topics[channel]; t != nil && t.isReady {
-		t.wakeOne()
+		for _, s := range t.waiters {
+			if !s.tried && !s.closed {
+				s.signal()
+				return
+			}
+		}
 	}
 }
 
@@ -181,12 +188,13 @@ func (s *hubSub) claim(ctx context.Context) (*handGrant, error) {
 	}
 }
 
+// unclaim ends an attempt of the waiter, which listed it if refused.
 func (s *hubSub) unclaim() {
-	if s.hand == nil {
-		return
-	}
 	s.h.mu.Lock()
-	s.hand.trying = false
+	s.tried = true
+	if s.hand != nil {
+		s.hand.trying = false
+	}
 	s.h.mu.Unlock()
 }
 
@@ -243,10 +251,12 @@ func (l *Locker) releaseHanding(ctx context.Context, s *single, key, token strin
 		// The waiter gave up meanwhile: free its grant, for the next one.
 		l.giveBackHanded(ctx, key, hs.token)
 	}
-	if err == nil && !handed && (r.Code == lockwire.ReleaseReleased || r.Code == lockwire.ReleaseNotWoken) {
+	if err == nil && !handed && ((r.Code == lockwire.ReleaseReleased && r.Num == 0) || r.Code == lockwire.ReleaseNotWoken) {
+		// Nobody listed was woken by name: wake this Locker's waiter
+		// that is not listed yet.
 		s.hub.wakeLocal(channel)
 	}
-	r.Fence, r.NowMS = 0, 0
+	r.Fence, r.NowMS, r.Num = 0, 0, 0
 	return r, err
 }
 

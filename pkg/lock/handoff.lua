@@ -13,7 +13,8 @@
 -- it waits in the FIFO queue, else '0'.
 --
 -- Replies as release.lua, except that {1, fence, server ms} says that the
--- lock was released and granted to the waiter with that fence. The waiter
+-- lock was released and granted to the waiter with that fence, and {1, n}
+-- that it was released and n listed waiters were woken. The waiter
 -- gets the lock only when nobody else may take it first: for a FIFO waiter,
 -- when it is the live head of the queue; for another, when nobody waits in
 -- the queue or among the shared and semaphore acquirers, and no exclusive
@@ -73,5 +74,10 @@ end
 local err, refused, command = wake(ARGV[2], ARGV[3], q, hb, w, s, false)
 if err then
   return {5, err, refused, command or false}
+end
+if woke > 0 then
+  -- Released, and listed waiters woken: the releaser's own waiters that
+  -- are not listed sleep on.
+  return {1, woke}
 end
 return {1}

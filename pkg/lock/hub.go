@@ -66,8 +66,10 @@ type hubSub struct {
 	token   string
 
 	// hand: a release of this Locker may hand the waiter the lock
-	// (handoff.go); nil when it may not.
-	hand *handSlot
+	// (handoff.go); nil when it may not. tried: an attempt of the waiter
+	// was made since it subscribed (handoff.go's wakeLocal).
+	hand  *handSlot
+	tried bool
 }
 
 // maxIdleTopics bounds the channels kept subscribed without waiters; below

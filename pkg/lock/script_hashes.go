@@ -15,15 +15,15 @@ func scriptHash(name string) string {
 	case "fifoAcquire":
 		return "eb3d05ba2d5e2fb690ad2acb35cbd0a53b4fb917"
 	case "fifoLeave":
-		return "76d7290c0300e736686dcab1ff867e12f51b0332"
+		return "c8974507ad3f0e93c3b12e1af49da85a65502e04"
 	case "handoff":
-		return "daa51e996b94d5e8962cbe6981d97aca87e30bdd"
+		return "b2d1722fe771bc28cb8ce0c54fa412148d9b5057"
 	case "inspect":
 		return "cf28c23749da60200642bfaac0451d842b84363d"
 	case "multiAcquire":
-		return "f40523a195caef0f80969235e3c29ddc0fc8049d"
+		return "bafc22adc7bade37bb94abda6310b9e4877cd725"
 	case "multiRelease":
-		return "676fee0944a6e8354c67da430674644d09dd706f"
+		return "d732f0fa7d9b752346f446c9c6b6b9d5e1926f9d"
 	case "multiRenew":
 		return "d6b7382403ff0c12614a3c5d4d70065109d04dde"
 	case "raise":
@@ -31,13 +31,13 @@ func scriptHash(name string) string {
 	case "reenter":
 		return "9b915f85803a3eb51e78777058d243de2885d019"
 	case "release":
-		return "7cf425a808c5a1837f5fcfa0a158b7aebcebddcb"
+		return "b373bc3cefd40c2de3ceaf8cf01d650c298736db"
 	case "renew":
 		return "52c323f9dc985c60f0c698551fa0c8b3b71b472d"
 	case "semAcquire":
 		return "a94068169c467f4d8bc355d0e7987886585db24d"
 	case "semRelease":
-		return "c8bfc9a76813529935ee885fc73dfa978084f80d"
+		return "2dfc60dc3a6c6615bf50ddec0889d6cf1d1a8e3e"
 	case "semRenew":
 		return "c92e5a7e39f5c72853414242e7eb97b2c0de83da"
 	case "sharedAcquire":

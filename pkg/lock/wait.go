@@ -106,12 +106,19 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 		}
 		sl, retry = hs, hs.retry
 	}
-	defer sl.close()
 	var downSince time.Time
 	if down != nil {
 		downSince = a.l.clock.Now()
 	}
-	return a.waiting().loop(ctx, o, retry, down, downSince, sl)
+	lease, err := a.waiting().loop(ctx, o, retry, down, downSince, sl)
+	sl.close()
+	if s, ok := a.l.b.(*single); ok && lease == nil {
+		// Leaving without the lock: the waiters of this Locker queued
+		// behind this one, not listed yet, must not wait for a release
+		// that names them.
+		s.hub.wakeLocal(lockwire.Channel(a.key))
+	}
+	return lease, err
 }
 
 // sleeper is how a waiter sleeps between attempts.
@@ -355,8 +362,8 @@ func (h *hubSleep) claim(ctx context.Context) (*handGrant, error) {
 
 func (h *hubSleep) unclaim() {
 	h.tried = true
-	if h.hand != nil {
-		h.hand.unclaim()
+	if s, ok := h.sub.(*hubSub); ok {
+		s.unclaim()
 	}
 }
 

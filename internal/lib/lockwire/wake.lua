@@ -121,9 +121,13 @@ local function pick(channel, base, q, hb, w, s, one)
   end
   return channel, 'released', sleepers, nil
 end
+-- woke counts the listed waiters the last wake woke by name, for a
+-- caller that wakes others itself when nobody listed was (handoff.lua).
+local woke = 0
 local function wake(channel, base, q, hb, w, s, one)
   local ok, to, msg, go, backup = pcall(pick, channel, base, q, hb, w, s, one)
   if ok then
+    woke = #go
     for _, tok in ipairs(go) do
       push(base, tok, '1')
     end

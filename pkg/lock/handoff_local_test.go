@@ -1,0 +1,157 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/pkg/lock"
+)
+
+// wallClock is the real clock as an injected one: a Locker given it lets
+// every waiter wait in its hub, none on a wake-up stream.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                      { return time.Now() }
+func (wallClock) NewTimer(d time.Duration) lock.Timer { return wallTimer{time.NewTimer(d)} }
+
+type wallTimer struct{ t *time.Timer }
+
+func (w wallTimer) C() <-chan time.Time { return w.t.C }
+func (w wallTimer) Stop() bool          { return w.t.Stop() }
+
+// queuedFor waits until l has n waiters for name.
+func queuedFor(t *testing.T, l *lock.Locker, name string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for lock.QueuedFor(l, name) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters of this Locker, want %d", lock.QueuedFor(l, name), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A release hands the lock to the waiter of its own Locker that is next,
+// in the release's own script: the lock is that waiter's when Release
+// returns, with the next fence, and the waiter runs no script of its own
+// to take it. The first waiter sleeps on its wake-up stream and is woken
+// as before; the second, behind it in the Locker's hub, is handed the
+// lock by the first one's release.
+func TestReleaseHandsTheLockToALocalWaiter(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
+			c := newClient(t)
+			count := &scriptCount{}
+			c.AddHook(count)
+			l := lock.New(c, &lock.Options{PollInterval: time.Hour})
+			name := uniqueName(t)
+			o := &lock.AcquireOptions{Wait: -1, FIFO: fifo}
+			first, err := l.Acquire(ctx, name, time.Minute, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *lock.Lease, 2)
+			wait := func() {
+				lease, err := l.Acquire(ctx, name, time.Minute, o)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- lease
+			}
+			go wait()
+			queuedFor(t, l, name, 1)
+			waitersListed(t, c, "lock:"+name, 1, fifo)
+			go wait()
+			queuedFor(t, l, name, 2)
+			if fifo {
+				waitersListed(t, c, "lock:"+name, 2, fifo)
+			}
+			if err := first.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			second := <-got
+			if second == nil {
+				t.FailNow()
+			}
+			if _, err := l.Get(ctx, name); err != nil { // loads Get's script
+				t.Fatal(err)
+			}
+			before := count.n.Load()
+			if err := second.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h, err := l.Get(ctx, name)
+			if err != nil {
+				t.Fatalf("the lock right after the release: %v (not handed on)", err)
+			}
+			third := <-got
+			if third == nil {
+				t.FailNow()
+			}
+			defer third.Release(ctx)
+			if n := count.n.Load() - before; n != 2 {
+				t.Errorf("%d scripts from the release to the next lease, want 2: the release's and Get's", n)
+			}
+			if h.Token != third.Token() || h.Fence != third.Fence() || third.Fence() <= second.Fence() {
+				t.Errorf("held by %s fence %d after the release; the next lease is %s fence %d (the one before: %d)",
+					h.Token, h.Fence, third.Token(), third.Fence(), second.Fence())
+			}
+			if d := time.Until(third.Deadline()); d < 30*time.Second || d > time.Minute {
+				t.Errorf("handed lease's deadline in %s, want about its ttl", d)
+			}
+		})
+	}
+}
+
+// A waiter that gives up while a release is handing it the lock leaves the
+// grant to the releaser, which frees it: the lock is not left held by a
+// token nobody holds. The server's writes are paused so that the waiter
+// gives up while the release is on its way.
+func TestHandOffToAWaiterThatGaveUp(t *testing.T) {
+	c := newClient(t)
+	admin := newClient(t)
+	l := lock.New(c, &lock.Options{PollInterval: time.Hour, Clock: wallClock{}})
+	name := uniqueName(t)
+	first, err := l.Acquire(ctx, name, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gaveUp := make(chan error, 1)
+	go func() {
+		lease, err := l.Acquire(wctx, name, time.Minute, &lock.AcquireOptions{Wait: -1})
+		if lease != nil {
+			_ = lease.Release(ctx)
+		}
+		gaveUp <- err
+	}()
+	queuedFor(t, l, name, 1)
+	waitersListed(t, c, "lock:"+name, 1, false)
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", "1000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "CLIENT", "UNPAUSE") })
+	released := make(chan error, 1)
+	go func() { released <- first.Release(ctx) }()
+	time.Sleep(200 * time.Millisecond) // the release is offered to the waiter, its script paused
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter: %v, want it to give up", err)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if h, err := l.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("after the release: %+v %v, want the lock free", h, err)
+	}
+	// And it is free for the next acquirer at once.
+	lease, err := l.Acquire(ctx, name, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lease.Release(ctx)
+}
