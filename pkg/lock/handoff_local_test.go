@@ -155,3 +155,44 @@ func TestHandOffToAWaiterThatGaveUp(t *testing.T) {
 	}
 	_ = lease.Release(ctx)
 }
+
+// A release in another process that names a waiter (wake.lua's next
+// <token>, on the waiter's own channel) wakes it in its Locker's hub, where
+// the waiters of one lock share one pattern subscription for their own
+// channels. The poll is an hour: only the named wake-up can let it in.
+// The lock's name has the characters special to a pattern.
+func TestRemoteReleaseWakesAHubWaiterByName(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
+			// Characters a pattern would take as its own.
+			name := uniqueName(t) + `.*?[x]\`
+			remote := lock.New(newClient(t), nil)
+			first, err := remote.Acquire(ctx, name, time.Minute, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newClient(t)
+			l := lock.New(c, &lock.Options{PollInterval: time.Hour, Clock: wallClock{}})
+			got := make(chan error, 2)
+			for i := 0; i < 2; i++ {
+				go func() {
+					lease, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Wait: 10 * time.Second, FIFO: fifo})
+					if err == nil {
+						err = lease.Release(ctx)
+					}
+					got <- err
+				}()
+			}
+			queuedFor(t, l, name, 2)
+			waitersListed(t, c, "lock:"+name, 2, fifo)
+			if err := first.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2; i++ {
+				if err := <-got; err != nil {
+					t.Fatalf("waiter %d: %v", i, err)
+				}
+			}
+		})
+	}
+}

@@ -347,10 +347,34 @@ type hubSleep struct {
 }
 
 func (h *hubSleep) subscribeOwn(ctx context.Context, token string) {
-	if o, err := h.l.b.subscribe(ctx, lockwire.WaiterChannel(h.key, token)); err == nil {
+	var o subscription
+	var err error
+	if s, ok := h.l.b.(*single); ok {
+		// One pattern for the own channels of this Locker's waiters of
+		// the lock, subscribed once: no SUBSCRIBE per waiter.
+		o, err = s.hub.psubscribe(ctx, globEscape(lockwire.WaiterChannel(h.key, ""))+"*")
+	} else {
+		o, err = h.l.b.subscribe(ctx, lockwire.WaiterChannel(h.key, token))
+	}
+	if err == nil {
 		h.own = o
 		o.named(token)
 	}
+}
+
+// globEscape quotes the characters special to a Redis pattern.
+func globEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func (h *hubSleep) claim(ctx context.Context) (*handGrant, error) {
