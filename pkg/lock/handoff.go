@@ -251,10 +251,19 @@ func (l *Locker) releaseHanding(ctx context.Context, s *single, key, token strin
 		// The waiter gave up meanwhile: free its grant, for the next one.
 		l.giveBackHanded(ctx, key, hs.token)
 	}
-	if err == nil && !handed && ((r.Code == lockwire.ReleaseReleased && r.Num == 0) || r.Code == lockwire.ReleaseNotWoken) {
+	switch {
+	case err != nil || handed:
+	case (r.Code == lockwire.ReleaseReleased && r.Num == 0) || r.Code == lockwire.ReleaseNotWoken:
 		// Nobody listed was woken by name: wake this Locker's waiter
 		// that is not listed yet.
 		s.hub.wakeLocal(channel)
+	case r.Code == lockwire.ReleaseReleased:
+		// A waiter listed before this Locker's was woken by name. This
+		// Locker's first waiter not listed yet tries once the woken one
+		// had its grace: refused, it is listed, and the release that
+		// follows names it, wherever it is made (one with nobody listed
+		// need not publish); else the one woken has died.
+		time.AfterFunc(wakeGrace, func() { s.hub.wakeLocal(channel) })
 	}
 	r.Fence, r.NowMS, r.Num = 0, 0, 0
 	return r, err
