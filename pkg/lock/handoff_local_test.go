@@ -115,7 +115,7 @@ func TestReleaseHandsTheLockToALocalWaiter(t *testing.T) {
 				}
 				lease = next
 			}
-			defer lease.Release(ctx)
+			defer func() { _ = lease.Release(ctx) }()
 			if n := count.n.Load() - before; n != 4 {
 				t.Errorf("%d scripts for two hand-offs, want 4: each release's and Get's", n)
 			}
