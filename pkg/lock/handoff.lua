@@ -43,19 +43,23 @@ end
 redis.call('DEL', key)
 local tok = ARGV[4]
 local function mayTake()
-  if redis.call('EXISTS', KEYS[2]) == 1 then
-    return false
-  end
-  local ms = now()
   if ARGV[7] == '1' then
+    if redis.call('EXISTS', KEYS[2]) == 1 then
+      return false
+    end
     -- As fifo_acquire.lua: a waiter whose heartbeat ran out has no place.
-    trim(hb, ms, {q})
+    trim(hb, now(), {q})
     return redis.call('ZRANGE', q, 0, 0)[1] == tok
   end
-  if redis.call('EXISTS', q, s) > 0 then
+  -- The usual case, nobody listed at all, costs one call.
+  local n = redis.call('EXISTS', KEYS[2], q, s, w)
+  if n == 0 then
+    return true
+  end
+  if n > 1 or redis.call('EXISTS', w) == 0 then
     return false
   end
-  local first = redis.call('ZRANGEBYSCORE', w, '(' .. string.format('%d', ms), '+inf', 'LIMIT', 0, 1)[1]
+  local first = redis.call('ZRANGEBYSCORE', w, '(' .. string.format('%d', now()), '+inf', 'LIMIT', 0, 1)[1]
   return first == nil or first == tok
 end
 if mayTake() then

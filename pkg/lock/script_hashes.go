@@ -17,7 +17,7 @@ func scriptHash(name string) string {
 	case "fifoLeave":
 		return "c8974507ad3f0e93c3b12e1af49da85a65502e04"
 	case "handoff":
-		return "b2d1722fe771bc28cb8ce0c54fa412148d9b5057"
+		return "316a158e95bffeaa9b73e3d0094511285463ebad"
 	case "inspect":
 		return "cf28c23749da60200642bfaac0451d842b84363d"
 	case "multiAcquire":
