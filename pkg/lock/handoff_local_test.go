@@ -213,3 +213,47 @@ func TestRemoteReleaseWakesAHubWaiterByName(t *testing.T) {
 		})
 	}
 }
+
+// Where the server refuses pattern subscriptions (an ACL without
+// PSUBSCRIBE), a hub waiter subscribes to its own channel alone, and a
+// release in another process still wakes it by name.
+func TestHubWaiterWithoutPatternSubscriptions(t *testing.T) {
+	if _, err := srv.Do("ACL", "SETUSER", "nopattern", "on", ">pw", "+@all", "-psubscribe", "~*", "&*"); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "nopattern", Password: "pw"})
+	t.Cleanup(func() { c.Close() })
+	name := uniqueName(t)
+	remote := lock.New(newClient(t), nil)
+	first, err := remote.Acquire(ctx, name, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lock.New(c, &lock.Options{PollInterval: time.Hour, Clock: wallClock{}})
+	got := make(chan error, 1)
+	go func() {
+		lease, err := l.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Wait: 30 * time.Second})
+		if err == nil {
+			err = lease.Release(ctx)
+		}
+		got <- err
+	}()
+	queuedFor(t, l, name, 1)
+	waitersListed(t, newClient(t), "lock:"+name, 1, false)
+	// Its own channel, once the pattern was refused (after the wait for
+	// a confirmation that never comes).
+	own := lock.AuxKey(lock.KindWake, "lock:"+name) + ":*"
+	admin := newClient(t)
+	for deadline := time.Now().Add(30 * time.Second); len(redisDo(t, admin, "PUBSUB", "CHANNELS", own).([]any)) != 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter did not subscribe to its own channel")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter: %v", err)
+	}
+}

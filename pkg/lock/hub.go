@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,6 +35,9 @@ type hub struct {
 	c   redis.UniversalClient
 	mu  sync.Mutex
 	cur *hubConn
+	// noPattern: the server refused a pattern subscription (psubscribe);
+	// waiters subscribe to their own channels one by one.
+	noPattern atomic.Bool
 }
 
 // hubConn is one pub/sub connection's state; a new connection starts from

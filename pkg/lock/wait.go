@@ -348,12 +348,18 @@ type hubSleep struct {
 
 func (h *hubSleep) subscribeOwn(ctx context.Context, token string) {
 	var o subscription
-	var err error
-	if s, ok := h.l.b.(*single); ok {
+	err := errNoConfirmation
+	if s, ok := h.l.b.(*single); ok && !s.hub.noPattern.Load() {
 		// One pattern for the own channels of this Locker's waiters of
 		// the lock, subscribed once: no SUBSCRIBE per waiter.
 		o, err = s.hub.psubscribe(ctx, globEscape(lockwire.WaiterChannel(h.key, ""))+"*")
-	} else {
+		if err != nil && ctx.Err() == nil {
+			// Refused (an ACL without PSUBSCRIBE, say): a channel per
+			// waiter, from now on.
+			s.hub.noPattern.Store(true)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
 		o, err = h.l.b.subscribe(ctx, lockwire.WaiterChannel(h.key, token))
 	}
 	if err == nil {
