@@ -226,7 +226,7 @@ func (s *single) release(ctx context.Context, key, token string, ev *releaseEven
 				if v, err = ev.ran(v); err != nil {
 					return reply{}, err
 				}
-				return lockwire.DecodeRelease(v)
+				return s.woke(channel)(lockwire.DecodeRelease(v))
 			}
 			if !redis.HasErrorPrefix(err, "NOPERM") {
 				return reply{}, s.dataError(ctx, err, keys...)
@@ -243,7 +243,19 @@ func (s *single) release(ctx context.Context, key, token string, ev *releaseEven
 	if err != nil {
 		return reply{}, s.dataError(ctx, err, keys...)
 	}
-	return lockwire.DecodeRelease(v)
+	return s.woke(channel)(lockwire.DecodeRelease(v))
+}
+
+// woke wakes this Locker's first waiter for channel after a release
+// decoded as r: the release need not publish when nobody is listed, and
+// this process's waiters behind the one that tried are not.
+func (s *single) woke(channel string) func(reply, error) (reply, error) {
+	return func(r reply, err error) (reply, error) {
+		if err == nil && (r.Code == lockwire.ReleaseReleased || r.Code == lockwire.ReleaseNotWoken) {
+			s.hub.wakeLocal(channel)
+		}
+		return r, err
+	}
 }
 
 func (s *single) inspect(ctx context.Context, key string) (reply, error) {

@@ -102,3 +102,7 @@ func (l *Lease) StartWatch(ctx context.Context, opt *WatchdogOptions) (*Watchdog
 	defer l.mu.Unlock()
 	return l.dogs[len(l.dogs)-1].w, nil
 }
+
+// QueuedFor counts l's waiters for the lock called name: those in its hub
+// and the one asleep on its wake-up stream.
+func QueuedFor(l *Locker, name string) int { return l.b.queued(lockwire.Channel(l.Key(name))) }

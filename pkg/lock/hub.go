@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,6 +35,9 @@ type hub struct {
 	c   redis.UniversalClient
 	mu  sync.Mutex
 	cur *hubConn
+	// noPattern: the server refused a pattern subscription (psubscribe);
+	// waiters subscribe to their own channels one by one.
+	noPattern atomic.Bool
 }
 
 // hubConn is one pub/sub connection's state; a new connection starts from
@@ -64,6 +68,12 @@ type hubSub struct {
 	isFIFO  bool
 	arrival int64
 	token   string
+
+	// hand: a release of this Locker may hand the waiter the lock
+	// (handoff.go); nil when it may not. tried: an attempt of the waiter
+	// was made since it subscribed (handoff.go's wakeLocal).
+	hand  *handSlot
+	tried bool
 }
 
 // maxIdleTopics bounds the channels kept subscribed without waiters; below
@@ -112,6 +122,25 @@ func (h *hub) queued(channel string) int {
 }
 
 func (h *hub) subscribe(ctx context.Context, channel string) (subscription, error) {
+	return h.join(ctx, channel)
+}
+
+// patternTopic starts the name of a topic that is a pattern subscription
+// (psubscribe): no channel starts so.
+const patternTopic = "\x00"
+
+// psubscribe subscribes to the channels that match pattern, for the
+// waiter to which a message on one of them names (next <token>), as
+// subscribe does for one channel: the waiters of one lock in one process
+// share one pattern for their own channels (lockwire.WaiterChannel),
+// subscribed once, rather than subscribing to a channel each.
+func (h *hub) psubscribe(ctx context.Context, pattern string) (subscription, error) {
+	return h.join(ctx, patternTopic+pattern)
+}
+
+// join subscribes the waiter to topic: a channel, or a pattern after
+// patternTopic.
+func (h *hub) join(ctx context.Context, channel string) (subscription, error) {
 	h.mu.Lock()
 	hc := h.cur
 	if hc == nil {
@@ -127,7 +156,12 @@ func (h *hub) subscribe(ctx context.Context, channel string) (subscription, erro
 		hc.topics[channel] = t
 		// Written under the lock so that SUBSCRIBE and UNSUBSCRIBE of one
 		// channel reach the server in the order the hub decided them.
-		if err := hc.ps.Subscribe(ctx, channel); err != nil {
+		subscribe := hc.ps.Subscribe
+		name, isPattern := strings.CutPrefix(channel, patternTopic)
+		if isPattern {
+			subscribe = hc.ps.PSubscribe
+		}
+		if err := subscribe(ctx, name); err != nil {
 			delete(hc.topics, channel)
 			t.err = err
 			close(t.ready)
@@ -180,11 +214,16 @@ func (h *hub) dispatch(hc *hubConn) {
 		}
 		switch m := m.(type) {
 		case *redis.Subscription:
-			if m.Kind != "subscribe" {
+			topic := m.Channel
+			switch m.Kind {
+			case "subscribe":
+			case "psubscribe":
+				topic = patternTopic + m.Channel
+			default:
 				continue
 			}
 			h.mu.Lock()
-			if t := hc.topics[m.Channel]; t != nil {
+			if t := hc.topics[topic]; t != nil {
 				if !t.isReady {
 					t.isReady = true
 					close(t.ready)
@@ -198,8 +237,12 @@ func (h *hub) dispatch(hc *hubConn) {
 			}
 			h.mu.Unlock()
 		case *redis.Message:
+			topic := m.Channel
+			if m.Pattern != "" {
+				topic = patternTopic + m.Pattern
+			}
 			h.mu.Lock()
-			if t := hc.topics[m.Channel]; t != nil {
+			if t := hc.topics[topic]; t != nil {
 				if token, ok := strings.CutPrefix(m.Payload, "next "); ok {
 					t.wakeToken(token)
 				} else {
@@ -276,7 +319,11 @@ func (s *hubSub) Close() error {
 	}
 	if len(t.waiters) == 0 && t.isReady && hc.topics[s.channel] == t && len(hc.topics) > maxIdleTopics {
 		delete(hc.topics, s.channel)
-		_ = hc.ps.Unsubscribe(context.Background(), s.channel)
+		if p, ok := strings.CutPrefix(s.channel, patternTopic); ok {
+			_ = hc.ps.PUnsubscribe(context.Background(), p)
+		} else {
+			_ = hc.ps.Unsubscribe(context.Background(), s.channel)
+		}
 	}
 	hc.refs--
 	if hc.refs > 0 {

@@ -353,6 +353,14 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 		// orders it among all waiters.
 		return a.wait(ctx, o, false)
 	}
+	if o.Wait != 0 && a.fifo && !a.shared && a.l.b.queued(lockwire.Channel(a.key)) > 0 {
+		// A FIFO waiter behind others of this process joins the queue
+		// with its first attempt too, but subscribed first, as those
+		// others: a release between that attempt and the subscription
+		// could not go unheard, and the wait needs no second attempt.
+		a.hubFirst = true
+		return a.wait(ctx, o, true)
+	}
 	lease, held, err := a.try(ctx)
 	late := isLate(err)
 	if err != nil && o.Wait != 0 && o.RetryFor > 0 && transient(err) && ctx.Err() == nil {
@@ -403,6 +411,9 @@ type attempt struct {
 	shared bool
 	args   acquireArgs
 	start  time.Time
+	// hubFirst: the wait starts in the hub, with the first attempt
+	// (attempt.run).
+	hubFirst bool
 	// listed: a refusal put this exclusive waiter on the list that keeps
 	// new shared holders out (shared.go); it leaves the list if it gives up.
 	listed bool
@@ -630,7 +641,13 @@ func (l *Locker) releaseKey(ctx context.Context, key, token string, ev *releaseE
 	if key == "" || token == "" {
 		return 0, fmt.Errorf("%w: empty key or token", ErrInvalid)
 	}
-	r, err := l.b.release(ctx, key, token, ev)
+	var r reply
+	var err error
+	if s, ok := l.b.(*single); ok && ev == nil && s.replicas <= 0 {
+		r, err = l.releaseHanding(ctx, s, key, token)
+	} else {
+		r, err = l.b.release(ctx, key, token, ev)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("lock: release %s: %w", key, err)
 	}

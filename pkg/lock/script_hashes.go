@@ -15,13 +15,15 @@ func scriptHash(name string) string {
 	case "fifoAcquire":
 		return "eb3d05ba2d5e2fb690ad2acb35cbd0a53b4fb917"
 	case "fifoLeave":
-		return "de75779b3d32a45ac8241c0fe1c84a2c3040d36a"
+		return "19a4bb6fb24793d1ec6acf17bd463bf04178f7bf"
+	case "handoff":
+		return "050e28e0a4ad5641d0aba779030a76893daf6d97"
 	case "inspect":
 		return "cf28c23749da60200642bfaac0451d842b84363d"
 	case "multiAcquire":
-		return "cd978407895a6df626e49f76b11e506f96ea2b07"
+		return "8e5eeedc19697d8f72f53e1e547df7b2b8492e8d"
 	case "multiRelease":
-		return "f2e47494066201951013b45727360d9caa4b9c0a"
+		return "d35c86cf55fb0481780776ef412d65fff020d6a5"
 	case "multiRenew":
 		return "d6b7382403ff0c12614a3c5d4d70065109d04dde"
 	case "raise":
@@ -29,13 +31,13 @@ func scriptHash(name string) string {
 	case "reenter":
 		return "9b915f85803a3eb51e78777058d243de2885d019"
 	case "release":
-		return "4a782faacbf2d7f292f2aa9936f1d76a3210d354"
+		return "ede9b47067ecb3c51ef07255529b67b4f83883c3"
 	case "renew":
 		return "52c323f9dc985c60f0c698551fa0c8b3b71b472d"
 	case "semAcquire":
 		return "a94068169c467f4d8bc355d0e7987886585db24d"
 	case "semRelease":
-		return "9b42f05c06489644b5b476d40894b48224437b85"
+		return "57b754801f2f38212853c5ddfa7942b357388fc3"
 	case "semRenew":
 		return "c92e5a7e39f5c72853414242e7eb97b2c0de83da"
 	case "sharedAcquire":

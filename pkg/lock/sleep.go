@@ -203,6 +203,9 @@ func (w *streamSleep) read(ctx context.Context, d time.Duration) (again time.Dur
 func (w *streamSleep) fifo(string, int64) {}
 func (w *streamSleep) passOn()            {}
 
+func (w *streamSleep) claim(context.Context) (*handGrant, error) { return nil, nil }
+func (w *streamSleep) unclaim()                                  {}
+
 // close gives the slot back, after a read still blocked has ended.
 func (w *streamSleep) close() {
 	w.s.mu.Lock()

@@ -90,7 +90,7 @@ func transientReply(msg string) bool {
 // failed on the way to Redis.
 func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, down error) (*Lease, error) {
 	var sl sleeper
-	if s, ok := a.l.b.(*single); ok && a.l.realTime && retry {
+	if s, ok := a.l.b.(*single); ok && a.l.realTime && retry && !a.hubFirst {
 		// Not on an injected Clock: a blocked read sleeps in server time.
 		// Not without a first attempt either: only that lists the waiter,
 		// so that a release wakes it; one that queues behind the local
@@ -106,12 +106,19 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 		}
 		sl, retry = hs, hs.retry
 	}
-	defer sl.close()
 	var downSince time.Time
 	if down != nil {
 		downSince = a.l.clock.Now()
 	}
-	return a.waiting().loop(ctx, o, retry, down, downSince, sl)
+	lease, err := a.waiting().loop(ctx, o, retry, down, downSince, sl)
+	sl.close()
+	if s, ok := a.l.b.(*single); ok && lease == nil {
+		// Leaving without the lock: the waiters of this Locker queued
+		// behind this one, not listed yet, must not wait for a release
+		// that names them.
+		s.hub.wakeLocal(lockwire.Channel(a.key))
+	}
+	return lease, err
 }
 
 // sleeper is how a waiter sleeps between attempts.
@@ -127,6 +134,11 @@ type sleeper interface {
 	// fifo and passOn tell the hub about FIFO places and shared holds.
 	fifo(token string, arrival int64)
 	passOn()
+	// claim, before an attempt, returns a grant a release of this Locker
+	// handed the waiter (handoff.go), or marks the attempt under way
+	// until unclaim; it fails only when ctx ends.
+	claim(ctx context.Context) (*handGrant, error)
+	unclaim()
 	close()
 }
 
@@ -140,12 +152,15 @@ type waiting struct {
 	// fifo: the waiter keeps a FIFO place; shared: holders enter together.
 	fifo, shared bool
 	try          func(context.Context) (*Lease, Holder, error)
+	// take is the lease of a grant handed over (handoff.go); nil when
+	// nothing hands this waiter a grant.
+	take func(context.Context, handGrant) (*Lease, Holder, error)
 }
 
 // waiting is the attempt as the wait loop sees it.
 func (a *attempt) waiting() *waiting {
 	return &waiting{l: a.l, key: a.key, token: a.args.token, deadline: a.deadline, slow: &a.slow,
-		fifo: a.fifo, shared: a.shared, try: a.try}
+		fifo: a.fifo, shared: a.shared, try: a.try, take: a.take}
 }
 
 // loop tries, and sleeps on sl between tries, until the lock is ours, the
@@ -164,7 +179,19 @@ func (w *waiting) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 	for {
 		delay := sl.longest(false)
 		if retry {
-			lease, h, err := w.try(ctx)
+			g, err := sl.claim(ctx)
+			if err != nil {
+				return nil, ctxErr(ctx, w.key)
+			}
+			var lease *Lease
+			var h Holder
+			if g != nil {
+				// A release of this Locker handed the lock over.
+				lease, h, err = w.take(ctx, *g)
+			} else {
+				lease, h, err = w.try(ctx)
+				sl.unclaim()
+			}
 			switch {
 			case err != nil && o.RetryFor > 0 && transient(err) && ctx.Err() == nil:
 				now := w.l.clock.Now()
@@ -266,16 +293,19 @@ func (a *attempt) hubSleeper(ctx context.Context, retry bool, down error) (*hubS
 		sctx, scancel = context.WithTimeout(ctx, deadline.Sub(a.l.clock.Now()))
 	}
 	defer scancel()
-	h := &hubSleep{l: a.l, retry: retry}
+	h := &hubSleep{l: a.l, key: a.key, deadline: deadline, retry: retry}
 	sub, err := a.l.b.subscribe(sctx, lockwire.Channel(a.key))
 	if err == nil && a.args.intent > 0 {
 		// An exclusive waiter is listed, and a release that names it
 		// publishes on a channel of its own (wake.lua), so that only its
 		// process wakes. Without it (refused, say), the common channel
-		// and the poll still wake it.
-		if o, oerr := a.l.b.subscribe(sctx, lockwire.WaiterChannel(a.key, a.args.token)); oerr == nil {
-			h.own = o
-			o.named(a.args.token)
+		// and the poll still wake it. One that queues behind this
+		// process's waiters (retry false) is not listed until its first
+		// attempt is refused: it subscribes then (sleep).
+		if !retry {
+			h.ownLater = a.args.token
+		} else {
+			h.subscribeOwn(sctx, a.args.token)
 		}
 	}
 	if down != nil && err != nil {
@@ -292,19 +322,97 @@ func (a *attempt) hubSleeper(ctx context.Context, retry bool, down error) (*hubS
 	if sub != nil {
 		h.sub = sub
 		sub.named(a.args.token)
+		if hs, ok := sub.(*hubSub); ok && a.limit == 0 && !a.shared && a.l.replicas <= 0 {
+			if _, ok := a.l.b.(*single); ok {
+				// A release of this Locker may hand it the lock.
+				hs.offerable(a.args.token, a.args.rest, a.args.ttl)
+				h.hand = hs
+			}
+		}
 	}
 	return h, nil
 }
 
 type hubSleep struct {
 	l        *Locker
+	key      string
+	deadline time.Time
 	sub, own subscription
+	hand     *hubSub // sub, when a release of this Locker may hand it the lock
 	retry    bool
+	// ownLater is the token whose own channel the waiter subscribes to
+	// once an attempt of its was refused (tried), which listed it.
+	ownLater string
+	tried    bool
+}
+
+func (h *hubSleep) subscribeOwn(ctx context.Context, token string) {
+	var o subscription
+	err := errNoConfirmation
+	if s, ok := h.l.b.(*single); ok && !s.hub.noPattern.Load() {
+		// One pattern for the own channels of this Locker's waiters of
+		// the lock, subscribed once: no SUBSCRIBE per waiter.
+		o, err = s.hub.psubscribe(ctx, globEscape(lockwire.WaiterChannel(h.key, ""))+"*")
+		if err != nil && ctx.Err() == nil {
+			// Refused (an ACL without PSUBSCRIBE, say): a channel per
+			// waiter, from now on.
+			s.hub.noPattern.Store(true)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		o, err = h.l.b.subscribe(ctx, lockwire.WaiterChannel(h.key, token))
+	}
+	if err == nil {
+		h.own = o
+		o.named(token)
+	}
+}
+
+// globEscape quotes the characters special to a Redis pattern.
+func globEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (h *hubSleep) claim(ctx context.Context) (*handGrant, error) {
+	if h.hand == nil {
+		return nil, nil
+	}
+	return h.hand.claim(ctx)
+}
+
+func (h *hubSleep) unclaim() {
+	h.tried = true
+	if s, ok := h.sub.(*hubSub); ok {
+		s.unclaim()
+	}
 }
 
 func (h *hubSleep) longest(bool) time.Duration { return h.l.poll }
 
 func (h *hubSleep) sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
+	if h.ownLater != "" && h.tried && h.sub != nil {
+		// Listed now: subscribe to the channel that names this waiter,
+		// then try again at once, as a release between the refusal and
+		// the subscription went unheard.
+		sctx, cancel := ctx, context.CancelFunc(func() {})
+		if !h.deadline.IsZero() {
+			sctx, cancel = context.WithTimeout(ctx, h.deadline.Sub(h.l.clock.Now()))
+		}
+		h.subscribeOwn(sctx, h.ownLater)
+		cancel()
+		h.ownLater = ""
+		return 0, ctx.Err()
+	}
 	var wake, named <-chan struct{} // nil (never ready) without pub/sub
 	if h.sub != nil {
 		wake = h.sub.C()
@@ -345,6 +453,13 @@ func (h *hubSleep) passOn() {
 // close leaves the hub: waiting is over, and a failed close cannot change
 // its outcome.
 func (h *hubSleep) close() {
+	if h.hand != nil {
+		if g := h.hand.leave(); g != nil {
+			// Handed the lock after the wait ended: free it for the
+			// next waiter.
+			h.l.giveBackHanded(context.Background(), h.key, h.hand.hand.token)
+		}
+	}
 	if h.own != nil {
 		_ = h.own.Close()
 	}

@@ -97,6 +97,10 @@ var Codes = map[string]map[int64]string{
 	"sem_renew.lua": {SemRenewNotHeld: "not held", SemRenewRenewed: "renewed", SemRenewNoTTL: "no TTL recorded"},
 	"release.lua": {ReleaseNotHeld: "not held", ReleaseReleased: "released", ReleaseOther: "another holder",
 		ReleaseSemaphore: "a semaphore", ReleaseHoldsLeft: "holds left", ReleaseNotWoken: "released, wake-up refused"},
+	// release.lua's replies, and {1, fence, ms}: released and handed to
+	// the waiter named (pkg/lock's handoff.go).
+	"handoff.lua": {ReleaseNotHeld: "not held", ReleaseReleased: "released, or handed on", ReleaseOther: "another holder",
+		ReleaseSemaphore: "a semaphore", ReleaseHoldsLeft: "holds left", ReleaseNotWoken: "released, wake-up refused"},
 	"sem_release.lua": {SemReleaseNotHeld: "not held", SemReleaseReleased: "released", SemReleaseHoldsLeft: "holds left",
 		SemReleaseNotWoken: "released, wake-up refused"},
 	"reenter.lua":       {ReenterNotHeld: "not held", ReenterLock: "re-entered the lock", ReenterOther: "another holder", ReenterSlot: "re-entered a slot"},

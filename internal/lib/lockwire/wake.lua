@@ -126,9 +126,13 @@ local function pick(channel, base, q, hb, w, s, one, listed)
   end
   return channel, 'released', sleepers, nil
 end
+-- woke counts the listed waiters the last wake woke by name, for a
+-- caller that wakes others itself when nobody listed was (handoff.lua).
+local woke = 0
 local function wake(channel, base, q, hb, w, s, one, listed)
   local ok, to, msg, go, backup = pcall(pick, channel, base, q, hb, w, s, one, listed)
   if ok then
+    woke = #go
     for _, tok in ipairs(go) do
       push(base, tok, '1')
     end
