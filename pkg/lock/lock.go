@@ -385,6 +385,9 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 		}
 		return nil, newHeldError(ErrNotObtained, held)
 	}
+	if !late {
+		a.refused = &held
+	}
 	return a.wait(ctx, o, true)
 }
 
@@ -411,6 +414,10 @@ type attempt struct {
 	shared bool
 	args   acquireArgs
 	start  time.Time
+	// refused is the first attempt's refusal, which listed the waiter:
+	// a wait that sleeps on its wake-up stream, read from its start,
+	// misses no release after it, so it sleeps before trying again.
+	refused *Holder
 	// hubFirst: the wait starts in the hub, with the first attempt
 	// (attempt.run).
 	hubFirst bool

@@ -156,10 +156,37 @@ func (w *streamSleep) sleep(ctx context.Context, d time.Duration) (time.Duration
 			}
 			return w.again, nil
 		case <-t.C:
+			if d >= w.longest(false) {
+				return w.settle(ctx)
+			}
 			return 0, nil
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
+	}
+}
+
+// settleFor is how long a sleep that only renews the listing waits for its
+// read to end: the server ends it at its next cron tick after the block
+// time.
+const settleFor = 150 * time.Millisecond
+
+// settle ends a sleep of the listing's whole renewal period, which nothing
+// needs on time: it lets the read, which ends at the server's next cron
+// tick, give its connection back first, so that the renewal's attempt
+// takes that connection rather than opening another (a process waits with
+// one connection).
+func (w *streamSleep) settle(ctx context.Context) (time.Duration, error) {
+	t := time.NewTimer(settleFor)
+	defer t.Stop()
+	select {
+	case <-w.pending:
+		w.pending = nil
+		return w.again, nil
+	case <-t.C:
+		return 0, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	}
 }
 

@@ -110,7 +110,13 @@ func (a *attempt) waitFrom(ctx context.Context, o *AcquireOptions, retry bool, d
 	if down != nil {
 		downSince = a.l.clock.Now()
 	}
-	lease, err := a.waiting().loop(ctx, o, retry, down, downSince, sl)
+	w := a.waiting()
+	if _, ok := sl.(*streamSleep); ok && retry && down == nil && a.refused != nil {
+		// The first attempt listed the waiter, and its stream keeps every
+		// wake-up since: a second attempt now would only be refused again.
+		w.refused, retry = a.refused, false
+	}
+	lease, err := w.loop(ctx, o, retry, down, downSince, sl)
 	sl.close()
 	if s, ok := a.l.b.(*single); ok && lease == nil {
 		// Leaving without the lock: the waiters of this Locker queued
@@ -155,6 +161,10 @@ type waiting struct {
 	// take is the lease of a grant handed over (handoff.go); nil when
 	// nothing hands this waiter a grant.
 	take func(context.Context, handGrant) (*Lease, Holder, error)
+	// refused is the refusal of an attempt made just before the loop,
+	// whose wake-ups the sleeper keeps (a wake-up stream read from its
+	// start): the loop sleeps first, as after a refusal of its own.
+	refused *Holder
 }
 
 // waiting is the attempt as the wait loop sees it.
@@ -176,8 +186,13 @@ func (w *waiting) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 	var held Holder
 	var late error // the last attempt's grant came too late to count
 	var again time.Duration
+	first := w.refused
 	for {
 		delay := sl.longest(false)
+		if first != nil {
+			held, first = *first, nil
+			delay = w.afterRefusal(delay, held, sl)
+		}
 		if retry {
 			g, err := sl.claim(ctx)
 			if err != nil {
@@ -225,13 +240,7 @@ func (w *waiting) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 					sl.fifo(w.token, h.arrival)
 				}
 				o.observe(false, held, nil)
-				if held.TTL >= 0 {
-					// Retry as the key expires; the extra millisecond
-					// covers PTTL's rounding down.
-					delay = min(delay, held.TTL+time.Millisecond)
-				} else {
-					delay = min(delay, sl.longest(true))
-				}
+				delay = w.afterRefusal(delay, held, sl)
 			}
 		}
 		if again > 0 {
@@ -260,6 +269,16 @@ func (w *waiting) loop(ctx context.Context, o *AcquireOptions, retry bool, down 
 			retry = false
 		}
 	}
+}
+
+// afterRefusal bounds the sleep after a refusal by held: retry as the
+// holder's key expires (the extra millisecond covers PTTL's rounding
+// down), or, refused without a holder's TTL, by sl's bound for that.
+func (w *waiting) afterRefusal(delay time.Duration, held Holder, sl sleeper) time.Duration {
+	if held.TTL >= 0 {
+		return min(delay, held.TTL+time.Millisecond)
+	}
+	return min(delay, sl.longest(true))
 }
 
 // giveUp is the error of a wait that ended without the lock: the server

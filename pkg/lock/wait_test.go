@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/pkg/lock"
+	"github.com/redis/go-redis/v9"
 )
 
 type waitResult struct {
@@ -18,15 +19,16 @@ type waitResult struct {
 }
 
 // startWaiter runs a waiting Acquire in the background. The returned
-// channel is closed once the waiter has found the lock busy twice: the
-// second attempt comes after its subscription is confirmed, so from then
-// on a release cannot be missed.
+// channel is closed once the waiter has found the lock busy: the refusal
+// listed it, and it sleeps on its wake-up stream, read from its start (or,
+// in its Locker's hub, tries again once subscribed), so from then on a
+// release cannot be missed.
 func startWaiter(ctx context.Context, l *lock.Locker, name string, ttl time.Duration, o lock.AcquireOptions) (subscribed <-chan struct{}, done <-chan waitResult) {
 	sub := make(chan struct{})
 	res := make(chan waitResult, 1)
 	var busy atomic.Int32
 	o.Observer = func(lock.AcquireEvent) {
-		if busy.Add(1) == 2 {
+		if busy.Add(1) == 1 {
 			close(sub)
 		}
 	}
@@ -216,5 +218,79 @@ func testMutualExclusion(t *testing.T, lockers int) {
 		if fences[i] <= fences[i-1] {
 			t.Fatalf("fences in holding order do not grow at %d: %v", i, fences)
 		}
+	}
+}
+
+// scriptHook counts the scripts a client runs (EVALSHA and EVAL).
+type scriptHook struct{ n atomic.Int64 }
+
+func (h *scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if n := cmd.Name(); n == "evalsha" || n == "eval" {
+				h.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A waiter refused once sleeps on its wake-up stream until a release wakes
+// it: the refusal listed it, and the stream keeps every wake-up since, so a
+// second attempt at once would only be refused again (one more script per
+// acquisition in a pile-up of processes).
+func TestWaiterSleepsAfterItsFirstRefusal(t *testing.T) {
+	t.Parallel()
+	hl, _ := newLocker(t, nil)
+	name := uniqueName(t)
+	held, err := hl.Acquire(ctx, name, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc := newClient(t)
+	h := &scriptHook{}
+	wc.AddHook(h)
+	waiter := lock.New(wc, nil)
+	busy := make(chan struct{}, 1)
+	type result struct {
+		lease *lock.Lease
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		lease, err := waiter.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Wait: 30 * time.Second,
+			Observer: func(lock.AcquireEvent) {
+				select {
+				case busy <- struct{}{}:
+				default:
+				}
+			}})
+		got <- result{lease, err}
+	}()
+	<-busy
+	time.Sleep(300 * time.Millisecond)
+	if n := h.n.Load(); n != 1 {
+		t.Errorf("the waiter ran %d scripts before the release, want 1 (its first attempt)", n)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("the waiter after the release: %v", r.err)
+	}
+	if err := r.lease.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
