@@ -1,5 +1,6 @@
--- The usual acquire, first in the script (before every prelude, whose
--- functions a Lua chunk would build at each call): neither the lock, nor a
+-- The usual acquire, first in the script (after value_head.lua, before
+-- every other prelude, whose functions a Lua chunk would build at each
+-- call): neither the lock, nor a
 -- semaphore or shared holders of the same name (KEYS[3]), nor exclusive
 -- acquirers waiting (KEYS[5]), so nothing can refuse it and nobody is to be
 -- taken off a list. It does what acquire.lua's grant() does, with
@@ -15,11 +16,10 @@ if busy == 0 then
   local us = t[1] .. string.format('%06d', tonumber(t[2]))
   local c = redis.call('SET', KEYS[2], us, 'GET')
   if c == false or (string.find(c, '^[1-9]%d*$') and (#us > #c or (#us == #c and us > c))) then
-    -- us less its last three digits is the time in ms, as newValue writes it.
-    local ms = string.sub(us, 1, -4)
-    redis.call('SET', KEYS[1], '{"token":"' .. ARGV[1] .. '","fence":' .. us .. ARGV[3] ..
-      ',"acquired_ms":' .. ms .. ',"renewed_ms":' .. ms .. '}', 'PX', ARGV[2])
-    return {1, us, tonumber(ms)}
+    -- us less its last three digits is the time in ms.
+    local ms = tonumber(string.sub(us, 1, -4))
+    redis.call('SET', KEYS[1], newValue(tokenPrefix(ARGV[1]), us, ARGV[3], ms), 'PX', ARGV[2])
+    return {1, us, ms}
   end
   redis.call('SET', KEYS[2], c)
 end

@@ -128,9 +128,13 @@ var (
 	// into the server's cache, so SCRIPT FLUSH or a restart costs one extra
 	// round trip. Every script that builds, reads or edits a stored value
 	// starts with lockwire.ValueLua (value.lua), the value's Lua side.
-	acquireScript   = lazyScript("acquire", func() string { return acquireFastLua + lockwire.ValueLua + fenceLua + holderLua + acquireLua })
-	renewScript     = lazyScript("renew", func() string { return lockwire.ValueLua + holderLua + renewLua })
-	releaseScript   = lazyScript("release", func() string { return releaseFastLua + lockwire.ValueLua + holderLua + lockwire.WakeLua + releaseLua })
+	acquireScript = lazyScript("acquire", func() string {
+		return lockwire.ValueHeadLua + acquireFastLua + lockwire.ValueRestLua + fenceLua + holderLua + acquireLua
+	})
+	renewScript   = lazyScript("renew", func() string { return lockwire.ValueLua + holderLua + renewLua })
+	releaseScript = lazyScript("release", func() string {
+		return lockwire.ValueHeadLua + releaseFastLua + lockwire.ValueRestLua + holderLua + lockwire.WakeLua + releaseLua
+	})
 	inspectScript   = lazyScript("inspect", func() string { return lockwire.ValueLua + holderLua + inspectLua })
 	checkScript     = lazyScript("check", func() string { return fenceLua + checkLua })
 	fenceNextScript = lazyScript("fenceNext", func() string { return fenceLua + fenceNextLua })

@@ -11,5 +11,5 @@ import (
 func ScriptCommands() []string {
 	return scriptcmds.Calls(fenceLua, holderLua, acquireFastLua, acquireLua, renewLua, releaseFastLua, releaseLua, inspectLua, checkLua, fenceNextLua,
 		auxLua, semAcquireLua, semRenewLua, semReleaseLua, fifoAcquireLua, fifoLeaveLua, raiseLua, reenterLua, lockwire.WakeLua,
-		multiAcquireLua, multiRenewLua, multiReleaseLua)
+		multiAcquireLua, multiRenewLua, multiReleaseLua, handoffFastLua, handoffLua)
 }

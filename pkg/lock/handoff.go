@@ -26,11 +26,13 @@ import (
 // which comes before the grant, as an attempt's counts from its own.
 
 var (
+	//go:embed handoff_fast.lua
+	handoffFastLua string
 	//go:embed handoff.lua
 	handoffLua string
 
 	handoffScript = lazyScript("handoff", func() string {
-		return lockwire.ValueLua + fenceLua + holderLua + auxLua + lockwire.WakeLua + handoffLua
+		return lockwire.ValueHeadLua + handoffFastLua + lockwire.ValueRestLua + fenceLua + holderLua + auxLua + lockwire.WakeLua + handoffLua
 	})
 )
 

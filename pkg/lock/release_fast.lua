@@ -1,5 +1,6 @@
--- The usual release, first in the script (before every prelude, whose
--- functions a Lua chunk would build at each call): no waiter listed in the
+-- The usual release, first in the script (after value_head.lua, before
+-- every other prelude, whose functions a Lua chunk would build at each
+-- call): no waiter listed in the
 -- FIFO queue, among the exclusive acquirers or among the shared and
 -- semaphore acquirers (KEYS[3], KEYS[5], KEYS[6]), and the token's own
 -- value, held once: delete it, publish 'released' as wake.lua does when it
@@ -44,8 +45,7 @@ local listed = redis.pcall('EXISTS', KEYS[3], KEYS[5], KEYS[6])
 if listed == 0 then
   local v = redis.pcall('GET', KEYS[1])
   if type(v) == 'string' then
-    local p = '{"token":"' .. ARGV[1] .. '"'
-    if (v == ARGV[1] or string.sub(v, 1, #p) == p) and not string.find(v, ',"holds":', 1, true) then
+    if owns(v, ARGV[1], tokenPrefix(ARGV[1])) and holds(v) == 1 then
       redis.call('DEL', KEYS[1])
       local r = {1}
       local pub = redis.pcall('PUBLISH', ARGV[2], 'released')

@@ -7,41 +7,41 @@ package lock
 func scriptHash(name string) string {
 	switch name {
 	case "acquire":
-		return "395685ebe2316ce155f86c8ae365661f540f9c3c"
+		return "58b24e1d39d345ace515370901cec926c94d09fb"
 	case "check":
 		return "68800a39214a66df6b9309c5be8034a820c2536f"
 	case "fenceNext":
 		return "90e3d19c644596166494ffc71a76ef994de5dcff"
 	case "fifoAcquire":
-		return "eb3d05ba2d5e2fb690ad2acb35cbd0a53b4fb917"
+		return "961c709f007b9914e0377dbe219e2f8845070ff3"
 	case "fifoLeave":
 		return "19a4bb6fb24793d1ec6acf17bd463bf04178f7bf"
 	case "handoff":
-		return "050e28e0a4ad5641d0aba779030a76893daf6d97"
+		return "ce392ff2ea5511c70b75523752dd3b96e003a374"
 	case "inspect":
-		return "cf28c23749da60200642bfaac0451d842b84363d"
+		return "828a214679bab80983dcf6c5b310fd21b479436e"
 	case "multiAcquire":
-		return "8e5eeedc19697d8f72f53e1e547df7b2b8492e8d"
+		return "4cd755fc7c4fa9d10853bf7f907ef3d102ac30bf"
 	case "multiRelease":
-		return "d35c86cf55fb0481780776ef412d65fff020d6a5"
+		return "ee4b287a89f5893da77ce411a39cf058edaebfe9"
 	case "multiRenew":
-		return "d6b7382403ff0c12614a3c5d4d70065109d04dde"
+		return "6de70708a3fa1cfce5ac258043946407f532580f"
 	case "raise":
-		return "ec0f5f34cbd548f64dbb25ba7394dc9edf22ac59"
+		return "749b07c9fd53552803c99f48eb97689d399d2b17"
 	case "reenter":
-		return "9b915f85803a3eb51e78777058d243de2885d019"
+		return "2a4b274d7548afb0cee6b848563a15351d0c2c09"
 	case "release":
-		return "ede9b47067ecb3c51ef07255529b67b4f83883c3"
+		return "30abbf201aeaffa87f0a983a4e6b45a086036ab3"
 	case "renew":
-		return "52c323f9dc985c60f0c698551fa0c8b3b71b472d"
+		return "bcfa683981e4789bcb4a464ce425358211f7acf7"
 	case "semAcquire":
-		return "a94068169c467f4d8bc355d0e7987886585db24d"
+		return "f3aecf0579a65ec408cdd37b1abe3cb5577f1f6f"
 	case "semRelease":
-		return "57b754801f2f38212853c5ddfa7942b357388fc3"
+		return "972c56073a5911d6cad2c222518f67127f0135d2"
 	case "semRenew":
-		return "c92e5a7e39f5c72853414242e7eb97b2c0de83da"
+		return "a9218457f811140eb613f9cde498563f0d825ae2"
 	case "sharedAcquire":
-		return "22264fc5f0c4ab19acb80fd24b7abba1b94b4224"
+		return "9a2e97b5ac5517ae191c9ddecc631a051d13595a"
 	}
 	return ""
 }

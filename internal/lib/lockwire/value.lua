@@ -1,6 +1,7 @@
 -- Prelude of every script that writes, reads or edits a stored lock value
--- (prepended in Go, before the other preludes): the Lua side of lockwire's
--- value.go, and the only Lua that knows the value's layout.
+-- (prepended in Go, before the other preludes, after value_head.lua, its
+-- first part): the Lua side of lockwire's value.go, and with
+-- value_head.lua the only Lua that knows the value's layout.
 --
 -- A value is one JSON object whose first member is the token and whose
 -- second is the fence:
@@ -8,30 +9,10 @@
 --    [,"ci":...][,"limit":<n>][,"mode":"shared"],"ttl_ms":<n>[,"renew_every_ms":<n>],
 --    "acquired_ms":<n>,"renewed_ms":<n>[,"holds":<n>]}
 -- Go writes the members between the fence and acquired_ms
--- (lockwire.Members); newValue adds the rest, and every renewal moves
--- renewed_ms (withRenewed). A token holds no '"', and a
--- '"' inside owner, note or ci is always escaped, so no member name can
--- match inside another member's string.
-
--- tokenPrefix is lockwire.ValuePrefix: what every lockctl value holding
--- token starts with.
-local function tokenPrefix(token)
-  return '{"token":"' .. token .. '"'
-end
-
--- owns mirrors lockwire.Owns: a lockctl value whose prefix carries the
--- token, or a foreign plain string lock whose whole value is the token.
-local function owns(v, token, prefix)
-  return v == token or string.sub(v, 1, #prefix) == prefix
-end
-
--- newValue builds the value an acquire stores: prefix is tokenPrefix(token),
--- fence a decimal string (see fence.lua), rest the members Go sent, ms the
--- server's time in ms, which is also the lease's first renewal.
-local function newValue(prefix, fence, rest, ms)
-  local t = string.format('%d', ms)
-  return prefix .. ',"fence":' .. fence .. rest .. ',"acquired_ms":' .. t .. ',"renewed_ms":' .. t .. '}'
-end
+-- (lockwire.Members); newValue (value_head.lua) adds the rest, and every
+-- renewal moves renewed_ms (withRenewed). A token holds no '"', and a '"'
+-- inside owner, note or ci is always escaped, so no member name can match
+-- inside another member's string.
 
 -- withRenewed returns v with its last renewal at ms (the server's time in
 -- ms), which is how inspect tells a holder that stopped renewing (killed)
@@ -120,16 +101,6 @@ end
 -- withFence returns v with fence f (a decimal string).
 local function withFence(v, f)
   return (string.gsub(v, '"fence":%d+', '"fence":' .. f, 1))
-end
-
--- holds is the hold count of a lockctl value: how many times its token
--- re-entered the lease, plus one. Absent means 1.
-local function holds(v)
-  local n = string.match(v, ',"holds":(%d+)')
-  if n then
-    return tonumber(n)
-  end
-  return 1
 end
 
 -- withHolds returns v with hold count n (the member dropped at 1).
