@@ -240,8 +240,9 @@ func TestHubWaiterWithoutPatternSubscriptions(t *testing.T) {
 	}()
 	queuedFor(t, l, name, 1)
 	waitersListed(t, newClient(t), "lock:"+name, 1, false)
-	// Its own channel, once the pattern was refused (after the wait for
-	// a confirmation that never comes).
+	// Its own channel, once the pattern was refused: at the refusal, not
+	// after the wait for a confirmation that never comes (5 s).
+	listed := time.Now()
 	own := lock.AuxKey(lock.KindWake, "lock:"+name) + ":*"
 	admin := newClient(t)
 	for deadline := time.Now().Add(30 * time.Second); len(redisDo(t, admin, "PUBSUB", "CHANNELS", own).([]any)) != 1; {
@@ -249,6 +250,9 @@ func TestHubWaiterWithoutPatternSubscriptions(t *testing.T) {
 			t.Fatal("the waiter did not subscribe to its own channel")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if d := time.Since(listed); d > 3*time.Second {
+		t.Errorf("the waiter subscribed to its own channel %v after it was listed: it waited out the refused pattern's confirmation", d)
 	}
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)

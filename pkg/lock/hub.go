@@ -138,6 +138,20 @@ func (h *hub) psubscribe(ctx context.Context, pattern string) (subscription, err
 	return h.join(ctx, patternTopic+pattern)
 }
 
+// failPatterns ends the wait of every pattern topic of hc not confirmed
+// yet with err.
+func (h *hub) failPatterns(hc *hubConn, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name, t := range hc.topics {
+		if strings.HasPrefix(name, patternTopic) && !t.isReady && t.err == nil {
+			t.err = err
+			delete(hc.topics, name)
+			close(t.ready)
+		}
+	}
+}
+
 // join subscribes the waiter to topic: a channel, or a pattern after
 // patternTopic.
 func (h *hub) join(ctx context.Context, channel string) (subscription, error) {
@@ -201,6 +215,15 @@ func (h *hub) dispatch(hc *hubConn) {
 		if err != nil {
 			if errors.Is(err, redis.ErrClosed) {
 				return
+			}
+			var rerr redis.Error
+			if errors.As(err, &rerr) {
+				// A refused subscription (an ACL): the reply names no
+				// topic. The pattern topics not confirmed yet fail at
+				// once, as their waiters subscribe to their own channels
+				// instead; a channel's waits for its confirmation.
+				h.failPatterns(hc, rerr)
+				continue
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
