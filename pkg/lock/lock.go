@@ -386,7 +386,10 @@ func (a *attempt) run(ctx context.Context, o *AcquireOptions) (*Lease, error) {
 		return nil, newHeldError(ErrNotObtained, held)
 	}
 	if !late {
-		a.refused = &held
+		// A copy, so that held itself does not escape: every attempt
+		// would allocate it.
+		h := held
+		a.refused = &h
 	}
 	return a.wait(ctx, o, true)
 }
