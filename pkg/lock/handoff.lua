@@ -21,26 +21,10 @@
 -- acquirer listed before it is still listed (wake.lua wakes that one).
 -- Otherwise the release wakes whom release.lua wakes.
 local key, q, hb, w, s = KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local v = redis.pcall('GET', key)
-if v == false then
-  local sem = redis.pcall('EXISTS', KEYS[2])
-  if sem == 1 or type(sem) == 'table' then
-    return {3}
-  end
-  return {0}
+local freed = freeOwn(key, KEYS[2], ARGV[1])
+if freed then
+  return freed
 end
-if type(v) ~= 'string' then
-  return held(2, key, redis.call('TYPE', key)['ok'])
-end
-if not owns(v, ARGV[1], tokenPrefix(ARGV[1])) then
-  return held(2, key, 'string', v)
-end
-local n = holds(v)
-if n > 1 then
-  redis.call('SET', key, withHolds(v, n - 1), 'KEEPTTL')
-  return {4, n - 1}
-end
-redis.call('DEL', key)
 local tok = ARGV[4]
 local function mayTake()
   if ARGV[7] == '1' then

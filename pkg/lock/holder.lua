@@ -42,3 +42,35 @@ local function semHeld(z, vals)
   local v = redis.call('HGET', vals, first[1]) or first[1]
   return {0, slotKind(v), v, tonumber(first[2]) - ms, n}
 end
+
+-- freeOwn starts a release of the plain lock key by token: it deletes the
+-- key when token holds it once and returns nil, for the caller to wake whom
+-- the release lets in; otherwise it returns the reply: {0} no lock and no
+-- semaphore; {3} no lock, but a semaphore (sem), which the caller asks in
+-- turn, so that a plain "not held" stays one round trip (a refused EXISTS
+-- asks it too: it writes nothing); {4, holds left} one hold of a
+-- re-entered lock given back, the lock staying with its TTL; {2, ...}
+-- another holder, as held() describes. GET is a pcall: see renew.lua.
+local function freeOwn(key, sem, token)
+  local v = redis.pcall('GET', key)
+  if v == false then
+    local n = redis.pcall('EXISTS', sem)
+    if n == 1 or type(n) == 'table' then
+      return {3}
+    end
+    return {0}
+  end
+  if type(v) ~= 'string' then
+    return held(2, key, redis.call('TYPE', key)['ok'])
+  end
+  if not owns(v, token, tokenPrefix(token)) then
+    return held(2, key, 'string', v)
+  end
+  local n = holds(v)
+  if n > 1 then
+    redis.call('SET', key, withHolds(v, n - 1), 'KEEPTTL')
+    return {4, n - 1}
+  end
+  redis.call('DEL', key)
+  return nil
+end

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -102,21 +103,33 @@ func redisDo(t testing.TB, c *redis.Client, args ...any) any {
 	return v
 }
 
-// countingHook counts the commands a client sends, pipelined or not.
-type countingHook struct{ n atomic.Int64 }
+// countingHook counts the commands a client sends, pipelined or not: those
+// named in only (lower case), or every one when only is empty.
+type countingHook struct {
+	n    atomic.Int64
+	only []string
+}
+
+func (h *countingHook) count(cmd redis.Cmder) {
+	if len(h.only) == 0 || slices.Contains(h.only, cmd.Name()) {
+		h.n.Add(1)
+	}
+}
 
 func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
+		h.count(cmd)
 		return next(ctx, cmd)
 	}
 }
 
 func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
+		for _, cmd := range cmds {
+			h.count(cmd)
+		}
 		return next(ctx, cmds)
 	}
 }

@@ -7,41 +7,41 @@ package lock
 func scriptHash(name string) string {
 	switch name {
 	case "acquire":
-		return "58b24e1d39d345ace515370901cec926c94d09fb"
+		return "8fb8b3a78ebd6bebd98e0d7917f9af513e6ecfe8"
 	case "check":
 		return "68800a39214a66df6b9309c5be8034a820c2536f"
 	case "fenceNext":
 		return "90e3d19c644596166494ffc71a76ef994de5dcff"
 	case "fifoAcquire":
-		return "961c709f007b9914e0377dbe219e2f8845070ff3"
+		return "9477e1b3d8569839211158817ca0460c953aba37"
 	case "fifoLeave":
 		return "19a4bb6fb24793d1ec6acf17bd463bf04178f7bf"
 	case "handoff":
-		return "ce392ff2ea5511c70b75523752dd3b96e003a374"
+		return "a945bfd5672bdbb2ad5411a7c0db454158e93310"
 	case "inspect":
-		return "828a214679bab80983dcf6c5b310fd21b479436e"
+		return "663374cd98488623e1a2d75e36dd6bb9d6b660bb"
 	case "multiAcquire":
-		return "4cd755fc7c4fa9d10853bf7f907ef3d102ac30bf"
+		return "84b5c49884d2e26288df49ab65636fc53534f128"
 	case "multiRelease":
-		return "ee4b287a89f5893da77ce411a39cf058edaebfe9"
+		return "068c313f0b575d4dd597a936baaf12a353ee0d98"
 	case "multiRenew":
-		return "6de70708a3fa1cfce5ac258043946407f532580f"
+		return "26c949d18ad4b997026441527b6237fc76d76565"
 	case "raise":
 		return "749b07c9fd53552803c99f48eb97689d399d2b17"
 	case "reenter":
-		return "2a4b274d7548afb0cee6b848563a15351d0c2c09"
+		return "1f1c7e4b38a6bcb55d551239730c3b775135997a"
 	case "release":
-		return "30abbf201aeaffa87f0a983a4e6b45a086036ab3"
+		return "b90b7231131e056dc01937e5306dc29036bcfddc"
 	case "renew":
-		return "bcfa683981e4789bcb4a464ce425358211f7acf7"
+		return "7174b4e0071173b8873d77ffec5c1c1e8ae5bce4"
 	case "semAcquire":
-		return "f3aecf0579a65ec408cdd37b1abe3cb5577f1f6f"
+		return "6fb404fa492177efee05cdee9e8943c5e0b0f431"
 	case "semRelease":
-		return "972c56073a5911d6cad2c222518f67127f0135d2"
+		return "323acce9f1f5a32cee11e847dee776d8c8694773"
 	case "semRenew":
-		return "a9218457f811140eb613f9cde498563f0d825ae2"
+		return "ea6185f3a4ef6b8f098b568c0f421fb2c2e9e225"
 	case "sharedAcquire":
-		return "9a2e97b5ac5517ae191c9ddecc631a051d13595a"
+		return "55380c4db250ecbb21303dacceb2ee254d2c6f6f"
 	}
 	return ""
 }

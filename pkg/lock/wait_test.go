@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/pkg/lock"
-	"github.com/redis/go-redis/v9"
 )
 
 type waitResult struct {
@@ -221,31 +220,6 @@ func testMutualExclusion(t *testing.T, lockers int) {
 	}
 }
 
-// scriptHook counts the scripts a client runs (EVALSHA and EVAL).
-type scriptHook struct{ n atomic.Int64 }
-
-func (h *scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n == "evalsha" || n == "eval" {
-			h.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			if n := cmd.Name(); n == "evalsha" || n == "eval" {
-				h.n.Add(1)
-			}
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // A waiter refused once sleeps on its wake-up stream until a release wakes
 // it: the refusal listed it, and the stream keeps every wake-up since, so a
 // second attempt at once would only be refused again (one more script per
@@ -259,26 +233,10 @@ func TestWaiterSleepsAfterItsFirstRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	wc := newClient(t)
-	h := &scriptHook{}
+	h := &countingHook{only: []string{"evalsha", "eval"}}
 	wc.AddHook(h)
-	waiter := lock.New(wc, nil)
-	busy := make(chan struct{}, 1)
-	type result struct {
-		lease *lock.Lease
-		err   error
-	}
-	got := make(chan result, 1)
-	go func() {
-		lease, err := waiter.Acquire(ctx, name, time.Minute, &lock.AcquireOptions{Wait: 30 * time.Second,
-			Observer: func(lock.AcquireEvent) {
-				select {
-				case busy <- struct{}{}:
-				default:
-				}
-			}})
-		got <- result{lease, err}
-	}()
-	<-busy
+	refused, done := startWaiter(ctx, lock.New(wc, nil), name, time.Minute, lock.AcquireOptions{Wait: 30 * time.Second})
+	await(t, refused, "the waiter's first refusal")
 	time.Sleep(300 * time.Millisecond)
 	if n := h.n.Load(); n != 1 {
 		t.Errorf("the waiter ran %d scripts before the release, want 1 (its first attempt)", n)
@@ -286,7 +244,7 @@ func TestWaiterSleepsAfterItsFirstRefusal(t *testing.T) {
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := <-got
+	r := <-done
 	if r.err != nil {
 		t.Fatalf("the waiter after the release: %v", r.err)
 	}
