@@ -268,12 +268,81 @@ func unknownCommand(err error) error {
 			sug = append(sug, l)
 		}
 	}
+	return &UsageError{Err: errors.New(msg + didYouMean(sug)), Hints: []string{"see `lockctl --help` for the commands"}}
+}
+
+// didYouMean is the end of an error line naming the suggestions: "" for
+// none, "; did you mean ls?", "; did you mean ls or run?".
+func didYouMean(sug []string) string {
 	switch len(sug) {
 	case 0:
+		return ""
 	case 1:
-		msg += "; did you mean " + sug[0] + "?"
-	default:
-		msg += "; did you mean " + strings.Join(sug[:len(sug)-1], ", ") + " or " + sug[len(sug)-1] + "?"
+		return "; did you mean " + sug[0] + "?"
 	}
-	return &UsageError{Err: errors.New(msg), Hints: []string{"see `lockctl --help` for the commands"}}
+	return "; did you mean " + strings.Join(sug[:len(sug)-1], ", ") + " or " + sug[len(sug)-1] + "?"
+}
+
+// newHelpCmd is `lockctl help [command...]`: the help page of the command
+// named, as cobra's help command prints it, but a topic that names no
+// command is a usage error (exit 64) naming the nearest commands, as a
+// mistyped command is, where cobra printed "Unknown help topic" and the
+// root's usage with exit 0.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help for any command: lockctl help COMMAND [SUBCOMMAND] prints what lockctl COMMAND [SUBCOMMAND] --help does.",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, err := helpTopic(c.Root(), args)
+			if err != nil {
+				return err
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
+}
+
+// helpTopic is the command args name, below root: each argument must be a
+// subcommand (or alias) of the one before. Otherwise a usage error names
+// the topic and the nearest subcommands of the last command found.
+func helpTopic(root *cobra.Command, args []string) (*cobra.Command, error) {
+	cmd := root
+	for i, a := range args {
+		var next *cobra.Command
+		for _, sub := range cmd.Commands() {
+			if (sub.IsAvailableCommand() || sub.Name() == "help") && (sub.Name() == a || sub.HasAlias(a)) {
+				next = sub
+				break
+			}
+		}
+		if next == nil {
+			if cmd.SuggestionsMinimumDistance <= 0 {
+				cmd.SuggestionsMinimumDistance = 2
+			}
+			err := fmt.Errorf("unknown help topic %q%s", strings.Join(args[:i+1], " "), didYouMean(cmd.SuggestionsFor(a)))
+			hint := fmt.Sprintf("see `%s --help`", cmd.CommandPath())
+			if cmd.HasAvailableSubCommands() {
+				hint += " for the commands"
+			}
+			return nil, &UsageError{Err: err, Hints: []string{hint}}
+		}
+		cmd = next
+	}
+	return cmd, nil
 }

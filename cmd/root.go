@@ -245,6 +245,7 @@ monotonic fencing token that the protected resource can check.`,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(flagError)
+	root.SetHelpCommand(newHelpCmd())
 	setHelpLayout(root, f.IO)
 	addVersionFlag(root, f)
 	addGlobalFlags(root.PersistentFlags(), &f.G)
