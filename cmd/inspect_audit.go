@@ -88,7 +88,7 @@ func runAudit(ctx context.Context, f *Factory, o *auditOptions) error {
 			rows[i] = []string{entries[i].At.Local().Format("01-02 15:04:05"), r[1], r[2], r[3], shortFence(r[5]), r[6], r[7]}
 		}
 	}
-	return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide})
+	return f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide, Records: wide})
 }
 
 // onceResolveText is a once resolution's REASON cell: "once resolve

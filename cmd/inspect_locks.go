@@ -80,8 +80,8 @@ characters show escaped (\x1b, \n, \t, \xNN), so no value can drive the
 terminal or break a row; on a terminal, cells past 100 columns are cut with
 "…", and the table fits the terminal's width: NOTE gives way first, then the
 widest column, cut with "…"; FENCE shows its last 6 digits. -o wide keeps
-every value whole, as do the tab-separated rows; -o json has every value
-exact.
+every value whole (a block of lines per lock where the columns do not fit
+the terminal), as do the tab-separated rows; -o json has every value exact.
 
 --watch D prints a fresh listing every D until interrupted: on a terminal
 the screen is cleared first (like watch(1)); elsewhere listings follow one
@@ -166,7 +166,7 @@ func runLocks(c *cobra.Command, f *Factory, o *locksOptions, glob string) error 
 					r[6] = shortFence(r[6])
 				}
 			}
-			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide}); err != nil {
+			if err := f.IO.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: !wide, Records: wide}); err != nil {
 				return err
 			}
 			return partial

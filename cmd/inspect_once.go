@@ -121,7 +121,7 @@ func listUnknownOnce(c *cobra.Command, f *Factory, args []string) error {
 			lapsed, strconv.Itoa(r.Attempts), ui.Escape(orDash(r.Fingerprint))})
 	}
 	if err := f.IO.PrintTable(ui.Table{Header: []string{"KEY", "OWNER", "STARTED", "LAPSED", "ATTEMPT", "FINGERPRINT"},
-		Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide"}); err != nil {
+		Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: f.G.Output != "wide", Records: f.G.Output == "wide"}); err != nil {
 		return err
 	}
 	return partial

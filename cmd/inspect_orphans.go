@@ -234,7 +234,7 @@ func (out *orphanOutput) finish(found []orphanRecord, count int, partial bool, p
 			for i, r := range found {
 				rows[i] = r.row()
 			}
-			if err := out.f.IO.PrintTable(ui.Table{Header: out.header(), Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: out.f.G.Output != "wide"}); err != nil {
+			if err := out.f.IO.PrintTable(ui.Table{Header: out.header(), Rows: rows, MaxCellWidth: ui.DataCellWidth, Fit: out.f.G.Output != "wide", Records: out.f.G.Output == "wide"}); err != nil {
 				return err
 			}
 		}

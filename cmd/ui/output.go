@@ -27,6 +27,12 @@ type Table struct {
 	// further lines of its row, whole (a verdict, a detail view, -o wide).
 	// Either way no line is wider than the terminal (TableWidth).
 	Fit bool
+	// Records, without Fit (an -o wide listing, whose values stay whole):
+	// where the rows whole are wider than the terminal, each row is a block
+	// of lines instead, a column's name and then its value, wrapped under
+	// the values, the blocks parted by an empty line, rather than columns
+	// too narrow for their words.
+	Records bool
 }
 
 // PrintTable renders t: a styled table on a terminal (or with -o table),
@@ -66,10 +72,43 @@ func (s *IOStreams) PrintTable(t Table) error {
 		over = cutCells
 	}
 	var b bytes.Buffer
+	if t.Records && !t.Fit && naturalWidth(t.Header, cells) > s.TableWidth() {
+		if err := s.writeRecords(&b, t.Header, cells); err != nil {
+			return err
+		}
+		return s.writeOut(b.Bytes())
+	}
 	if err := writeTable(&b, header, cells, s.TableWidth(), over); err != nil {
 		return err
 	}
 	return s.writeOut(b.Bytes())
+}
+
+// writeRecords writes each row of cells as a block of NAME value lines,
+// the names from header in bold, a value too long for the terminal
+// wrapped under the values; an empty line parts the blocks.
+func (s *IOStreams) writeRecords(b *bytes.Buffer, header []string, cells [][]string) error {
+	names := make([]string, len(header))
+	for i, h := range header {
+		names[i] = s.Bold(escapeStyled(h))
+	}
+	for j, r := range cells {
+		if j > 0 {
+			b.WriteString("\n")
+		}
+		pairs := make([][]string, len(r))
+		for i, c := range r {
+			name := ""
+			if i < len(names) {
+				name = names[i]
+			}
+			pairs[i] = []string{name, c}
+		}
+		if err := writeTable(b, nil, pairs, s.TableWidth(), wrapCells); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PrintDetail renders FIELD/VALUE rows of one object (inspect lock): on a

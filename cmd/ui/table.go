@@ -160,6 +160,30 @@ func anys(r []string) []any {
 	return out
 }
 
+// naturalWidth is the width of the terminal table of header and rows with
+// every cell whole on one line: each column as wide as its widest cell,
+// padded by one space either side (writeTable's layout).
+func naturalWidth(header []string, rows [][]string) int {
+	var widths []int
+	grow := func(r []string) {
+		for i, c := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], cellWidth(strings.TrimSpace(c)))
+		}
+	}
+	grow(header)
+	for _, r := range rows {
+		grow(r)
+	}
+	total := 0
+	for _, w := range widths {
+		total += w + 2
+	}
+	return total
+}
+
 // linesWidth is the width of the widest line of a (wrapped) cell.
 func linesWidth(c string) int {
 	w := 0

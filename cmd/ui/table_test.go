@@ -213,3 +213,48 @@ func TestRenderTopFits(t *testing.T) {
 		}
 	}
 }
+
+// An -o wide listing (Records) keeps every value whole: on a terminal
+// too narrow for its columns, a block of NAME value lines per row, each
+// value on the line of its name; where the columns fit, the table.
+func TestRecordsWhereColumnsDoNotFit(t *testing.T) {
+	header := []string{"NAME", "OWNER", "KEY", "TOKEN", "MODE"}
+	rows := [][]string{
+		{"deploy-production-eu-west-1", "runner@build-host-7:2231", "lock:deploy-production-eu-west-1", "f6ec1fde8b5e", "exclusive"},
+		{"nightly", "cron@db-1:99", "lock:nightly", "544640f3c039", "shared"},
+	}
+	for _, width := range []int{40, 80, 200} {
+		io, _, out, _ := ui.Test()
+		io.SetTTY(false, true, true)
+		io.SetWidth(width, 0)
+		if err := io.PrintTable(ui.Table{Header: header, Rows: rows, MaxCellWidth: ui.DataCellWidth, Records: true}); err != nil {
+			t.Fatal(err)
+		}
+		s := out.String()
+		checkFits(t, s, width)
+		if width == 200 {
+			if !regexp.MustCompile(`(?m)^ NAME +OWNER +KEY +TOKEN +MODE`).MatchString(s) || strings.Count(s, "\n") != 3 {
+				t.Errorf("width %d: not one table, a line a row:\n%s", width, s)
+			}
+			continue
+		}
+		for _, r := range rows {
+			for i, c := range r {
+				if width == 40 {
+					// Narrower than a value and its name: wrapped
+					// under the values, whole.
+					if !containsSplit(s, c) {
+						t.Errorf("width %d: %q lost:\n%s", width, c, s)
+					}
+					continue
+				}
+				if !regexp.MustCompile(`(?m)^ ` + header[i] + ` +` + regexp.QuoteMeta(c) + ` *$`).MatchString(s) {
+					t.Errorf("width %d: no line %q %q:\n%s", width, header[i], c, s)
+				}
+			}
+		}
+		if n := strings.Count(s, "\n\n"); n != len(rows)-1 {
+			t.Errorf("width %d: %d empty lines between %d blocks:\n%s", width, n, len(rows), s)
+		}
+	}
+}
