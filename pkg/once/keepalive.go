@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lib/leasetime"
@@ -128,9 +129,13 @@ func (k *Keeper) Stop() {
 }
 
 // Do claims key, runs fn while keeping the claim alive, and records the
-// exit code fn returns. fn's context is cancelled if the claim is lost.
-// When key already ran, fn is not called and the recorded outcome comes
-// back with a *DoneError; see Claim for the other refusals.
+// exit code fn returns. fn's context is cancelled if the claim is lost;
+// fn was then stopped part way, and what it returns is no outcome of its
+// own: nothing is recorded, and the error matches ErrLost. An at-most-once
+// claim is marked StateUnknown (MarkUnknown: no call runs fn until the key
+// is resolved); any other is dropped (Abandon: the next call runs fn
+// again). When key already ran, fn is not called and the recorded outcome
+// comes back with a *DoneError; see Claim for the other refusals.
 func (s *Store) Do(ctx context.Context, key string, co *ClaimOptions, fn func(ctx context.Context) int) (Record, error) {
 	c, err := s.Claim(ctx, key, co)
 	if err != nil {
@@ -143,17 +148,33 @@ func (s *Store) Do(ctx context.Context, key string, co *ClaimOptions, fn func(ct
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	k := c.KeepAlive(runCtx, 0)
+	var stopped atomic.Bool
 	go func() {
 		select {
 		case <-k.Lost():
+			stopped.Store(true)
 			cancel()
 		case <-runCtx.Done():
 		}
 	}()
 	code := fn(runCtx)
+	cut := stopped.Load()
 	k.Stop()
 	// Recorded on a fresh context: the outcome matters even if ctx ended.
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer rcancel()
-	return c.Complete(rctx, code)
+	if !cut {
+		return c.Complete(rctx, code)
+	}
+	if c.AtMostOnce {
+		err = c.MarkUnknown(rctx)
+	} else {
+		err = c.Abandon(rctx)
+	}
+	if err != nil && !errors.Is(err, ErrLost) {
+		// Someone else's record by now, or the server's refusal: that
+		// stands beside the loss.
+		return Record{}, errors.Join(k.Err(), err)
+	}
+	return Record{}, k.Err()
 }

@@ -36,7 +36,8 @@
 //	ErrFingerprint Claim: KEY was claimed for another request         *FingerprintError
 //	ErrNotOwner    the claim now belongs to someone else              *NotOwnerError
 //	ErrLost        renew or complete found no record, or the
-//	               keep-alive gave the claim up
+//	               keep-alive gave the claim up (Do: fn was stopped
+//	               part way, and nothing was recorded)
 //	ErrLate        Claim: the reply came after the claim's local
 //	               deadline and re-confirming it failed
 //	ErrUnknown     Claim: an at-most-once claim lapsed without an     *UnknownError

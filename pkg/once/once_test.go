@@ -203,7 +203,8 @@ func TestKeepAlive(t *testing.T) {
 	}
 }
 
-// The keeper reports a claim that vanished, and Do cancels fn's context.
+// The keeper reports a claim that vanished, and Do cancels fn's context;
+// fn stopped part way has no outcome, and none is recorded.
 func TestLossCancelsDo(t *testing.T) {
 	t.Parallel()
 	ctx := redistest.Context(t)
@@ -221,11 +222,12 @@ func TestLossCancelsDo(t *testing.T) {
 			return 0
 		}
 	})
-	// Nobody took over, so the outcome is recorded, marked as expired.
-	if err != nil || rec.ExitCode != 143 || !rec.Expired || rec.State != once.StateDone {
-		t.Fatalf("Do after loss: %+v %v", rec, err)
+	if !errors.Is(err, once.ErrLost) || rec.State != "" {
+		t.Fatalf("Do after loss: %+v %v; want ErrLost and no record", rec, err)
 	}
-	checkTTL(t, s.Key(key))
+	if n := srv.Int(t, "EXISTS", s.Key(key)); n != 0 {
+		t.Fatalf("Do recorded the status of a function stopped part way")
+	}
 }
 
 func TestFingerprint(t *testing.T) {
@@ -315,5 +317,37 @@ func TestGetAndBadInput(t *testing.T) {
 	p := once.New(srv.Client(t), &once.Options{Prefix: "idem:"})
 	if _, err := p.Claim(ctx, key, nil); err != nil || srv.Int(t, "EXISTS", "idem:"+key) != 1 {
 		t.Fatalf("custom prefix: %v", err)
+	}
+}
+
+// A claim lost while fn runs (its renewals held up past its deadline by a
+// server paused for writes) records nothing: fn was told to stop part
+// way, and what it returned is no outcome. At most once, the key is
+// unknown until resolved; at least once, the next call runs fn again.
+func TestDoLostRecordsNothing(t *testing.T) {
+	t.Parallel()
+	own := redistest.StartTest(t, nil)
+	for _, amo := range []bool{true, false} {
+		ctx := redistest.Context(t)
+		s := once.New(own.Client(t), &once.Options{TTL: 400 * time.Millisecond})
+		key := redistest.UniqueKey(t)
+		co := &once.ClaimOptions{AtMostOnce: amo}
+		_, err := s.Do(ctx, key, co, func(ctx context.Context) int {
+			if _, err := own.Do("CLIENT", "PAUSE", "1500", "WRITE"); err != nil {
+				t.Error(err)
+			}
+			<-ctx.Done()
+			return 0
+		})
+		if !errors.Is(err, once.ErrLost) {
+			t.Fatalf("at most once %v: Do whose claim was lost while fn ran: %v; want ErrLost", amo, err)
+		}
+		_, err = s.Claim(ctx, key, co)
+		switch {
+		case amo && !errors.Is(err, once.ErrUnknown):
+			t.Errorf("at most once: claim after the loss: %v; want ErrUnknown (nothing recorded, the outcome unknown)", err)
+		case !amo && err != nil:
+			t.Errorf("at least once: claim after the loss: %v; want a new claim (nothing recorded)", err)
+		}
 	}
 }
