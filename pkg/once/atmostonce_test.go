@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testkit/redistest"
+	"github.com/lockctl/lockctl/pkg/lock"
 	"github.com/lockctl/lockctl/pkg/once"
 	"github.com/redis/go-redis/v9"
 )
@@ -431,5 +432,43 @@ func TestAtMostOnceMarkUnknown(t *testing.T) {
 	var other *once.NotOwnerError
 	if err := c.MarkUnknown(ctx); !errors.As(err, &other) || other.Record.Resolved != "succeeded" {
 		t.Fatalf("MarkUnknown of a resolved record: %v; want *NotOwnerError with the resolution", err)
+	}
+}
+
+// slowScripts holds back the reply of every script of a client by d.
+type slowScripts struct{ d time.Duration }
+
+func (h slowScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h slowScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n := strings.ToLower(cmd.Name()); (n == "evalsha" || n == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			time.Sleep(h.d)
+		}
+		return err
+	}
+}
+
+func (h slowScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A claim whose reply and re-confirmation both come slower than its TTL
+// allows is ErrLate wrapping a slow *lock.LateError (which also matches
+// lock.ErrUnavailable), in one message with one prefix.
+func TestSlowClaimError(t *testing.T) {
+	t.Parallel()
+	ctx := redistest.Context(t)
+	ttl := 300 * time.Millisecond
+	slow := srv.Client(t)
+	slow.AddHook(slowScripts{d: ttl + 200*time.Millisecond})
+	_, err := once.New(slow, &once.Options{Owner: "alice@a:1", TTL: ttl}).Claim(ctx, redistest.UniqueKey(t), nil)
+	var late *lock.LateError
+	if !errors.Is(err, once.ErrLate) || !errors.As(err, &late) || !late.Slow || !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("claim over a link slower than its TTL: %v; want ErrLate wrapping a slow *lock.LateError", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "once: ") || strings.Contains(msg, "lock: ") {
+		t.Errorf("message %q: want one prefix, once's", msg)
 	}
 }

@@ -58,6 +58,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lib/identity"
@@ -274,14 +275,25 @@ func (c *Claim) confirm(ctx context.Context) error {
 		// Both replies slower than the claim allows (the first one's
 		// delay may have let the claim expire, and nobody else took
 		// it): the link is, and no claim can count on it.
-		slow := &lock.LateError{Key: c.Key, Op: "claim", TTL: c.TTL, Took: time.Since(sent), Slow: true}
-		return fmt.Errorf("%w: %w", ErrLate, slow)
+		return &slowClaim{late: &lock.LateError{Key: c.Key, Op: "claim", TTL: c.TTL, Took: time.Since(sent), Slow: true}}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrLate, msg, err)
 	}
 	return fmt.Errorf("%w: %s: that reply was late too", ErrLate, msg)
 }
+
+// slowClaim is the error of a claim given up because both its replies
+// came slower than its TTL allows: ErrLate, wrapping the *lock.LateError
+// with Slow set, whose text it carries after its own "once: " prefix
+// without the lock package's.
+type slowClaim struct{ late *lock.LateError }
+
+func (e *slowClaim) Error() string {
+	return ErrLate.Error() + ": " + strings.TrimPrefix(e.late.Error(), "lock: ")
+}
+
+func (e *slowClaim) Unwrap() []error { return []error{ErrLate, e.late} }
 
 // Get reads key's record, for display; ErrNotFound when there is none.
 func (s *Store) Get(ctx context.Context, key string) (Record, error) {
