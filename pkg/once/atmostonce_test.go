@@ -284,26 +284,32 @@ func TestAtMostOnceAbandon(t *testing.T) {
 	}
 }
 
-// slowFirstScript holds back the reply of a client's first script by d:
-// the server ran it at once, its reply comes late, as over a slow link.
-type slowFirstScript struct {
-	d    time.Duration
-	once sync.Once
+// slowScripts holds back the reply of a client's scripts by d (with first,
+// only the first script's): the server ran it at once, its reply comes
+// late, as over a slow link.
+type slowScripts struct {
+	d     time.Duration
+	first bool
+	once  sync.Once
 }
 
-func (h *slowFirstScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *slowScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *slowFirstScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *slowScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if n := strings.ToLower(cmd.Name()); (n == "evalsha" || n == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			h.once.Do(func() { time.Sleep(h.d) })
+			if h.first {
+				h.once.Do(func() { time.Sleep(h.d) })
+			} else {
+				time.Sleep(h.d)
+			}
 		}
 		return err
 	}
 }
 
-func (h *slowFirstScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *slowScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
@@ -317,7 +323,7 @@ func TestAtMostOnceLateClaimLeavesKeyFree(t *testing.T) {
 	ctx := redistest.Context(t)
 	ttl := 300 * time.Millisecond
 	slow := srv.Client(t)
-	slow.AddHook(&slowFirstScript{d: ttl + 200*time.Millisecond})
+	slow.AddHook(&slowScripts{d: ttl + 200*time.Millisecond, first: true})
 	key := redistest.UniqueKey(t)
 	_, err := once.New(slow, &once.Options{Owner: "alice@a:1", TTL: ttl}).Claim(ctx, key, &once.ClaimOptions{AtMostOnce: true})
 	if !errors.Is(err, once.ErrLate) {
@@ -435,25 +441,6 @@ func TestAtMostOnceMarkUnknown(t *testing.T) {
 	}
 }
 
-// slowScripts holds back the reply of every script of a client by d.
-type slowScripts struct{ d time.Duration }
-
-func (h slowScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h slowScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if n := strings.ToLower(cmd.Name()); (n == "evalsha" || n == "eval") && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			time.Sleep(h.d)
-		}
-		return err
-	}
-}
-
-func (h slowScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // A claim whose reply and re-confirmation both come slower than its TTL
 // allows is ErrLate wrapping a slow *lock.LateError (which also matches
 // lock.ErrUnavailable), in one message with one prefix.
@@ -462,7 +449,7 @@ func TestSlowClaimError(t *testing.T) {
 	ctx := redistest.Context(t)
 	ttl := 300 * time.Millisecond
 	slow := srv.Client(t)
-	slow.AddHook(slowScripts{d: ttl + 200*time.Millisecond})
+	slow.AddHook(&slowScripts{d: ttl + 200*time.Millisecond})
 	_, err := once.New(slow, &once.Options{Owner: "alice@a:1", TTL: ttl}).Claim(ctx, redistest.UniqueKey(t), nil)
 	var late *lock.LateError
 	if !errors.Is(err, once.ErrLate) || !errors.As(err, &late) || !late.Slow || !errors.Is(err, lock.ErrUnavailable) {
